@@ -1,0 +1,97 @@
+/**
+ * The project's error classes. Tell them apart with `instanceof`, never by message.
+ * A `BuilderError` is an expected failure (WORK_FAIL); anything else reaching a job
+ * boundary is a bug (WORK_EXCEPTION).
+ */
+
+/** Base of every error this project throws on purpose. */
+export class NodepoolError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** One problem found in a configuration file. */
+export interface ConfigProblem {
+  /** Dotted key path with array indexes, e.g. `providers[1].pools[0].max-servers`. */
+  path: string;
+  message: string;
+}
+
+/** Thrown when a configuration file cannot be read or does not validate. */
+export class ConfigError extends NodepoolError {
+  readonly file: string;
+  readonly problems: readonly ConfigProblem[];
+  constructor(file: string, problems: ConfigProblem[], options?: { cause?: unknown }) {
+    super(problems.map((p) => `${file}: ${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n'), options);
+    this.file = file;
+    this.problems = problems;
+  }
+}
+
+/** An expected builder failure: reported to the submitter as WORK_FAIL. */
+export class BuilderError extends NodepoolError {}
+
+/** Thrown when a job's payload or id is malformed. */
+export class InvalidJobError extends BuilderError {}
+
+/** Thrown when a job names a diskimage, provider or image id this builder does not know. */
+export class UnknownImageError extends BuilderError {}
+
+/** Thrown when disk-image-create exits non-zero. */
+export class DibFailedError extends BuilderError {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly logPath: string;
+  constructor(message: string, details: { exitCode: number | null; signal: string | null; logPath: string }) {
+    super(message);
+    this.exitCode = details.exitCode;
+    this.signal = details.signal;
+    this.logPath = details.logPath;
+  }
+}
+
+/** Thrown when a build runs past its `build-timeout`. */
+export class BuildTimeoutError extends BuilderError {}
+
+/** Thrown when a build or upload is aborted because the builder is shutting down. */
+export class AbortedError extends BuilderError {}
+
+/** Thrown when a cloud rejects an image upload or delete (an expected failure). */
+export class CloudError extends BuilderError {
+  readonly status: number | undefined;
+  constructor(message: string, options?: { cause?: unknown; status?: number }) {
+    super(message, options);
+    this.status = options?.status;
+  }
+}
+
+/** Thrown when a format conversion with qemu-img fails. */
+export class ConversionError extends BuilderError {}
+
+/** Thrown when a Gearman connection fails or drops while a job depends on it. */
+export class GearmanConnectionError extends NodepoolError {}
+
+/** Thrown when gearmand answers with an ERROR packet. */
+export class GearmanServerError extends NodepoolError {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(`${code}: ${message}`);
+    this.code = code;
+  }
+}
+
+/** Thrown when a Gearman packet cannot be decoded. */
+export class GearmanProtocolError extends NodepoolError {}
+
+/** Turns anything thrown into an Error, keeping Errors as they are. */
+export function coerceError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  if (typeof err === 'string') return new Error(err);
+  try {
+    return new Error(JSON.stringify(err));
+  } catch {
+    return new Error(String(err));
+  }
+}
