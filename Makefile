@@ -1,0 +1,51 @@
+# Nodepool (TypeScript). `make test` and `make run` work on a fresh Debian 12 machine with
+# Node 20 and npm: they install what they need (apt packages, npm packages) first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+APT_PACKAGES := gearman-job-server gearman-tools qemu-utils keystone glance-api uwsgi uwsgi-plugin-python3 \
+  python3-diskimage-builder debootstrap sudo kpartx parted e2fsprogs squashfs-tools git curl jq python3-yaml \
+  procps util-linux openssl
+NODE_TEST := node --import tsx test/run.ts
+
+.PHONY: help deps apt-deps npm-deps typecheck lint test test-unit bench build run clean
+
+help:
+	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
+	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image"
+	@echo "make bench  - upload throughput vs curl, Gearman round trips vs a raw client"
+
+deps: apt-deps npm-deps
+
+apt-deps:
+	@bash scripts/install-apt-deps.sh $(APT_PACKAGES)
+
+npm-deps: node_modules/.package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+typecheck: npm-deps
+	npx tsc --noEmit
+
+lint: npm-deps
+	npx eslint .
+
+test: deps typecheck lint
+	$(NODE_TEST)
+
+test-unit: npm-deps
+	$(NODE_TEST) unit
+
+build: npm-deps
+	npx tsc -p tsconfig.build.json
+
+bench: deps
+	node --import tsx bench/gearman-roundtrip.ts
+	node --import tsx bench/upload-throughput.ts --size-mib 2048
+
+run: deps
+	node --import tsx scripts/run-quickstart.ts
+
+clean:
+	rm -rf dist .run

@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+/**
+ * nodepool-builder: argv → config → logger → DibBuilder → signals.
+ * SIGHUP or a change of the config file reloads it; the first SIGINT/SIGTERM drains running
+ * jobs (up to --shutdown-timeout), a second one aborts them at once.
+ */
+import { watch } from 'node:fs';
+import os from 'node:os';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { loadConfig } from '../lib/config/load.js';
+import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
+import { ConfigError } from '../lib/errors.js';
+import { createRootLogger } from '../lib/log.js';
+import { DibBuilder } from '../workers/builder/dib-builder.js';
+import { openstackImageServices } from '../workers/builder/image-services.js';
+
+const argv = yargs(hideBin(process.argv))
+  .scriptName('nodepool-builder')
+  .usage('$0 -c nodepool.yaml\n\nBuilds images with diskimage-builder and serves uploads and deletes over Gearman.')
+  .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
+  .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this builder reports' })
+  .option('build-workers', { type: 'number', default: 1, describe: 'concurrent builds' })
+  .option('upload-workers', { type: 'number', default: 4, describe: 'concurrent uploads and deletes' })
+  .option('shutdown-timeout', { type: 'number', default: 30, describe: 'seconds to let running jobs finish on SIGTERM' })
+  .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
+  .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] })
+  .strict()
+  .parseSync();
+
+const log = createRootLogger({ level: argv['log-level'], format: argv['log-format'] as 'pretty' | 'json', defaultMeta: { process: 'nodepool-builder' } });
+
+let config;
+try {
+  config = loadConfig(argv.config);
+} catch (err) {
+  process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+  process.exit(2);
+}
+
+let current = config;
+const builder = new DibBuilder({
+  config,
+  log,
+  hostname: argv.hostname,
+  buildWorkers: argv['build-workers'],
+  uploadWorkers: argv['upload-workers'],
+  env: process.env,
+  imageServices: openstackImageServices({
+    cloudsFile: () => current.cloudsFile,
+    searchPaths: standardSearchPaths({ env: process.env, homeDir: os.homedir(), cwd: process.cwd() }),
+    log,
+  }),
+});
+
+function reload(reason: string): void {
+  try {
+    const next = loadConfig(argv.config);
+    current = next;
+    builder.reconfigure(next);
+    log.info('config reloaded', { reason, file: argv.config });
+  } catch (err) {
+    log.error('config reload failed; keeping the running config', { reason, error: (err as Error).message });
+  }
+}
+
+let reloadTimer: NodeJS.Timeout | undefined;
+const watcher = watch(argv.config, () => {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(() => reload('file changed'), 300);
+});
+process.on('SIGHUP', () => reload('SIGHUP'));
+
+let signals = 0;
+function onSignal(sig: NodeJS.Signals): void {
+  signals += 1;
+  if (signals > 1) {
+    log.warn('second signal: aborting running jobs', { signal: sig });
+    builder.abortAll();
+    return;
+  }
+  log.info('shutting down', { signal: sig });
+  watcher.close();
+  clearTimeout(reloadTimer);
+  const aborted = { value: false };
+  const deadline = setTimeout(() => { aborted.value = true; }, argv['shutdown-timeout'] * 1000);
+  deadline.unref();
+  builder.stop({ abortAfterMs: argv['shutdown-timeout'] * 1000 }).then(
+    () => {
+      clearTimeout(deadline);
+      const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
+      open.unref();
+      process.exitCode = signals > 1 || aborted.value ? 1 : 0;
+    },
+    (err: Error) => {
+      log.error('shutdown failed', { error: err.message });
+      process.exit(1);
+    },
+  );
+}
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
+builder.start().catch((err: Error) => {
+  log.error('builder failed to start', { error: err.message, stack: err.stack });
+  process.exit(1);
+});

@@ -1,0 +1,82 @@
+/**
+ * The one config loader for every process: read YAML, validate against the schema and each
+ * provider's driver schema, check cross-references, apply defaults, freeze.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { ConfigError } from '../errors.js';
+import { providerDiskimages } from '../drivers/registry.js';
+import { deepFreeze, Problems } from './schema-kit.js';
+import { nodepoolSchema, type Config } from './schema.js';
+
+/** Parses config text (pure). Thrown: {@link ConfigError} listing every problem with its key path. */
+export function parseConfig(text: string, file: string): Config {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text, { filename: file });
+  } catch (err) {
+    const e = err as { reason?: string; mark?: { line: number; column: number } };
+    const where = e.mark ? `line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
+    throw new ConfigError(file, [{ path: where, message: `invalid YAML: ${e.reason ?? (err as Error).message}` }], { cause: err });
+  }
+  if (doc === undefined || doc === null) doc = {};
+  const problems = new Problems();
+  const parsed = nodepoolSchema.parse(doc, '', problems);
+  if (parsed) checkReferences(parsed, problems);
+  if (!parsed || problems.list.length) throw new ConfigError(file, problems.list);
+  const base = path.dirname(path.resolve(file));
+  const abs = (p: string): string => path.resolve(base, p);
+  const imagesDir = abs(parsed.imagesDir);
+  return deepFreeze({
+    ...parsed,
+    file,
+    stateDir: abs(parsed.stateDir),
+    imagesDir,
+    buildLogDir: abs(parsed.buildLogDir),
+    elementsDir: parsed.elementsDir === undefined ? undefined : abs(parsed.elementsDir),
+    buildTmpDir: parsed.buildTmpDir === undefined ? path.join(imagesDir, '.tmp') : abs(parsed.buildTmpDir),
+    cloudsFile: parsed.cloudsFile === undefined ? undefined : abs(parsed.cloudsFile),
+  });
+}
+
+/** Reads and parses a config file. Thrown: {@link ConfigError}, also when the file cannot be read. */
+export function loadConfig(file: string): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, [{ path: '', message: `cannot read: ${(err as Error).message}` }], { cause: err });
+  }
+  return parseConfig(text, file);
+}
+
+type Parsed = NonNullable<ReturnType<typeof nodepoolSchema.parse>>;
+
+/** Cross-references: provider diskimages, pool labels and label diskimages must exist. */
+function checkReferences(c: Parsed, p: Problems): void {
+  const diskimages = new Set(c.diskimages.map((d) => d.name));
+  const labels = new Set(c.labels.map((l) => l.name));
+  c.providers.forEach((prov, i) => {
+    const provImages = new Set<string>();
+    providerDiskimages(prov).forEach((d, j) => {
+      provImages.add(d.name);
+      if (!diskimages.has(d.name)) p.add(`providers[${i}].diskimages[${j}].name`, `diskimage ${JSON.stringify(d.name)} is not defined in diskimages`);
+    });
+    if (prov.driver === 'openstack') {
+      prov.pools.forEach((pool, k) => pool.labels.forEach((l, m) => {
+        const at = `providers[${i}].pools[${k}].labels[${m}]`;
+        if (!labels.has(l.name)) p.add(`${at}.name`, `label ${JSON.stringify(l.name)} is not defined in labels`);
+        if (l.diskimage === undefined && l.cloudImage === undefined) p.add(at, 'expected diskimage or cloud-image, got neither');
+        if (l.diskimage !== undefined && !provImages.has(l.diskimage)) {
+          p.add(`${at}.diskimage`, `diskimage ${JSON.stringify(l.diskimage)} is not listed in providers[${i}].diskimages`);
+        }
+        if (l.minRam === undefined && l.flavorName === undefined) p.add(at, 'expected min-ram or flavor-name, got neither');
+      }));
+    } else {
+      prov.pools.forEach((pool, k) => pool.nodes.forEach((n, m) => n.labels.forEach((ln, q) => {
+        if (!labels.has(ln)) p.add(`providers[${i}].pools[${k}].nodes[${m}].labels[${q}]`, `label ${JSON.stringify(ln)} is not defined in labels`);
+      })));
+    }
+  });
+}

@@ -1,0 +1,203 @@
+/**
+ * A small validating schema kit: each schema parses a raw YAML value into a typed value,
+ * applies defaults (which live only here, in the schema), and records every problem with
+ * its key path and what was expected versus what was found.
+ */
+import type { ConfigProblem } from '../errors.js';
+
+/** Collects problems while a document is parsed. */
+export class Problems {
+  readonly list: ConfigProblem[] = [];
+  add(path: string, message: string): void {
+    this.list.push({ path, message });
+  }
+}
+
+/** A schema for values of type T. `parse` returns undefined only when it recorded a problem. */
+export interface Schema<T> {
+  readonly expected: string;
+  parse(value: unknown, path: string, problems: Problems): T | undefined;
+}
+
+/** Renders a found value for messages: `"two"`, `42`, `a list`, `nothing`. */
+export function describeValue(v: unknown): string {
+  if (v === undefined || v === null) return 'nothing';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 57) + '...' : v);
+  return String(v);
+}
+
+function mismatch(problems: Problems, path: string, expected: string, got: unknown): undefined {
+  problems.add(path, `expected ${expected}, got ${describeValue(got)}`);
+  return undefined;
+}
+
+function make<T>(expected: string, check: (v: unknown) => v is T, refine?: (v: T, path: string, p: Problems) => T | undefined): Schema<T> {
+  return {
+    expected,
+    parse(v, path, p) {
+      if (!check(v)) return mismatch(p, path, expected, v);
+      return refine ? refine(v, path, p) : v;
+    },
+  };
+}
+
+/** A non-empty string, optionally matching a pattern. */
+export function string(opts: { pattern?: RegExp; patternText?: string; allowEmpty?: boolean } = {}): Schema<string> {
+  return make('a string', (v): v is string => typeof v === 'string', (v, path, p) => {
+    if (!opts.allowEmpty && v === '') return mismatch(p, path, 'a non-empty string', v);
+    if (opts.pattern && !opts.pattern.test(v)) return mismatch(p, path, opts.patternText ?? `a string matching ${opts.pattern}`, v);
+    return v;
+  });
+}
+
+/** An integer within bounds. */
+export function int(opts: { min?: number; max?: number } = {}): Schema<number> {
+  const range = opts.min !== undefined && opts.max !== undefined ? ` from ${opts.min} to ${opts.max}`
+    : opts.min !== undefined ? ` >= ${opts.min}` : '';
+  const expected = `integer${range}`;
+  return make(expected, (v): v is number => typeof v === 'number' && Number.isInteger(v), (v, path, p) => {
+    if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) return mismatch(p, path, expected, v);
+    return v;
+  });
+}
+
+export function bool(): Schema<boolean> {
+  return make('true or false', (v): v is boolean => typeof v === 'boolean');
+}
+
+/** One of a fixed set of strings. */
+export function oneOf<const T extends string>(values: readonly T[]): Schema<T> {
+  return make(`one of ${values.join(', ')}`, (v): v is T => typeof v === 'string' && (values as readonly string[]).includes(v));
+}
+
+/** A scalar (string, number or boolean) coerced to a string, as Nodepool does for `release` and `env-vars`. */
+export function scalarString(): Schema<string> {
+  return make('a string or number', (v): v is string | number | boolean =>
+    typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean', (v) => String(v)) as Schema<string>;
+}
+
+/** A list of items; optionally with unique values under a key function. */
+export function list<T>(item: Schema<T>, opts: { uniqueBy?: (t: T) => string; what?: string; minItems?: number } = {}): Schema<T[]> {
+  return {
+    expected: `a list of ${item.expected}`,
+    parse(v, path, p) {
+      if (!Array.isArray(v)) return mismatch(p, path, this.expected, v);
+      if (opts.minItems !== undefined && v.length < opts.minItems) {
+        p.add(path, `expected at least ${opts.minItems} ${opts.what ?? 'item'}(s), got ${v.length}`);
+        return undefined;
+      }
+      const out: T[] = [];
+      const seen = new Map<string, number>();
+      let ok = true;
+      v.forEach((raw, i) => {
+        const parsed = item.parse(raw, `${path}[${i}]`, p);
+        if (parsed === undefined) { ok = false; return; }
+        if (opts.uniqueBy) {
+          const key = opts.uniqueBy(parsed);
+          const first = seen.get(key);
+          if (first !== undefined) {
+            p.add(`${path}[${i}]`, `duplicate ${opts.what ?? 'entry'} ${JSON.stringify(key)} (also at ${path}[${first}])`);
+            ok = false;
+          } else seen.set(key, i);
+        }
+        out.push(parsed);
+      });
+      return ok ? out : undefined;
+    },
+  };
+}
+
+/** A mapping from string keys to values of one schema. */
+export function record<T>(value: Schema<T>): Schema<Record<string, T>> {
+  return {
+    expected: `a mapping of ${value.expected}`,
+    parse(v, path, p) {
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return mismatch(p, path, this.expected, v);
+      const out: Record<string, T> = {};
+      let ok = true;
+      for (const [k, raw] of Object.entries(v)) {
+        const parsed = value.parse(raw, `${path}.${k}`, p);
+        if (parsed === undefined) ok = false;
+        else out[k] = parsed;
+      }
+      return ok ? out : undefined;
+    },
+  };
+}
+
+/** A field of an object schema: required, or optional with a default (the only place defaults live). */
+export interface Field<T> {
+  schema: Schema<T>;
+  required: boolean;
+  default?: () => T;
+}
+
+export function required<T>(schema: Schema<T>): Field<T> {
+  return { schema, required: true };
+}
+
+export function optional<T>(schema: Schema<T>, defaultValue: T | (() => T)): Field<T>;
+export function optional<T>(schema: Schema<T>): Field<T | undefined>;
+export function optional<T>(schema: Schema<T>, defaultValue?: T | (() => T)): Field<T> {
+  const def = defaultValue === undefined ? undefined
+    : typeof defaultValue === 'function' ? (defaultValue as () => T) : () => structuredClone(defaultValue);
+  return { schema, required: false, default: def };
+}
+
+type Fields = Record<string, Field<unknown>>;
+/** `max-servers` → `maxServers`, at the type level. */
+export type Camel<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+type Parsed<F extends Fields> = { [K in keyof F as Camel<K & string>]: F[K] extends Field<infer T> ? T : never };
+
+/** `max-servers` → `maxServers`. */
+export function camel(key: string): string {
+  return key.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * A mapping with known kebab-case keys, parsed into camelCase properties. Unknown keys are reported (they are usually typos),
+ * unless `allowUnknown` is set (e.g. for the part of a provider that belongs to its driver).
+ */
+export function object<F extends Fields>(fields: F, opts: { allowUnknown?: boolean } = {}): Schema<Parsed<F>> {
+  return {
+    expected: 'a mapping',
+    parse(v, path, p) {
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return mismatch(p, path, 'a mapping', v);
+      const src = v as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      let ok = true;
+      for (const [key, field] of Object.entries(fields)) {
+        const sub = path ? `${path}.${key}` : key;
+        const raw = src[key];
+        if (raw === undefined || raw === null) {
+          if (field.required) { p.add(sub, `expected ${field.schema.expected}, got nothing (required)`); ok = false; }
+          else out[camel(key)] = field.default?.();
+          continue;
+        }
+        const parsed = field.schema.parse(raw, sub, p);
+        if (parsed === undefined) ok = false;
+        else out[camel(key)] = parsed;
+      }
+      if (!opts.allowUnknown) {
+        for (const key of Object.keys(src)) {
+          if (!(key in fields)) {
+            p.add(path ? `${path}.${key}` : key, `unknown key (known keys: ${Object.keys(fields).join(', ')})`);
+            ok = false;
+          }
+        }
+      }
+      return ok ? (out as Parsed<F>) : undefined;
+    },
+  };
+}
+
+/** Deep-freezes a parsed config so nothing mutates it after loading. */
+export function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const child of Object.values(v as Record<string, unknown>)) deepFreeze(child);
+  }
+  return v;
+}

@@ -1,0 +1,102 @@
+/**
+ * The nodepool.yaml schema: one file for the server, the builders and the CLI. Key names
+ * follow Nodepool's own; defaults live here only. Providers are checked against their
+ * driver's schema (lib/drivers/registry.ts).
+ */
+import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../images/image-file.js';
+import { DRIVER_NAMES, providerSchemas, type ProviderConfig } from '../drivers/registry.js';
+import {
+  bool, int, list, object, oneOf, optional, record, required, scalarString, string,
+  type Problems, type Schema,
+} from './schema-kit.js';
+
+const gearmanServer = object({
+  host: required(string()),
+  port: optional(int({ min: 1, max: 65535 }), 4730),
+  /** PEM file paths; any of them turns TLS on. */
+  'ssl-ca': optional(string()),
+  'ssl-cert': optional(string()),
+  'ssl-key': optional(string()),
+});
+
+const zookeeperServer = object({
+  host: required(string()),
+  port: optional(int({ min: 1, max: 65535 }), 2181),
+  chroot: optional(string()),
+});
+
+const label = object({
+  name: required(string()),
+  'min-ready': optional(int({ min: 0 }), 0),
+  'max-ready-age': optional(int({ min: 0 }), 0),
+});
+
+const diskimage = object({
+  name: required(string({ pattern: DISKIMAGE_NAME_RE, patternText: 'a diskimage name (letters, digits, ".", "_", "-")' })),
+  elements: optional(list(string()), []),
+  release: optional(scalarString()),
+  'env-vars': optional(record(scalarString()), {}),
+  formats: optional(list(oneOf(IMAGE_FORMATS), { uniqueBy: (f) => f, what: 'format' })),
+  'rebuild-age': optional(int({ min: 1 }), 86400),
+  'build-timeout': optional(int({ min: 1 }), 28800),
+  pause: optional(bool(), false),
+  'dib-cmd': optional(string(), 'disk-image-create'),
+  'qemu-img-options': optional(string()),
+});
+
+/** Parses a provider with its driver's schema; an unknown driver names the provider. */
+const provider: Schema<ProviderConfig> = {
+  expected: 'a provider mapping',
+  parse(v, path, p: Problems) {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+      p.add(path, `expected a provider mapping, got ${Array.isArray(v) ? 'a list' : String(v)}`);
+      return undefined;
+    }
+    const raw: Record<string, unknown> = { driver: 'openstack', ...(v as Record<string, unknown>) };
+    const driver = raw.driver;
+    if (typeof driver !== 'string' || !(DRIVER_NAMES as readonly string[]).includes(driver)) {
+      const name = typeof raw.name === 'string' ? ` (provider ${raw.name})` : '';
+      p.add(`${path}.driver`, `unknown driver ${JSON.stringify(driver)}${name}: expected one of ${DRIVER_NAMES.join(', ')}`);
+      return undefined;
+    }
+    return providerSchemas[driver as ProviderConfig['driver']].parse(raw, path, p);
+  },
+};
+
+const webapp = object({
+  port: optional(int({ min: 0, max: 65535 }), 8005),
+  'listen-address': optional(string(), '127.0.0.1'),
+});
+
+/** Schema of a whole nodepool.yaml. */
+export const nodepoolSchema = object({
+  'gearman-servers': optional(list(gearmanServer), []),
+  'zookeeper-servers': optional(list(zookeeperServer), []),
+  'state-dir': optional(string(), '/var/lib/nodepool'),
+  'images-dir': optional(string(), '/opt/nodepool/images'),
+  'build-log-dir': optional(string(), '/var/log/nodepool/builds'),
+  'build-log-retention': optional(int({ min: 1 }), 7),
+  'elements-dir': optional(string()),
+  /** Parent of each build's private TMPDIR (default: `<images-dir>/.tmp`). */
+  'build-tmp-dir': optional(string()),
+  'clouds-file': optional(string()),
+  labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
+  diskimages: optional(list(diskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
+  providers: optional(list(provider, { uniqueBy: (pr) => pr.name, what: 'provider' }), []),
+  webapp: optional(webapp, () => ({ port: 8005, listenAddress: '127.0.0.1' })),
+});
+
+type Parsed<S> = S extends { parse(...args: never[]): infer T | undefined } ? Exclude<T, undefined> : never;
+type RawConfig = Parsed<typeof nodepoolSchema>;
+/** One diskimage of the config. */
+export type DiskimageConfig = RawConfig['diskimages'][number];
+/** One gearmand the processes connect to. */
+export type GearmanServerConfig = RawConfig['gearmanServers'][number];
+export type LabelConfig = RawConfig['labels'][number];
+
+/** The loaded, validated, frozen configuration. */
+export interface Config extends Readonly<Omit<RawConfig, 'buildTmpDir'>> {
+  /** The file it was loaded from. */
+  readonly file: string;
+  readonly buildTmpDir: string;
+}

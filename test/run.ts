@@ -1,0 +1,93 @@
+/**
+ * The test runner behind `make test`: selects test files (all, `unit`, `integration`, or
+ * paths), starts one shared loopback Keystone+Glance for the integration tests, runs Node's
+ * test runner, stops the cloud, and fails the run if a process it started is left behind.
+ */
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { waitFor } from '../lib/lifecycle.js';
+
+const WATCHED = /^(gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img)/;
+
+function findTests(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) return findTests(p);
+    return name.endsWith('.test.ts') ? [p] : [];
+  }).sort();
+}
+
+function watchedPids(): Map<number, string> {
+  const out = execFileSync('ps', ['-eo', 'pid=,comm='], { encoding: 'utf8' });
+  const pids = new Map<number, string>();
+  for (const line of out.split('\n')) {
+    const m = /^\s*(\d+)\s+(.+)$/.exec(line);
+    if (m && WATCHED.test(m[2] as string)) pids.set(Number(m[1]), m[2] as string);
+  }
+  return pids;
+}
+
+const args = process.argv.slice(2);
+let files: string[];
+if (args.length === 0) files = findTests('test');
+else if (args.length === 1 && (args[0] === 'unit' || args[0] === 'integration' || args[0] === 'contract')) files = findTests(path.join('test', args[0]));
+else files = args;
+if (files.length === 0) {
+  console.error('no test files selected');
+  process.exit(1);
+}
+
+const before = watchedPids();
+const needsCloud = files.some((f) => f.includes(`${path.sep}integration${path.sep}`)) && !process.env.NODEPOOL_TEST_CLOUD;
+const env = { ...process.env };
+let cloud: ReturnType<typeof spawn> | undefined;
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodepool-test-run-'));
+
+async function main(): Promise<number> {
+  if (needsCloud) {
+    const info = path.join(tmp, 'cloud.json');
+    const started = Date.now();
+    console.log('# starting the shared loopback cloud (Keystone + Glance)');
+    cloud = spawn(process.execPath, ['--import', 'tsx', 'test/support/openstack.ts', 'up', info], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const exited = new Promise<void>((resolve) => cloud?.once('exit', () => resolve()));
+    await Promise.race([
+      waitFor(() => existsSync(info), { timeoutMs: 300_000, what: 'the loopback cloud to start', intervalMs: 200 }),
+      exited.then(() => { throw new Error('the loopback cloud failed to start'); }),
+    ]);
+    console.log(`# loopback cloud up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    env.NODEPOOL_TEST_CLOUD = info;
+  }
+  const runner = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit', env });
+  return new Promise((resolve) => runner.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+async function stopCloud(): Promise<void> {
+  if (!cloud || cloud.exitCode !== null) return;
+  const exited = new Promise((resolve) => cloud?.once('exit', resolve));
+  cloud.kill('SIGTERM');
+  const t = setTimeout(() => cloud?.kill('SIGKILL'), 60_000);
+  await exited;
+  clearTimeout(t);
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (err) {
+  console.error(`test run failed: ${(err as Error).message}`);
+} finally {
+  await stopCloud();
+  rmSync(tmp, { recursive: true, force: true });
+}
+const leaked = [...watchedPids()].filter(([pid]) => !before.has(pid));
+if (leaked.length) {
+  console.error(`# processes left running by the tests: ${leaked.map(([pid, name]) => `${name}(${pid})`).join(', ')}`);
+  for (const [pid] of leaked) {
+    try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  }
+  code = code || 1;
+}
+process.exit(code);

@@ -1,0 +1,329 @@
+/**
+ * BaseBuilder: everything a nodepool-builder does that is not DIB. It owns the Gearman
+ * workers, registers `image-build:<diskimage>` for every diskimage it may build and
+ * `image-upload:<id>` / `image-delete:<id>` for every complete image on its disk, validates
+ * job payloads before any path is touched, runs builds with a per-build log, TMPDIR,
+ * timeout and abort, and serves uploads (with conversion) and deletes.
+ * Subclasses implement only {@link BaseBuilder.buildImage}.
+ */
+import { EventEmitter } from 'node:events';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Config, DiskimageConfig } from '../../lib/config/schema.js';
+import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
+import { AbortedError, BuilderError, BuildTimeoutError, UnknownImageError } from '../../lib/errors.js';
+import { fn } from '../../lib/gearman/functions.js';
+import type { ReconnectOptions } from '../../lib/gearman/types.js';
+import { GearmanWorker, type WorkerJob } from '../../lib/gearman/worker.js';
+import { buildFormats } from '../../lib/images/formats.js';
+import { imagePaths, parseImageId } from '../../lib/images/image-file.js';
+import type { Logger } from '../../lib/log.js';
+import { BuildLog } from './build-log.js';
+import { cleanupBuildTmp } from './dib-cleanup.js';
+import { ImageRepository, type ImageSidecar } from './image-repository.js';
+import { parseBuildPayload, parseDeletePayload, type BuildRequest } from './job-payloads.js';
+import { reportOutcome } from './outcome.js';
+import { builderIdentity } from './identity.js';
+import { UploadService, type ImageServiceFactory } from './upload-service.js';
+
+/** What a subclass gets for one build. */
+export interface BuildContext {
+  diskimage: DiskimageConfig;
+  /** `<images-dir>/<id>`: the build must produce `<outBase>.<format>` for every format. */
+  outBase: string;
+  formats: string[];
+  /** Private TMPDIR of this build, removed (with any mounts and loop devices) afterwards. */
+  tmpDir: string;
+  imageCacheDir: string;
+  elementsDir: string | undefined;
+  buildLog: BuildLog;
+  log: Logger;
+  /** Aborted on build-timeout or shutdown. */
+  signal: AbortSignal;
+  /** Reports progress (WORK_STATUS and the log). */
+  progress(phase: string, numerator: number, denominator: number): void;
+}
+
+/** What a subclass's build returns. */
+export interface BuiltImage {
+  formats: string[];
+}
+
+/** Options of {@link BaseBuilder}. */
+export interface BaseBuilderOptions {
+  config: Config;
+  log: Logger;
+  imageServices: ImageServiceFactory;
+  /** Defaults to os.hostname(). */
+  hostname?: string;
+  /** Concurrent builds on this host (default 1) and concurrent uploads/deletes (default 4). */
+  buildWorkers?: number;
+  uploadWorkers?: number;
+  reconnect?: ReconnectOptions;
+  qemuImg?: string;
+  /** Base environment for build commands (bin/ passes process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Events of a builder, for tests and status. */
+export interface BuilderEvents {
+  'build:complete': [ImageSidecar];
+  'build:failed': [{ imageId: string; error: Error }];
+  'upload:complete': [{ imageId: string; provider: string; externalId: string }];
+  'image:deleted': [{ imageId: string }];
+}
+
+type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+
+export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
+  protected config: Config;
+  protected readonly log: Logger;
+  readonly hostname: string;
+  private builderId = '';
+  private state: State = 'new';
+  private stopping?: Promise<void>;
+  private readonly shutdown = new AbortController();
+  private readonly repo: ImageRepository;
+  private readonly uploads: UploadService;
+  private readonly local = new Map<string, ImageSidecar>();
+  private readonly building = new Map<string, Promise<ImageSidecar>>();
+  private readonly deleting = new Set<string>();
+  private buildWorker?: GearmanWorker;
+  private uploadWorker?: GearmanWorker;
+
+  constructor(protected readonly opts: BaseBuilderOptions) {
+    super();
+    this.config = opts.config;
+    this.log = opts.log.child({ component: 'builder' });
+    this.hostname = opts.hostname ?? 'localhost';
+    this.repo = new ImageRepository(opts.config.imagesDir, this.log);
+    this.uploads = new UploadService({
+      repo: this.repo, log: this.log, imageServices: opts.imageServices, qemuImg: opts.qemuImg,
+      config: () => this.config, shutdown: this.shutdown.signal,
+    });
+  }
+
+  /** Runs the build command; must leave `<outBase>.<format>` for every `ctx.formats`. */
+  protected abstract buildImage(req: BuildRequest, ctx: BuildContext): Promise<BuiltImage>;
+
+  /** `<hostname>:<builder-id>`, the Gearman client id the server maps files to. */
+  get clientId(): string {
+    return `${this.hostname}:${this.builderId}`;
+  }
+
+  /** Ids of complete images held here. */
+  localImages(): string[] {
+    return [...this.local.keys()].sort();
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`builder cannot start from state ${this.state}`);
+    this.state = 'starting';
+    try {
+      await this.repo.ensureDir();
+      await mkdir(this.config.buildTmpDir, { recursive: true });
+      this.builderId = await builderIdentity(this.config.imagesDir);
+      const scan = await this.repo.scan();
+      if (scan.removed.length) this.log.info('removed incomplete build leftovers', { entries: scan.removed });
+      if (scan.ignored.length) this.log.debug('ignoring entries that are not images', { entries: scan.ignored });
+      const servers = gearmanAddresses(this.config);
+      const common = { servers, clientId: this.clientId, reconnect: this.opts.reconnect };
+      this.buildWorker = new GearmanWorker({ ...common, concurrency: this.opts.buildWorkers ?? 1, log: this.log.child({ worker: 'build' }) });
+      this.uploadWorker = new GearmanWorker({ ...common, concurrency: this.opts.uploadWorkers ?? 4, log: this.log.child({ worker: 'upload' }) });
+      for (const [id, sidecar] of scan.complete) this.registerLocal(id, sidecar);
+      this.syncBuildRegistrations();
+      await Promise.all([this.buildWorker.start(), this.uploadWorker.start()]);
+      this.state = 'running';
+      this.log.info('builder started', {
+        clientId: this.clientId, images: this.local.size, diskimages: this.buildWorker.registeredFunctions().length,
+      });
+    } catch (err) {
+      this.state = 'failed';
+      throw err;
+    }
+  }
+
+  /**
+   * Stops taking jobs, lets running ones finish for up to `abortAfterMs`, then aborts them
+   * (DIB's process group is killed, its leftovers cleaned). Idempotent.
+   */
+  stop(opts: { abortAfterMs?: number } = {}): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state = 'stopping';
+      const abortAfterMs = opts.abortAfterMs ?? 30_000;
+      this.log.info('builder stopping', { inFlight: this.inFlight(), abortAfterMs });
+      const timer = setTimeout(() => this.abortAll(), abortAfterMs);
+      try {
+        await Promise.all([
+          this.buildWorker?.stop({ abortAfterMs: abortAfterMs + 30_000 }),
+          this.uploadWorker?.stop({ abortAfterMs: abortAfterMs + 30_000 }),
+        ]);
+        await Promise.allSettled([...this.building.values()]);
+      } finally {
+        clearTimeout(timer);
+      }
+      this.state = 'stopped';
+      this.log.info('builder stopped');
+    })();
+    return this.stopping;
+  }
+
+  /** Aborts running builds and uploads now (second signal or shutdown deadline). */
+  abortAll(): void {
+    if (!this.shutdown.signal.aborted) this.shutdown.abort(new AbortedError('builder shutting down'));
+  }
+
+  inFlight(): number {
+    return (this.buildWorker?.inFlight() ?? 0) + (this.uploadWorker?.inFlight() ?? 0);
+  }
+
+  /** Applies a reloaded config: builds use it from now on; build registrations follow it. */
+  reconfigure(config: Config): void {
+    this.config = config;
+    this.syncBuildRegistrations();
+    this.log.info('configuration reloaded', { diskimages: this.buildWorker?.registeredFunctions().filter((f) => fn.parse(f)?.kind === 'build').length });
+  }
+
+  /** Registers `image-build:<name>` for every diskimage not paused, and drops the others. */
+  private syncBuildRegistrations(): void {
+    const worker = this.buildWorker;
+    if (!worker) return;
+    const wanted = new Set(this.config.diskimages.filter((d) => !d.pause).map((d) => fn.imageBuild(d.name)));
+    for (const name of worker.registeredFunctions()) if (!wanted.has(name)) worker.unregister(name);
+    for (const name of wanted) {
+      if (worker.isRegistered(name)) continue;
+      const diskimage = (fn.parse(name) as { diskimage: string }).diskimage;
+      worker.register(name, (job) => this.onBuildJob(job, diskimage));
+    }
+  }
+
+  private registerLocal(id: string, sidecar: ImageSidecar): void {
+    this.local.set(id, sidecar);
+    this.uploadWorker?.register(fn.imageUpload(id), (job) => this.onUploadJob(job, id));
+    this.uploadWorker?.register(fn.imageDelete(id), (job) => this.onDeleteJob(job, id));
+  }
+
+  private jobLog(job: WorkerJob, extra: Record<string, unknown>): Logger {
+    return this.log.child({ job: job.handle, fn: job.functionName, ...extra });
+  }
+
+  private onBuildJob(job: WorkerJob, diskimage: string) {
+    const log = this.jobLog(job, { diskimage });
+    return reportOutcome(log, async () => {
+      const known = new Set(this.config.diskimages.map((d) => d.name));
+      const req = parseBuildPayload(job.data, diskimage, known);
+      const existing = this.local.get(req.imageId);
+      if (existing) {
+        log.info('build already complete here, answering with it', { buildId: req.imageId });
+        return completePayload(existing);
+      }
+      let running = this.building.get(req.imageId);
+      if (running) log.info('build already running here, attaching to it', { buildId: req.imageId });
+      else {
+        running = this.runBuild(req, job, log.child({ buildId: req.imageId }));
+        this.building.set(req.imageId, running);
+        void running.finally(() => this.building.delete(req.imageId)).catch(() => undefined);
+      }
+      return completePayload(await running);
+    });
+  }
+
+  private async runBuild(req: BuildRequest, job: WorkerJob, log: Logger): Promise<ImageSidecar> {
+    const diskimage = this.config.diskimages.find((d) => d.name === req.diskimage);
+    if (!diskimage) throw new UnknownImageError(`diskimage ${req.diskimage} is not in this builder's config`);
+    if (diskimage.pause) throw new BuilderError(`diskimage ${req.diskimage} is paused`);
+    const dir = this.config.imagesDir;
+    const tmpDir = path.join(this.config.buildTmpDir, req.imageId);
+    const formats = buildFormats(this.config, diskimage);
+    const buildLog = await BuildLog.open(this.config.buildLogDir, req.imageId, req.diskimage, this.config.buildLogRetention);
+    const timeout = AbortSignal.timeout(diskimage.buildTimeout * 1000);
+    const signal = AbortSignal.any([this.shutdown.signal, timeout]);
+    const started = Date.now();
+    log.info('build started', { formats, buildLog: buildLog.path });
+    buildLog.line(`build ${req.imageId} of ${req.diskimage} on ${this.clientId}, formats ${formats.join(',')}`);
+    try {
+      await this.repo.removeAll(req.imageId); // leftovers of an earlier attempt at this id
+      await mkdir(tmpDir, { recursive: true });
+      const imageCacheDir = path.join(this.config.buildTmpDir, 'image-cache', req.diskimage);
+      await mkdir(imageCacheDir, { recursive: true });
+      const built = await this.buildImage(req, {
+        diskimage, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir,
+        elementsDir: this.config.elementsDir, buildLog, log, signal,
+        progress: (phase, n, d) => {
+          job.sendStatus(n, d);
+          log.info('build progress', { phase, step: n, of: d });
+        },
+      });
+      if (signal.aborted) throw abortReason(timeout, diskimage.buildTimeout);
+      const files = [];
+      for (const format of built.formats) {
+        if (!(await this.repo.hasFile(req.imageId, format))) throw new BuilderError(`build finished but ${req.imageId}.${format} is missing (see ${buildLog.path})`);
+        files.push(await this.repo.checksum(req.imageId, format));
+      }
+      const sidecar: ImageSidecar = {
+        'image-id': req.imageId, diskimage: req.diskimage, builder: this.hostname, 'builder-id': this.builderId,
+        formats: built.formats, files, 'built-at': new Date().toISOString(),
+      };
+      await this.repo.writeSidecar(sidecar);
+      this.registerLocal(req.imageId, sidecar);
+      buildLog.line(`build complete in ${Math.round((Date.now() - started) / 1000)} s`);
+      log.info('build complete', { durationMs: Date.now() - started, files });
+      this.emit('build:complete', sidecar);
+      return sidecar;
+    } catch (raw) {
+      const err = signal.aborted && !(raw instanceof BuildTimeoutError) ? abortReason(timeout, diskimage.buildTimeout) : raw as Error;
+      buildLog.line(`build failed: ${err.message}`);
+      await this.repo.removeAll(req.imageId).catch((e: Error) => log.warn('could not remove failed build files', { error: e.message }));
+      if (err instanceof BuilderError && !err.message.includes(buildLog.path)) err.message += ` (build log: ${buildLog.path})`;
+      this.emit('build:failed', { imageId: req.imageId, error: err });
+      throw err;
+    } finally {
+      await cleanupBuildTmp(tmpDir, log);
+      await buildLog.close();
+    }
+  }
+
+  private onUploadJob(job: WorkerJob, id: string) {
+    const log = this.jobLog(job, { buildId: id });
+    return reportOutcome(log, async () => {
+      const sidecar = this.local.get(id);
+      if (!sidecar || this.deleting.has(id)) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
+      const result = await this.uploads.upload(job, sidecar, log);
+      this.emit('upload:complete', { imageId: id, provider: result.provider, externalId: result.payload['external-id'] });
+      return result.payload;
+    });
+  }
+
+  private onDeleteJob(job: WorkerJob, id: string) {
+    const log = this.jobLog(job, { buildId: id });
+    return reportOutcome(log, async () => {
+      parseDeletePayload(job.data);
+      parseImageId(id);
+      if (!this.local.has(id)) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
+      this.deleting.add(id);
+      try {
+        await this.uploads.settled(id);
+        const removed = await this.repo.removeAll(id);
+        this.uploadWorker?.unregister(fn.imageUpload(id));
+        this.uploadWorker?.unregister(fn.imageDelete(id));
+        this.local.delete(id);
+        log.info('image deleted', { removed });
+        this.emit('image:deleted', { imageId: id });
+        return {};
+      } finally {
+        this.deleting.delete(id);
+      }
+    });
+  }
+}
+
+/** The WORK_COMPLETE payload of `image-build:<name>`. */
+function completePayload(s: ImageSidecar): Record<string, unknown> {
+  return { 'image-id': s['image-id'], builder: s.builder, 'builder-id': s['builder-id'], formats: s.formats, files: s.files };
+}
+
+function abortReason(timeout: AbortSignal, buildTimeoutS: number): Error {
+  return timeout.aborted
+    ? new BuildTimeoutError(`build exceeded build-timeout of ${buildTimeoutS} s and was killed`)
+    : new AbortedError('build aborted: builder shutting down');
+}

@@ -1,0 +1,100 @@
+/**
+ * Validation of Gearman job payloads (pure). Every failure is an InvalidJobError (WORK_FAIL)
+ * with a message that says what was wrong; no path is touched before this has passed.
+ */
+import { InvalidJobError } from '../../lib/errors.js';
+import { parseImageId } from '../../lib/images/image-file.js';
+
+/** A validated `image-build:<diskimage>` request. */
+export interface BuildRequest {
+  imageId: string;
+  diskimage: string;
+}
+
+/** A validated `image-upload:<id>` request. */
+export interface UploadRequest {
+  imageId: string;
+  imageName: string;
+  provider: string;
+  /** Optional extras: the server's upload id, an exact cloud name, extra image properties. */
+  uploadId?: string;
+  externalName?: string;
+  meta: Record<string, string>;
+}
+
+const MAX_PAYLOAD = 64 * 1024;
+const NAME_RE = /^[^\0-\x1f\x7f]{1,255}$/;
+
+function parseObject(data: Buffer, what: string): Record<string, unknown> {
+  if (data.length > MAX_PAYLOAD) throw new InvalidJobError(`${what} payload is ${data.length} bytes, more than ${MAX_PAYLOAD}`);
+  let v: unknown;
+  try {
+    v = JSON.parse(data.toString('utf8'));
+  } catch {
+    throw new InvalidJobError(`${what} payload is not JSON: ${JSON.stringify(data.toString('utf8').slice(0, 80))}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    throw new InvalidJobError(`${what} payload must be a JSON object, got ${Array.isArray(v) ? 'a list' : JSON.stringify(v)}`);
+  }
+  return v as Record<string, unknown>;
+}
+
+function optionalString(o: Record<string, unknown>, key: string, what: string): string | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || !NAME_RE.test(v)) throw new InvalidJobError(`${what} payload: "${key}" must be a string of 1-255 printable characters`);
+  return v;
+}
+
+/** `{"image-id": "<diskimage>-<10 digits>"}` for function `image-build:<diskimage>`. */
+export function parseBuildPayload(data: Buffer, diskimage: string, known: ReadonlySet<string>): BuildRequest {
+  const o = parseObject(data, 'image-build');
+  if (!('image-id' in o)) throw new InvalidJobError('image-build payload: missing "image-id"');
+  const id = parseImageId(o['image-id'], known);
+  if (id.diskimage !== diskimage) {
+    throw new InvalidJobError(`image-build:${diskimage} payload: image id ${id.id} belongs to diskimage ${id.diskimage}`);
+  }
+  return { imageId: id.id, diskimage };
+}
+
+/** `{"image-name", "provider"}` (+ optional `upload-id`, `external-name`, `meta`) for `image-upload:<id>`. */
+export function parseUploadPayload(data: Buffer, imageId: string): UploadRequest {
+  const o = parseObject(data, 'image-upload');
+  const imageName = optionalString(o, 'image-name', 'image-upload');
+  const provider = optionalString(o, 'provider', 'image-upload');
+  if (imageName === undefined) throw new InvalidJobError('image-upload payload: missing "image-name"');
+  if (provider === undefined) throw new InvalidJobError('image-upload payload: missing "provider"');
+  const meta: Record<string, string> = {};
+  if (o.meta !== undefined) {
+    if (typeof o.meta !== 'object' || o.meta === null || Array.isArray(o.meta)) throw new InvalidJobError('image-upload payload: "meta" must be an object');
+    for (const [k, v] of Object.entries(o.meta)) {
+      if (typeof v !== 'string') throw new InvalidJobError(`image-upload payload: meta.${k} must be a string`);
+      meta[k] = v;
+    }
+  }
+  const req: UploadRequest = { imageId, imageName, provider, meta };
+  const uploadId = optionalString(o, 'upload-id', 'image-upload');
+  const externalName = optionalString(o, 'external-name', 'image-upload');
+  if (uploadId !== undefined) req.uploadId = uploadId;
+  if (externalName !== undefined) req.externalName = externalName;
+  return req;
+}
+
+/** `""` (Nodepool 0.3.x), `{}`, or nothing, for `image-delete:<id>`. */
+export function parseDeletePayload(data: Buffer): void {
+  const text = data.toString('utf8').trim();
+  if (text === '' || text === '""' || text === '{}' || text === 'null') return;
+  parseObject(data, 'image-delete');
+}
+
+/** The cloud image name: `image-name-format` with `{image_name}`, `{timestamp}`, `{build_id}`, `{upload_id}`. */
+export function externalImageName(format: string, values: { imageName: string; timestamp: number; buildId: string; uploadId?: string }): string {
+  return format.replace(/\{(image_name|timestamp|build_id|upload_id)\}/g, (_, k: string) => {
+    switch (k) {
+      case 'image_name': return values.imageName;
+      case 'timestamp': return String(values.timestamp);
+      case 'build_id': return values.buildId;
+      default: return values.uploadId ?? '';
+    }
+  });
+}

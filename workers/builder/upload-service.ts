@@ -1,0 +1,125 @@
+/**
+ * Serves `image-upload:<id>`: picks the file in the provider's format (converting with
+ * qemu-img when the build lacks it), streams it to the provider's image service with
+ * progress, and returns `{"external-id", "external-name", "format"}`. Tracks in-flight
+ * uploads per id so a delete waits for them.
+ */
+import type { Config } from '../../lib/config/schema.js';
+import type { ImageService } from '../../lib/drivers/image-service.js';
+import type { OpenStackProviderConfig } from '../../lib/drivers/openstack/config.js';
+import { InvalidJobError, UnknownImageError } from '../../lib/errors.js';
+import type { WorkerJob } from '../../lib/gearman/worker.js';
+import { conversionSource } from '../../lib/images/formats.js';
+import { imagePaths } from '../../lib/images/image-file.js';
+import type { Logger } from '../../lib/log.js';
+import { convertImage } from './convert.js';
+import type { ImageRepository, ImageSidecar } from './image-repository.js';
+import { externalImageName, parseUploadPayload } from './job-payloads.js';
+
+/** Gives the image service of a provider (credentials come from the builder's own clouds.yaml). */
+export type ImageServiceFactory = (provider: OpenStackProviderConfig) => Promise<ImageService>;
+
+/** Dependencies of {@link UploadService}. */
+export interface UploadServiceDeps {
+  repo: ImageRepository;
+  log: Logger;
+  imageServices: ImageServiceFactory;
+  qemuImg?: string | undefined;
+  config(): Config;
+  shutdown: AbortSignal;
+}
+
+/** The WORK_COMPLETE payload of an upload, and the provider it went to. */
+export interface UploadResult {
+  provider: string;
+  payload: { 'external-id': string; 'external-name': string; format: string };
+}
+
+/** Sends WORK_STATUS at most every 250 ms (and at the end), so big uploads do not flood gearmand. */
+function throttledStatus(job: WorkerJob): (sent: number, total: number) => void {
+  let last = 0;
+  return (sent, total) => {
+    const now = Date.now();
+    if (sent < total && now - last < 250) return;
+    last = now;
+    job.sendStatus(sent, total);
+  };
+}
+
+export class UploadService {
+  private readonly conversions = new Map<string, Promise<void>>();
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+
+  constructor(private readonly deps: UploadServiceDeps) {}
+
+  /** Resolves when no upload of `id` is running any more. */
+  async settled(id: string): Promise<void> {
+    const set = this.inFlight.get(id);
+    if (set) await Promise.allSettled([...set]);
+  }
+
+  upload(job: WorkerJob, sidecar: ImageSidecar, log: Logger): Promise<UploadResult> {
+    const id = sidecar['image-id'];
+    const p = this.doUpload(job, sidecar, log);
+    let set = this.inFlight.get(id);
+    if (!set) this.inFlight.set(id, (set = new Set()));
+    set.add(p);
+    const done = (): void => {
+      set.delete(p);
+      if (set.size === 0) this.inFlight.delete(id);
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  private async doUpload(job: WorkerJob, sidecar: ImageSidecar, log: Logger): Promise<UploadResult> {
+    const id = sidecar['image-id'];
+    const req = parseUploadPayload(job.data, id);
+    const config = this.deps.config();
+    const provider = config.providers.find((p) => p.name === req.provider);
+    if (!provider) throw new UnknownImageError(`provider ${req.provider} is not in this builder's config`);
+    if (provider.driver !== 'openstack') throw new InvalidJobError(`provider ${req.provider} (driver ${provider.driver}) does not take image uploads`);
+    const provImage = provider.diskimages.find((d) => d.name === sidecar.diskimage);
+    if (!provImage) throw new UnknownImageError(`provider ${req.provider} does not list diskimage ${sidecar.diskimage}`);
+    const format = provider.imageFormat;
+    const signal = AbortSignal.any([this.deps.shutdown, job.signal]);
+    const filePath = await this.ensureFormat(sidecar, format, signal, log);
+    const service = await this.deps.imageServices(provider);
+    const name = req.externalName ?? externalImageName(provider.imageNameFormat, {
+      imageName: req.imageName, timestamp: Math.floor(Date.now() / 1000), buildId: id, uploadId: req.uploadId,
+    });
+    const properties: Record<string, string> = {
+      ...provImage.meta, ...req.meta,
+      nodepool_build_id: id, nodepool_provider_name: provider.name, nodepool_image_name: req.imageName,
+    };
+    if (req.uploadId !== undefined) properties.nodepool_upload_id = req.uploadId;
+    const started = Date.now();
+    log.info('upload started', { provider: provider.name, name, format, file: filePath });
+    const uploaded = await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal });
+    log.info('upload complete', { provider: provider.name, externalId: uploaded.externalId, durationMs: Date.now() - started });
+    return { provider: provider.name, payload: { 'external-id': uploaded.externalId, 'external-name': uploaded.externalName, format } };
+  }
+
+  /** Path of `<id>.<format>`, converting from another built format once if needed. */
+  private async ensureFormat(sidecar: ImageSidecar, format: string, signal: AbortSignal, log: Logger): Promise<string> {
+    const { repo } = this.deps;
+    const id = sidecar['image-id'];
+    const target = imagePaths.file(repo.dir, id, format);
+    if (await repo.hasFile(id, format)) return target;
+    const source = conversionSource(await repo.formatsOnDisk(id), format);
+    if (!source) throw new UnknownImageError(`image ${id} has no ${format} file and none to convert from (built: ${sidecar.formats.join(', ')})`);
+    const key = `${id}.${format}`;
+    let conversion = this.conversions.get(key);
+    if (!conversion) {
+      log.info('converting image', { from: source, to: format });
+      conversion = (async () => {
+        await convertImage(imagePaths.file(repo.dir, id, source), source, target, format, { qemuImg: this.deps.qemuImg, signal });
+        await repo.checksum(id, format);
+      })();
+      this.conversions.set(key, conversion);
+      void conversion.finally(() => this.conversions.delete(key)).catch(() => undefined);
+    }
+    await conversion;
+    return target;
+  }
+}
