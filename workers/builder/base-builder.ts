@@ -90,6 +90,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
   private readonly deleting = new Set<string>();
   private buildWorker?: GearmanWorker;
   private uploadWorker?: GearmanWorker;
+  /** Work to do once a job's terminal packet is written, by job handle. */
+  private readonly afterJob = new Map<string, () => void>();
 
   constructor(protected readonly opts: BaseBuilderOptions) {
     super();
@@ -130,6 +132,11 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       const common = { servers, clientId: this.clientId, reconnect: this.opts.reconnect };
       this.buildWorker = new GearmanWorker({ ...common, concurrency: this.opts.buildWorkers ?? 1, log: this.log.child({ worker: 'build' }) });
       this.uploadWorker = new GearmanWorker({ ...common, concurrency: this.opts.uploadWorkers ?? 4, log: this.log.child({ worker: 'upload' }) });
+      this.uploadWorker.on('job:end', (info) => {
+        const after = this.afterJob.get(info.handle);
+        this.afterJob.delete(info.handle);
+        after?.();
+      });
       for (const [id, sidecar] of scan.complete) this.registerLocal(id, sidecar);
       this.syncBuildRegistrations();
       await Promise.all([this.buildWorker.start(), this.uploadWorker.start()]);
@@ -305,8 +312,12 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
         await this.uploads.settled(id);
         const removed = await this.repo.removeAll(id);
         this.uploadWorker?.unregister(fn.imageUpload(id));
-        this.uploadWorker?.unregister(fn.imageDelete(id));
         this.local.delete(id);
+        // gearmand drops a job whose function its worker CANT_DOes before answering it
+        // (WORK_COMPLETE then gets ERROR JOB_NOT_FOUND), so image-delete goes after the reply.
+        this.afterJob.set(job.handle, () => {
+          if (!this.local.has(id)) this.uploadWorker?.unregister(fn.imageDelete(id));
+        });
         log.info('image deleted', { removed });
         this.emit('image:deleted', { imageId: id });
         return {};
