@@ -82,15 +82,12 @@ function onSignal(sig: NodeJS.Signals): void {
   log.info('shutting down', { signal: sig });
   watcher.close();
   clearTimeout(reloadTimer);
-  const aborted = { value: false };
-  const deadline = setTimeout(() => { aborted.value = true; }, argv['shutdown-timeout'] * 1000);
-  deadline.unref();
   builder.stop({ abortAfterMs: argv['shutdown-timeout'] * 1000 }).then(
     () => {
-      clearTimeout(deadline);
       const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
       open.unref();
-      process.exitCode = signals > 1 || aborted.value ? 1 : 0;
+      // Non-zero when work had to be aborted, so supervisors can tell a clean stop from a cut one.
+      process.exitCode = builder.aborted() ? 1 : 0;
     },
     (err: Error) => {
       log.error('shutdown failed', { error: err.message });

@@ -7,7 +7,7 @@
  * Subclasses implement only {@link BaseBuilder.buildImage}.
  */
 import { EventEmitter } from 'node:events';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config, DiskimageConfig } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
@@ -125,6 +125,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       await this.repo.ensureDir();
       await mkdir(this.config.buildTmpDir, { recursive: true });
       this.builderId = await builderIdentity(this.config.imagesDir);
+      await this.cleanupStaleBuilds();
       const scan = await this.repo.scan();
       if (scan.removed.length) this.log.info('removed incomplete build leftovers', { entries: scan.removed });
       if (scan.ignored.length) this.log.debug('ignoring entries that are not images', { entries: scan.ignored });
@@ -180,6 +181,11 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     if (!this.shutdown.signal.aborted) this.shutdown.abort(new AbortedError('builder shutting down'));
   }
 
+  /** True once running work was aborted (shutdown deadline or a second signal). */
+  aborted(): boolean {
+    return this.shutdown.signal.aborted;
+  }
+
   inFlight(): number {
     return (this.buildWorker?.inFlight() ?? 0) + (this.uploadWorker?.inFlight() ?? 0);
   }
@@ -189,6 +195,18 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     this.config = config;
     this.syncBuildRegistrations();
     this.log.info('configuration reloaded', { diskimages: this.buildWorker?.registeredFunctions().filter((f) => fn.parse(f)?.kind === 'build').length });
+  }
+
+  /**
+   * A builder that died mid-build (SIGKILL, power loss) leaves the build's TMPDIR behind, and
+   * with real DIB its mounts and loop devices: undo them before serving again.
+   */
+  private async cleanupStaleBuilds(): Promise<void> {
+    for (const name of await readdir(this.config.buildTmpDir)) {
+      if (name === 'image-cache') continue;
+      this.log.info('cleaning up after an interrupted build', { entry: name });
+      await cleanupBuildTmp(path.join(this.config.buildTmpDir, name), this.log);
+    }
   }
 
   /** Registers `image-build:<name>` for every diskimage not paused, and drops the others. */
