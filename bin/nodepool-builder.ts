@@ -6,6 +6,7 @@
  */
 import { watch } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { loadConfig } from '../lib/config/load.js';
@@ -65,7 +66,9 @@ function reload(reason: string): void {
 }
 
 let reloadTimer: NodeJS.Timeout | undefined;
-const watcher = watch(argv.config, () => {
+// Watch the directory, not the file: editors and config management replace files by rename.
+const watcher = watch(path.dirname(path.resolve(argv.config)), (_event, name) => {
+  if (name !== path.basename(argv.config)) return;
   clearTimeout(reloadTimer);
   reloadTimer = setTimeout(() => reload('file changed'), 300);
 });

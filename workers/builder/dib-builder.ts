@@ -31,12 +31,15 @@ export class DibBuilder extends BaseBuilder {
     ctx.buildLog.line(`running: ${argv.join(' ')}`);
     ctx.log.debug('running disk-image-create', { argv });
     let result;
+    let lastPhase: string | undefined;
     try {
       result = await runCommand(argv, {
         env, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: this.killGraceMs,
         onLine(line) {
           const phase = dibPhase(line);
-          if (phase) ctx.progress(phase, DIB_PHASES.indexOf(phase as (typeof DIB_PHASES)[number]) + 1, DIB_PHASES.length);
+          if (!phase || phase === lastPhase) return;
+          lastPhase = phase;
+          ctx.progress(phase, DIB_PHASES.indexOf(phase as (typeof DIB_PHASES)[number]) + 1, DIB_PHASES.length);
         },
       });
     } catch (err) {

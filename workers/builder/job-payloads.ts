@@ -23,7 +23,10 @@ export interface UploadRequest {
 }
 
 const MAX_PAYLOAD = 64 * 1024;
-const NAME_RE = /^[^\0-\x1f\x7f]{1,255}$/;
+/** 1-255 characters, none of them a control character. */
+function isPrintableName(s: string): boolean {
+  return s.length >= 1 && s.length <= 255 && ![...s].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+}
 
 function parseObject(data: Buffer, what: string): Record<string, unknown> {
   if (data.length > MAX_PAYLOAD) throw new InvalidJobError(`${what} payload is ${data.length} bytes, more than ${MAX_PAYLOAD}`);
@@ -42,7 +45,7 @@ function parseObject(data: Buffer, what: string): Record<string, unknown> {
 function optionalString(o: Record<string, unknown>, key: string, what: string): string | undefined {
   const v = o[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || !NAME_RE.test(v)) throw new InvalidJobError(`${what} payload: "${key}" must be a string of 1-255 printable characters`);
+  if (typeof v !== 'string' || !isPrintableName(v)) throw new InvalidJobError(`${what} payload: "${key}" must be a string of 1-255 printable characters`);
   return v;
 }
 

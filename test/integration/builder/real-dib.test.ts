@@ -1,0 +1,93 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import { fn } from '../../../lib/gearman/functions.js';
+import type { GearmanClient } from '../../../lib/gearman/client.js';
+import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
+import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
+import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';
+import { runningProcesses } from '../../support/processes.js';
+import { bookwormDibEnv } from '../../support/debian-mirror.js';
+import {
+  createBuilderEnv, glanceAdmin, loopbackProvider, runJob, testClient, testLogger, type BuilderEnv,
+} from '../../support/builder-env.js';
+import { DibBuilder as Builder } from '../../../workers/builder/dib-builder.js';
+import { openstackImageServices } from '../../../workers/builder/image-services.js';
+
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+describe('the real diskimage-builder: debian-minimal bookworm, built and uploaded to Glance', { timeout: 1_500_000 }, () => {
+  let gearmand: GearmandHandle;
+  let cloud: LoopbackCloud;
+  let env: BuilderEnv;
+  let builder: DibBuilder;
+  let client: GearmanClient;
+  const id = 'debian-real-0000000001';
+
+  before(async () => {
+    // DIB needs root, loop devices and mounts; this machine kind has them, so a missing one is a failure, not a skip.
+    assert.equal(process.getuid?.(), 0, 'the real DIB build needs root');
+    assert.ok(existsSync('/dev/loop-control'), 'the real DIB build needs loop devices');
+    [gearmand, cloud] = await Promise.all([startGearmand(), useLoopbackCloud()]);
+    env = await createBuilderEnv({
+      gearmanPort: gearmand.port, cloud,
+      diskimages: [{
+        name: 'debian-real', elements: ['debian-minimal'], release: 'bookworm', formats: ['qcow2'],
+        'build-timeout': 1200, 'env-vars': bookwormDibEnv(),
+      }],
+      providers: [loopbackProvider('cloud', ['debian-real'])],
+    });
+    const log = testLogger();
+    builder = new Builder({
+      config: env.config, log, hostname: 'real-builder',
+      // The system PATH: DIB's scripts must find Debian's python3, not a pyenv one.
+      env: { PATH: SYSTEM_PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' },
+      imageServices: openstackImageServices({ cloudsFile: () => env.config.cloudsFile, searchPaths: [], log }),
+    });
+    await builder.start();
+    client = await testClient(gearmand.port);
+  });
+
+  after(async () => {
+    await client?.stop();
+    await builder?.stop({ abortAfterMs: 5000 });
+    await gearmand?.stop();
+    await cloud?.stop();
+    await env?.remove();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('builds a qcow2 with disk-image-create, reports its phases, and leaves no mounts or loop devices', async () => {
+    const started = Date.now();
+    const end = await runJob(client, fn.imageBuild('debian-real'), { 'image-id': id });
+    const log = await readFile(`${env.buildLogDir}/${id}.log`, 'utf8');
+    assert.equal(end.type, 'complete', `${end.message}\n--- build log tail ---\n${log.slice(-3000)}`);
+    console.log(`# real DIB build took ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    assert.match(log, /Build completed successfully/);
+    assert.ok(end.statuses.length >= 5, `phases reported: ${JSON.stringify(end.statuses)}`);
+    const file = `${env.imagesDir}/${id}.qcow2`;
+    const info = JSON.parse(execFileSync('qemu-img', ['info', '--output=json', file], { encoding: 'utf8' })) as { format: string; 'virtual-size': number };
+    assert.equal(info.format, 'qcow2');
+    assert.ok(info['virtual-size'] > 500 * 1024 * 1024, `virtual size ${info['virtual-size']}`);
+    assert.ok(existsSync(`${env.imagesDir}/${id}.d/dib-manifests`));
+    const mounts = (await readFile('/proc/mounts', 'utf8')).split('\n').filter((l) => l.includes(env.dir));
+    assert.deepEqual(mounts, []);
+    assert.doesNotMatch(execFileSync('losetup', ['-a'], { encoding: 'utf8' }), new RegExp(env.dir));
+  });
+
+  it('uploads it to Glance: active, same md5', async () => {
+    const end = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-real', provider: 'cloud' });
+    assert.equal(end.type, 'complete', end.message);
+    const glance = await glanceAdmin(cloud);
+    const image = await glance.glance.getImage(String(end.json?.['external-id']));
+    assert.equal(image?.status, 'active');
+    const h = createHash('md5');
+    await pipeline(createReadStream(`${env.imagesDir}/${id}.qcow2`), h);
+    assert.equal(image?.checksum, h.digest('hex'));
+    await glance.delete(image?.id ?? '');
+  });
+});
