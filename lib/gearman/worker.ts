@@ -1,0 +1,406 @@
+/**
+ * GearmanWorker: registers functions on every gearmand, grabs jobs up to a concurrency limit
+ * (GRAB_JOB_UNIQ → NO_JOB → PRE_SLEEP → NOOP → GRAB…), runs handlers and reports exactly one
+ * terminal packet per job. Re-registers (RESET_ABILITIES, SET_CLIENT_ID, CAN_DO…) after every
+ * reconnect. Results of jobs whose connection died are logged and dropped.
+ */
+import { EventEmitter } from 'node:events';
+import { AbortedError, GearmanConnectionError, coerceError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { GearmanConnection } from './connection.js';
+import { encode, PacketType as T, type Packet } from './protocol.js';
+import type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerJob, WorkerJobInfo, WorkerStopOptions } from './types.js';
+
+export type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerJob, WorkerJobInfo, WorkerStopOptions } from './types.js';
+
+interface ServerState {
+  conn: GearmanConnection;
+  /** The server may have work for us (not sent PRE_SLEEP since the last NOOP/assignment). */
+  awake: boolean;
+  /** A GRAB_JOB_UNIQ awaits its NO_JOB / JOB_ASSIGN_UNIQ. */
+  grabbing: boolean;
+  /** When the outstanding grab was sent (for the watchdog). */
+  grabSentAt: number;
+}
+
+/** A Gearman worker over one connection per server. */
+export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
+  private readonly log: Logger;
+  private readonly clientId: string | undefined;
+  private readonly concurrency: number;
+  private readonly servers: ServerState[];
+  private readonly handlers = new Map<string, JobHandler>();
+  private readonly jobs = new Set<RunningJob>();
+  private state: 'created' | 'running' | 'stopping' | 'stopped' = 'created';
+  private stopping: Promise<void> | undefined;
+  private rr = 0;
+  private idleWaiters: Array<() => void> = [];
+  private readonly grabTimeoutMs: number;
+  private watchdog: NodeJS.Timeout | undefined;
+
+  constructor(opts: GearmanWorkerOptions) {
+    super();
+    if (!opts.servers.length) throw new TypeError('GearmanWorker needs at least one server');
+    const concurrency = opts.concurrency ?? 1;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
+    this.concurrency = concurrency;
+    this.log = (opts.log ?? silentLogger()).child({ component: 'gearman-worker' });
+    this.clientId = opts.clientId;
+    this.grabTimeoutMs = opts.grabTimeoutMs ?? 30_000;
+    this.servers = opts.servers.map((server) => {
+      const conn = new GearmanConnection({ server, log: this.log, ...(opts.reconnect ? { reconnect: opts.reconnect } : {}) });
+      const st: ServerState = { conn, awake: false, grabbing: false, grabSentAt: 0 };
+      conn.on('connected', () => this.onConnected(st));
+      conn.on('disconnected', (reason) => this.onDisconnected(st, reason));
+      conn.on('packet', (p) => this.onPacket(st, p));
+      return st;
+    });
+  }
+
+  /** Registers (or replaces) a handler: CAN_DO now on every connected server, and after every reconnect. */
+  register(name: string, handler: JobHandler): void {
+    const isNew = !this.handlers.has(name);
+    this.handlers.set(name, handler);
+    if (!isNew) return;
+    this.log.info('registering gearman function', { function: name });
+    for (const s of this.servers) {
+      // CAN_DO does not wake a sleeping worker even when jobs are queued: grab explicitly
+      if (s.conn.send(encode(T.CAN_DO, [name]))) s.awake = true;
+    }
+    this.pump();
+  }
+
+  /** Unregisters: CANT_DO on every connected server. Jobs already running continue. */
+  unregister(name: string): void {
+    if (!this.handlers.delete(name)) return;
+    this.log.info('unregistering gearman function', { function: name });
+    for (const s of this.servers) s.conn.send(encode(T.CANT_DO, [name]));
+  }
+
+  /** True when `name` is registered. */
+  isRegistered(name: string): boolean {
+    return this.handlers.has(name);
+  }
+
+  /** Registered function names, in registration order. */
+  registeredFunctions(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  /** Jobs whose handler has not settled yet. */
+  inFlight(): number {
+    return this.jobs.size;
+  }
+
+  /** Number of servers currently connected. */
+  connectedCount(): number {
+    return this.servers.filter((s) => s.conn.connected).length;
+  }
+
+  /** Connects to every server in the background (reconnecting forever); resolves at once. */
+  start(): Promise<void> {
+    if (this.state !== 'created') {
+      return this.state === 'running' ? Promise.resolve() : Promise.reject(new GearmanConnectionError('worker stopped'));
+    }
+    this.state = 'running';
+    this.log.info('gearman worker starting', { servers: this.servers.map((s) => s.conn.label), concurrency: this.concurrency });
+    for (const s of this.servers) s.conn.open();
+    this.watchdog = setInterval(() => this.checkGrabs(), Math.max(10, Math.min(5000, this.grabTimeoutMs / 2)));
+    this.watchdog.unref();
+    return Promise.resolve();
+  }
+
+  /**
+   * Stops grabbing, waits for in-flight handlers (a job assigned by a grab already on the wire
+   * is run too), aborts their signals after `abortAfterMs`, then closes. Idempotent.
+   */
+  stop(opts: WorkerStopOptions = {}): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state = 'stopping';
+      this.log.info('gearman worker stopping', { inFlight: this.jobs.size });
+      let idle = await this.waitIdle(opts.abortAfterMs);
+      if (!idle) {
+        const reason = new AbortedError(`worker stopping: job aborted after ${opts.abortAfterMs} ms`);
+        this.log.warn('aborting gearman jobs still running', { jobs: [...this.jobs].map((j) => j.handle) });
+        for (const j of this.jobs) j.abort(reason);
+        idle = await this.waitIdle(opts.abortGraceMs ?? 10_000);
+        if (!idle) this.log.error('gearman jobs did not settle after abort; closing anyway', { jobs: [...this.jobs].map((j) => j.handle) });
+      }
+      if (this.watchdog) clearInterval(this.watchdog);
+      await Promise.all(this.servers.map((s) => s.conn.close()));
+      this.state = 'stopped';
+      this.notifyIdle();
+      this.log.info('gearman worker stopped');
+    })();
+    return this.stopping;
+  }
+
+  private isIdle(): boolean {
+    return this.jobs.size === 0 && !this.servers.some((s) => s.grabbing && s.conn.connected);
+  }
+
+  /** Resolves true once idle, or false after `timeoutMs` (undefined: no limit). */
+  private waitIdle(timeoutMs: number | undefined): Promise<boolean> {
+    if (this.isIdle()) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter = (): void => {
+        if (!this.isIdle()) return;
+        if (timer) clearTimeout(timer);
+        this.idleWaiters = this.idleWaiters.filter((w) => w !== waiter);
+        resolve(true);
+      };
+      this.idleWaiters.push(waiter);
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          this.idleWaiters = this.idleWaiters.filter((w) => w !== waiter);
+          resolve(this.isIdle());
+        }, timeoutMs);
+      }
+    });
+  }
+
+  private notifyIdle(): void {
+    for (const w of [...this.idleWaiters]) w();
+  }
+
+  /** Grabs from awake servers while below the concurrency limit (one grab per server at a time). */
+  private pump(): void {
+    if (this.state !== 'running' || this.handlers.size === 0) return;
+    let capacity = this.concurrency - this.jobs.size - this.servers.filter((s) => s.grabbing).length;
+    const n = this.servers.length;
+    for (let i = 0; i < n && capacity > 0; i++) {
+      const idx = (this.rr + i) % n;
+      const s = this.servers[idx] as ServerState;
+      if (!s.awake || s.grabbing || !s.conn.connected) continue;
+      if (!s.conn.send(encode(T.GRAB_JOB_UNIQ))) continue;
+      s.grabbing = true;
+      s.grabSentAt = Date.now();
+      capacity -= 1;
+      this.rr = (idx + 1) % n;
+    }
+  }
+
+  private checkGrabs(): void {
+    const now = Date.now();
+    for (const s of this.servers) {
+      if (s.grabbing && s.conn.connected && now - s.grabSentAt > this.grabTimeoutMs) {
+        this.log.warn('gearman server did not answer GRAB_JOB_UNIQ; reconnecting', { server: s.conn.label, waitedMs: now - s.grabSentAt });
+        s.conn.reset(new GearmanConnectionError(`no answer to GRAB_JOB_UNIQ within ${this.grabTimeoutMs} ms`));
+      }
+    }
+  }
+
+  private onConnected(s: ServerState): void {
+    s.grabbing = false;
+    s.awake = true;
+    s.conn.send(encode(T.RESET_ABILITIES));
+    if (this.clientId !== undefined) s.conn.send(encode(T.SET_CLIENT_ID, [this.clientId]));
+    for (const name of this.handlers.keys()) s.conn.send(encode(T.CAN_DO, [name]));
+    this.log.info('gearman worker registered', { server: s.conn.label, functions: this.handlers.size });
+    this.safeEmit('server:connected', s.conn.label);
+    this.pump();
+  }
+
+  private onDisconnected(s: ServerState, reason: Error): void {
+    s.grabbing = false;
+    s.awake = false;
+    for (const j of this.jobs) {
+      if (j.conn === s.conn) j.abort(reason);
+    }
+    this.safeEmit('server:disconnected', s.conn.label, reason);
+    this.notifyIdle();
+    this.pump();
+  }
+
+  private onPacket(s: ServerState, p: Packet): void {
+    try {
+      this.handlePacket(s, p);
+    } catch (err) {
+      this.log.error('failed to handle gearman packet', { packet: p.name, error: coerceError(err).stack });
+    }
+  }
+
+  private handlePacket(s: ServerState, p: Packet): void {
+    switch (p.type) {
+      case T.NOOP:
+        s.awake = true;
+        this.pump();
+        return;
+      case T.NO_JOB:
+        s.grabbing = false;
+        s.awake = false;
+        s.conn.send(encode(T.PRE_SLEEP));
+        this.notifyIdle();
+        this.pump();
+        return;
+      case T.JOB_ASSIGN_UNIQ:
+      case T.JOB_ASSIGN: {
+        s.grabbing = false;
+        s.awake = true;
+        const uniq = p.type === T.JOB_ASSIGN_UNIQ;
+        const handle = str(p, 0);
+        const functionName = str(p, 1);
+        const unique = uniq ? str(p, 2) : '';
+        const data = p.args[uniq ? 3 : 2] ?? Buffer.alloc(0);
+        this.runJob(s, handle, functionName, unique, data);
+        this.pump();
+        return;
+      }
+      case T.ERROR: {
+        const code = str(p, 0);
+        // JOB_NOT_FOUND: a result for a job the server forgot (e.g. after its restart): harmless
+        const level = code === 'JOB_NOT_FOUND' ? 'info' : 'warn';
+        this.log.log(level, 'gearman server reported an error', { server: s.conn.label, code, text: str(p, 1) });
+        return;
+      }
+      default:
+        this.log.debug('ignoring unexpected gearman packet', { packet: p.name });
+    }
+  }
+
+  private runJob(s: ServerState, handle: string, functionName: string, unique: string, data: Buffer): void {
+    // a child logger per job is costly on hot paths: made on first use
+    let jobLog: Logger | undefined;
+    const log = (): Logger => (jobLog ??= this.log.child({ job: handle, function: functionName }));
+    const job = new RunningJob({ conn: s.conn, handle, functionName, unique, data, log, debug: () => this.log.isDebugEnabled() });
+    const info: WorkerJobInfo = { handle, functionName, unique, server: s.conn.label };
+    this.jobs.add(job);
+    if (this.log.isDebugEnabled()) log().debug('job assigned', { unique, bytes: data.length });
+    this.safeEmit('job:start', info);
+    const handler = this.handlers.get(functionName);
+    if (!handler) log().warn('job for a function not registered here; failing it');
+    const run: Promise<JobOutcome> = handler
+      ? Promise.resolve().then(() => handler(job.api))
+      : Promise.resolve({ type: 'fail', message: `no handler registered for ${functionName}` });
+    void run
+      .then((outcome) => checkOutcome(outcome), (err: unknown) => {
+        const e = coerceError(err);
+        log().error('job handler threw', { error: e.stack ?? e.message });
+        return { type: 'exception', message: e.stack ?? e.message } as const;
+      })
+      .then((outcome) => {
+        let delivered = false;
+        try {
+          delivered = job.finish(outcome);
+        } finally {
+          this.jobs.delete(job);
+          this.notifyIdle();
+        }
+        this.safeEmit('job:end', info, outcome, delivered);
+        this.pump();
+      })
+      .catch((err: unknown) => this.log.error('job bookkeeping failed', { job: handle, error: coerceError(err).stack }));
+  }
+
+  private safeEmit<K extends keyof GearmanWorkerEvents>(event: K, ...args: GearmanWorkerEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: GearmanWorkerEvents[K]) => boolean)(event, ...args);
+    } catch (err) {
+      this.log.error('gearman worker listener threw', { event, error: coerceError(err).stack });
+    }
+  }
+}
+
+/** Worker-side state of one assigned job; guards the single terminal packet. */
+class RunningJob {
+  readonly conn: GearmanConnection;
+  readonly handle: string;
+  readonly api: WorkerJob;
+  /** The connection's generation when the job was assigned: results go only to that socket. */
+  private readonly generation: number;
+  /** Made on first use of `signal`: an AbortController per job is measurable on hot paths. */
+  private controller: AbortController | undefined;
+  private abortReason: Error | undefined;
+  private readonly log: () => Logger;
+  private readonly debug: () => boolean;
+  private done = false;
+
+  constructor(o: { conn: GearmanConnection; handle: string; functionName: string; unique: string; data: Buffer; log: () => Logger; debug: () => boolean }) {
+    this.conn = o.conn;
+    this.handle = o.handle;
+    this.generation = o.conn.generation;
+    this.log = o.log;
+    this.debug = o.debug;
+    const getSignal = (): AbortSignal => {
+      this.controller ??= new AbortController();
+      if (this.abortReason && !this.controller.signal.aborted) this.controller.abort(this.abortReason);
+      return this.controller.signal;
+    };
+    this.api = {
+      handle: o.handle,
+      functionName: o.functionName,
+      unique: o.unique,
+      data: o.data,
+      get signal() {
+        return getSignal();
+      },
+      sendStatus: (n, d) => { this.progress(T.WORK_STATUS, [String(Math.trunc(n)), String(Math.trunc(d))]); },
+      sendData: (data) => { this.progress(T.WORK_DATA, [data]); },
+      sendWarning: (data) => { this.progress(T.WORK_WARNING, [data]); },
+    };
+  }
+
+  abort(reason: Error): void {
+    if (this.abortReason) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** Sends the terminal packet(s) once; returns whether they reached the socket. */
+  finish(outcome: JobOutcome): boolean {
+    if (this.done) return false;
+    this.done = true;
+    if (!this.writable()) {
+      this.log().warn('job finished after its gearman connection was lost; result dropped', { outcome: outcome.type });
+      return false;
+    }
+    const h = this.handle;
+    if (outcome.type === 'complete') {
+      this.conn.send(encode(T.WORK_COMPLETE, [h, outcome.data ?? Buffer.alloc(0)]));
+    } else if (outcome.type === 'fail') {
+      if (outcome.message) this.conn.send(encode(T.WORK_WARNING, [h, outcome.message]));
+      this.conn.send(encode(T.WORK_FAIL, [h]));
+    } else {
+      this.conn.send(encode(T.WORK_EXCEPTION, [h, outcome.message]));
+    }
+    if (this.debug()) this.log().debug('job finished', { outcome: outcome.type });
+    return true;
+  }
+
+  private writable(): boolean {
+    return this.conn.connected && this.conn.generation === this.generation;
+  }
+
+  private progress(type: number, rest: Array<string | Buffer>): void {
+    if (this.done) {
+      this.log().debug('progress after the job ended ignored');
+    } else if (!this.writable()) {
+      this.log().debug('progress dropped: gearman connection lost');
+    } else {
+      this.conn.send(encode(type, [this.handle, ...rest]));
+    }
+  }
+}
+
+/** Anything but a well-formed outcome from a handler is a bug: report it as an exception. */
+function checkOutcome(o: unknown): JobOutcome {
+  const bytes = (v: unknown): boolean => v === undefined || typeof v === 'string' || Buffer.isBuffer(v);
+  if (o && typeof o === 'object') {
+    const r = o as Record<string, unknown>;
+    if (r.type === 'complete' && bytes(r.data)) return o as JobOutcome;
+    if (r.type === 'fail' && (r.message === undefined || typeof r.message === 'string')) return o as JobOutcome;
+    if (r.type === 'exception' && typeof r.message === 'string') return o as JobOutcome;
+  }
+  let shown: string;
+  try {
+    shown = JSON.stringify(o) ?? String(o);
+  } catch {
+    shown = String(o);
+  }
+  return { type: 'exception', message: `job handler returned an invalid outcome: ${shown.slice(0, 200)}` };
+}
+
+function str(p: Packet, i: number): string {
+  return (p.args[i] ?? Buffer.alloc(0)).toString('utf8');
+}
