@@ -1,0 +1,50 @@
+/**
+ * The image API a builder uploads through, independent of the cloud behind it. The
+ * OpenStack driver implements it with Glance (`OpenStackImageService`); tests and other
+ * drivers may provide their own.
+ */
+
+/** One image file to upload. */
+export interface UploadRequest {
+  /** The image's name in the cloud (`external-name`). */
+  name: string;
+  /** File format, passed on as the cloud's disk format: qcow2, raw, vhd, … (vhd stays vhd). */
+  format: string;
+  /** The local file; streamed, never read whole. */
+  filePath: string;
+  /** String metadata stored with the image, e.g. `nodepool_build_id`, `nodepool_upload_id`. */
+  properties: Record<string, string>;
+  /** Progress as bytes are sent. */
+  onProgress?(sent: number, total: number): void;
+  /** Aborting stops the upload and removes whatever was created in the cloud. */
+  signal?: AbortSignal;
+}
+
+/** A finished upload. */
+export interface UploadedImage {
+  /** The cloud's id of the image (`external-id`). */
+  externalId: string;
+  externalName: string;
+}
+
+/** An image as the cloud lists it. */
+export interface ListedImage {
+  externalId: string;
+  name: string;
+  status: string;
+  properties: Record<string, string>;
+}
+
+/** Upload, delete and list images in one cloud. */
+export interface ImageService {
+  /**
+   * Uploads the file and resolves once the image is usable.
+   * Thrown: `CloudError` when the cloud refuses it, `AbortedError` when aborted; nothing is
+   * left behind in the cloud either way.
+   */
+  upload(req: UploadRequest): Promise<UploadedImage>;
+  /** Deletes an image; an image that is already gone is not an error. */
+  delete(externalId: string): Promise<void>;
+  /** Images visible to us, optionally only those whose properties all match (leak detection). */
+  list(filter?: { properties?: Record<string, string> }): Promise<ListedImage[]>;
+}
