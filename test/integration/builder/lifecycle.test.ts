@@ -45,6 +45,17 @@ describe('builder lifecycle: restart, crash, shutdown and timeout', () => {
     assert.deepEqual(runningProcesses().map((p) => p.name), []);
   });
 
+  /** A fake-DIB pause file that exists until the test removes it; both files go at the end. */
+  async function pauseFile(tag: string): Promise<string> {
+    const pause = path.join(process.env.TMPDIR ?? '/tmp', `nodepool-pause-${process.pid}-${tag}`);
+    await writeFile(pause, '');
+    releasers.add('pause file', async () => {
+      await rm(pause, { force: true });
+      await rm(`${pause}.started`, { force: true });
+    });
+    return pause;
+  }
+
   async function setup(diskimageEnv: Record<string, string> = {}, extra: Record<string, unknown> = {}): Promise<{ env: BuilderEnv; port: number; client: GearmanClient }> {
     const gearmand = await startGearmand();
     releasers.add('gearmand', () => gearmand.stop());
@@ -92,12 +103,7 @@ describe('builder lifecycle: restart, crash, shutdown and timeout', () => {
   });
 
   it('after a builder is killed with SIGKILL mid-build, a restart removes the build\'s files, mounts and loop devices', async () => {
-    const pause = path.join(process.env.TMPDIR ?? '/tmp', `nodepool-pause-${process.pid}-kill`);
-    await writeFile(pause, '');
-    releasers.add('pause file', async () => {
-      await rm(pause, { force: true });
-      await rm(`${pause}.started`, { force: true });
-    });
+    const pause = await pauseFile('kill');
     const { env, port, client } = await setup({ FAKE_DIB_PAUSE_FILE: pause, FAKE_DIB_MOUNT: '1', FAKE_DIB_LOOP: '1' });
     const first = builderProcess(env);
     releasers.add('builder 1', () => first.stop());
@@ -127,12 +133,7 @@ describe('builder lifecycle: restart, crash, shutdown and timeout', () => {
   });
 
   it('on SIGTERM mid-build: waits, then kills the DIB process group and leaves no files, mounts or loop devices', async () => {
-    const pause = path.join(process.env.TMPDIR ?? '/tmp', `nodepool-pause-${process.pid}-term`);
-    await writeFile(pause, '');
-    releasers.add('pause file', async () => {
-      await rm(pause, { force: true });
-      await rm(`${pause}.started`, { force: true });
-    });
+    const pause = await pauseFile('term');
     const { env, port, client } = await setup({ FAKE_DIB_PAUSE_FILE: pause, FAKE_DIB_MOUNT: '1', FAKE_DIB_LOOP: '1' });
     const proc = builderProcess(env, { shutdownTimeoutS: 1 });
     releasers.add('builder', () => proc.stop());
@@ -155,12 +156,7 @@ describe('builder lifecycle: restart, crash, shutdown and timeout', () => {
   });
 
   it('kills a build that exceeds build-timeout: WORK_FAIL, nothing left behind', async () => {
-    const pause = path.join(process.env.TMPDIR ?? '/tmp', `nodepool-pause-${process.pid}-timeout`);
-    await writeFile(pause, '');
-    releasers.add('pause file', async () => {
-      await rm(pause, { force: true });
-      await rm(`${pause}.started`, { force: true });
-    });
+    const pause = await pauseFile('timeout');
     const { env, client } = await setup({ FAKE_DIB_PAUSE_FILE: pause, FAKE_DIB_MOUNT: '1', FAKE_DIB_LOOP: '1' }, { 'build-timeout': 2 });
     const builder = inProcessBuilder(env);
     releasers.add('builder', () => builder.stop({ abortAfterMs: 1000 }));
