@@ -12,7 +12,8 @@ import type { Config } from '../../lib/config/schema.js';
 import { loadCloud } from '../../lib/drivers/openstack/clouds-yaml.js';
 import { OpenStackImageService } from '../../lib/drivers/openstack/image-service.js';
 import { GearmanClient, type JobResult } from '../../lib/gearman/client.js';
-import { createRootLogger, silentLogger, type Logger } from '../../lib/log.js';
+import type { Logger } from '../../lib/log.js';
+import { testLogger } from './test-log.js';
 import { DibBuilder } from '../../workers/builder/dib-builder.js';
 import { openstackImageServices } from '../../workers/builder/image-services.js';
 import type { LoopbackCloud } from './openstack.js';
@@ -58,6 +59,8 @@ export function loopbackProvider(name: string, diskimages: string[], imageFormat
   return { name, driver: 'openstack', cloud: 'loopback', 'image-format': imageFormat, diskimages: diskimages.map((d) => ({ name: d, meta: { purpose: 'test' } })) };
 }
 
+export { testLogger };
+
 export async function createBuilderEnv(opts: BuilderEnvOptions): Promise<BuilderEnv> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `nodepool-builder-${opts.name ?? 'test'}-`));
   const imagesDir = path.join(dir, 'images');
@@ -93,21 +96,16 @@ export async function createBuilderEnv(opts: BuilderEnvOptions): Promise<Builder
   return env;
 }
 
-/** A logger for tests: silent unless NODEPOOL_TEST_LOG is set (e.g. `debug`). */
-export function testLogger(): Logger {
-  const level = process.env.NODEPOOL_TEST_LOG;
-  return level ? createRootLogger({ level, format: 'pretty' }) : silentLogger();
-}
 
-/** An in-process DibBuilder for `env` (not started). */
-export function inProcessBuilder(env: BuilderEnv, opts: { hostname?: string; log?: Logger; uploadWorkers?: number } = {}): DibBuilder {
+/** An in-process DibBuilder for `env` (not started); `processEnv` is the build commands' environment. */
+export function inProcessBuilder(env: BuilderEnv, opts: { hostname?: string; log?: Logger; uploadWorkers?: number; processEnv?: Record<string, string | undefined> } = {}): DibBuilder {
   const log = opts.log ?? testLogger();
   return new DibBuilder({
     config: env.config,
     log,
     hostname: opts.hostname ?? 'builder-a',
     uploadWorkers: opts.uploadWorkers ?? 4,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    env: opts.processEnv ?? { PATH: process.env.PATH, HOME: process.env.HOME },
     reconnect: { initialMs: 50, maxMs: 500 },
     killGraceMs: 2000,
     imageServices: openstackImageServices({ cloudsFile: () => env.config.cloudsFile, searchPaths: [], log }),

@@ -17,7 +17,6 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { adminCommand } from '../../lib/gearman/admin.js';
 import type { GearmanServerAddress } from '../../lib/gearman/types.js';
-import { createRootLogger, silentLogger, type Logger } from '../../lib/log.js';
 import { freePort, startProcess, waitForPort, type TrackedProcess } from './processes.js';
 
 /** Paths of the TLS material for {@link startGearmand}. */
@@ -239,8 +238,4 @@ async function startTlsProxy(paths: GearmandTlsPaths, backendPort: number): Prom
   };
 }
 
-/** Logger for Gearman tests: silent unless `TEST_LOG=debug|info|…` is set. */
-export function testLogger(): Logger {
-  const level = process.env.TEST_LOG;
-  return level ? createRootLogger({ level, format: 'pretty' }) : silentLogger();
-}
+export { testLogger } from './test-log.js';

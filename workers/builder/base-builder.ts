@@ -16,7 +16,7 @@ import { fn } from '../../lib/gearman/functions.js';
 import type { ReconnectOptions } from '../../lib/gearman/types.js';
 import { GearmanWorker, type WorkerJob } from '../../lib/gearman/worker.js';
 import { buildFormats } from '../../lib/images/formats.js';
-import { imagePaths, parseImageId } from '../../lib/images/image-file.js';
+import { imagePaths } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 import { BuildLog } from './build-log.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
@@ -323,7 +323,6 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     const log = this.jobLog(job, { buildId: id });
     return reportOutcome(log, async () => {
       parseDeletePayload(job.data);
-      parseImageId(id);
       if (!this.local.has(id)) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
       this.deleting.add(id);
       try {

@@ -13,10 +13,8 @@ import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js
 import { runningProcesses } from '../../support/processes.js';
 import { bookwormDibEnv } from '../../support/debian-mirror.js';
 import {
-  createBuilderEnv, glanceAdmin, loopbackProvider, runJob, testClient, testLogger, type BuilderEnv,
+  createBuilderEnv, glanceAdmin, inProcessBuilder, loopbackProvider, runJob, testClient, type BuilderEnv,
 } from '../../support/builder-env.js';
-import { DibBuilder as Builder } from '../../../workers/builder/dib-builder.js';
-import { openstackImageServices } from '../../../workers/builder/image-services.js';
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -41,13 +39,8 @@ describe('the real diskimage-builder: debian-minimal bookworm, built and uploade
       }],
       providers: [loopbackProvider('cloud', ['debian-real'])],
     });
-    const log = testLogger();
-    builder = new Builder({
-      config: env.config, log, hostname: 'real-builder',
-      // The system PATH: DIB's scripts must find Debian's python3, not a pyenv one.
-      env: { PATH: SYSTEM_PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' },
-      imageServices: openstackImageServices({ cloudsFile: () => env.config.cloudsFile, searchPaths: [], log }),
-    });
+    // The system PATH: DIB's scripts must find Debian's python3, not a pyenv one.
+    builder = inProcessBuilder(env, { hostname: 'real-builder', processEnv: { PATH: SYSTEM_PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' } });
     await builder.start();
     client = await testClient(gearmand.port);
   });

@@ -7,15 +7,11 @@ import { GearmanWorker, type WorkerJob } from '../../../lib/gearman/worker.js';
 import { Releasers, waitFor } from '../../../lib/lifecycle.js';
 import { startGearmand, testLogger, type GearmandHandle } from '../../support/gearmand.js';
 import { runningProcesses } from '../../support/processes.js';
+import { deferred } from '../../support/test-log.js';
 
 const log = testLogger();
 const fast = { initialMs: 20, maxMs: 200 };
 
-function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
-  return { promise, resolve };
-}
 
 void describe('gearman client and worker against gearmand', () => {
   let g: GearmandHandle;

@@ -8,15 +8,11 @@ import { GearmanWorker, type WorkerJob } from '../../../lib/gearman/worker.js';
 import { Releasers, waitFor } from '../../../lib/lifecycle.js';
 import { startGearmand, testLogger, type GearmandHandle, type StartGearmandOptions } from '../../support/gearmand.js';
 import { runningProcesses } from '../../support/processes.js';
+import { deferred } from '../../support/test-log.js';
 
 const log = testLogger();
 const fast = { initialMs: 20, maxMs: 200 };
 
-function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
-  return { promise, resolve };
-}
 
 const echo = async (job: WorkerJob): Promise<{ type: 'complete'; data: Buffer }> => ({ type: 'complete', data: job.data });
 
