@@ -95,3 +95,13 @@ export function coerceError(err: unknown): Error {
     return new Error(String(err));
   }
 }
+
+/** Thrown when the state store cannot be opened, read or written. */
+export class StoreError extends NodepoolError {}
+
+/** Thrown when a conditional store update finds the record in another state. */
+export class StateConflictError extends StoreError {
+  constructor(readonly recordId: string, readonly actualState: string, message: string) {
+    super(message);
+  }
+}

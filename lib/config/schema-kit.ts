@@ -201,3 +201,11 @@ export function deepFreeze<T>(v: T): T {
   }
   return v;
 }
+
+/** What a mapping schema gives for an absent block: its own defaults, so they are written once. */
+export function defaultsOf<T>(schema: Schema<T>): T {
+  const p = new Problems();
+  const v = schema.parse({}, '', p);
+  if (v === undefined || p.list.length) throw new Error(`schema has required keys; it has no defaults: ${p.list.map((x) => x.path).join(', ')}`);
+  return v;
+}

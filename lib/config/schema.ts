@@ -6,7 +6,7 @@
 import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../images/image-file.js';
 import { DRIVER_NAMES, providerSchemas, type ProviderConfig } from '../drivers/registry.js';
 import {
-  bool, int, list, object, oneOf, optional, record, required, scalarString, string,
+  bool, defaultsOf, int, list, object, oneOf, optional, record, required, scalarString, string,
   type Problems, type Schema,
 } from './schema-kit.js';
 
@@ -63,6 +63,20 @@ const provider: Schema<ProviderConfig> = {
   },
 };
 
+/** Tunables of the server's image lifecycle (seconds). */
+const imageLifecycle = object({
+  /** Seconds between planner passes. */
+  interval: optional(int({ min: 1 }), 10),
+  /** First delay after a failed build or upload; doubles per consecutive failure. */
+  'retry-delay': optional(int({ min: 1 }), 60),
+  /** Cap of that delay. */
+  'max-retry-delay': optional(int({ min: 1 }), 3600),
+  /** How long past its diskimage's build-timeout the server waits before failing a build. */
+  'build-timeout-grace': optional(int({ min: 0 }), 300),
+  /** Seconds between scans of the clouds for uploads no record knows (0 disables). */
+  'leak-check-interval': optional(int({ min: 0 }), 300),
+});
+
 const webapp = object({
   port: optional(int({ min: 0, max: 65535 }), 8005),
   'listen-address': optional(string(), '127.0.0.1'),
@@ -83,7 +97,8 @@ export const nodepoolSchema = object({
   labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
   diskimages: optional(list(diskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   providers: optional(list(provider, { uniqueBy: (pr) => pr.name, what: 'provider' }), []),
-  webapp: optional(webapp, () => ({ port: 8005, listenAddress: '127.0.0.1' })),
+  'image-lifecycle': optional(imageLifecycle, () => defaultsOf(imageLifecycle)),
+  webapp: optional(webapp, () => defaultsOf(webapp)),
 });
 
 type Parsed<S> = S extends { parse(...args: never[]): infer T | undefined } ? Exclude<T, undefined> : never;
@@ -93,6 +108,8 @@ export type DiskimageConfig = RawConfig['diskimages'][number];
 /** One gearmand the processes connect to. */
 export type GearmanServerConfig = RawConfig['gearmanServers'][number];
 export type LabelConfig = RawConfig['labels'][number];
+/** Tunables of the server's image lifecycle. */
+export type ImageLifecycleConfig = RawConfig['imageLifecycle'];
 
 /** The loaded, validated, frozen configuration. */
 export interface Config extends Readonly<Omit<RawConfig, 'buildTmpDir'>> {

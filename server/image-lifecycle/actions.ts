@@ -1,0 +1,114 @@
+/**
+ * What the image-lifecycle planner sees (a snapshot) and decides (actions and status). Pure
+ * data: the planner (planner.ts) maps one to the other, the dispatcher (dispatcher.ts)
+ * carries the actions out.
+ */
+import type { Config } from '../../lib/config/schema.js';
+import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from '../../lib/store/models.js';
+
+/** Everything one planner pass looks at. */
+export interface PlannerSnapshot {
+  /** Epoch ms. */
+  now: number;
+  config: Pick<Config, 'diskimages' | 'providers' | 'imageLifecycle'>;
+  builds: readonly BuildRecord[];
+  uploads: readonly UploadRecord[];
+  buildRequests: readonly BuildRequest[];
+  pauses: readonly PauseRecord[];
+  /**
+   * gearmand's `workers`, merged over every gearmand: function name → client ids
+   * (`<hostname>:<builder-id>`) registering it. `null` when no gearmand answered: then
+   * nothing is marked lost, failed for lack of a worker, or deleted as a stray.
+   */
+  registered: ReadonlyMap<string, readonly string[]> | null;
+  /**
+   * Ready or lost build id → since when (epoch ms) its `image-upload:<id>` has been missing
+   * from `registered` in every pass; the dispatcher keeps this across passes. A build is
+   * marked lost only after 3 × `image-lifecycle.interval`, so a builder reconnecting after
+   * a gearmand restart does not lose its images.
+   */
+  absentSince: ReadonlyMap<string, number>;
+  /** Record ids that have a Gearman job or cloud call in flight in this server. */
+  inFlight: {
+    builds: ReadonlySet<string>;
+    uploads: ReadonlySet<string>;
+    /** Build ids with an `image-delete` job in flight, and upload ids with a cloud delete in flight. */
+    buildDeletes: ReadonlySet<string>;
+    uploadDeletes: ReadonlySet<string>;
+  };
+}
+
+/** Why a build is started. */
+export type BuildReason = 'missing' | 'age' | 'format' | 'request';
+
+/** One thing to do. The dispatcher re-checks the record's state before acting. */
+export type Action =
+  /** Create a build record and submit `image-build:<diskimage>` with the id as unique. */
+  | { type: 'start-build'; diskimage: string; formats: string[]; reason: BuildReason }
+  /** A `building` record without a job here (server restart, gearmand restart): resubmit with the same unique. */
+  | { type: 'resume-build'; buildId: string }
+  /** Mark a build failed (timed out, its builder disappeared, its diskimage left the config). */
+  | { type: 'fail-build'; buildId: string; reason: string }
+  /** Create an upload record and submit `image-upload:<build>` to the provider. */
+  | { type: 'start-upload'; buildId: string; provider: string; imageName: string }
+  /** An `uploading` record without a job here: resubmit with the same unique and upload id. */
+  | { type: 'resume-upload'; uploadId: string }
+  | { type: 'fail-upload'; uploadId: string; reason: string }
+  /** Mark `deleting` (if not yet), delete the cloud image (if any), then remove the record. */
+  | { type: 'delete-upload'; uploadId: string; reason: string }
+  /**
+   * Mark `deleting` (if not yet); submit `image-delete:<id>` when a builder registers it and
+   * remove the record after its WORK_COMPLETE, or remove it at once when nobody does.
+   */
+  | { type: 'delete-build'; buildId: string; reason: string }
+  /** A ready build whose files no builder advertises any more. */
+  | { type: 'mark-lost'; buildId: string }
+  /** A lost build whose `image-upload:<id>` is registered again: back to ready. */
+  | { type: 'mark-found'; buildId: string; holders: string[] }
+  /** Builders advertise an id the store does not want: submit `image-delete:<id>`. */
+  | { type: 'delete-stray'; imageId: string; holders: string[] }
+  /** Remove a request the server will not act on (paused or unknown diskimage) or has served. */
+  | { type: 'clear-request'; diskimage: string; requested: number };
+
+/** Why a diskimage is paused. */
+export type PausedBy = 'config' | 'operator';
+
+/** Status of one diskimage's builds, for the CLI and the web status. */
+export interface DiskimageStatus {
+  diskimage: string;
+  paused: PausedBy | null;
+  /** Set while a needed job cannot run: `no builder registers image-build:<name>`. */
+  waiting: string | null;
+  /** Consecutive failed builds since the newest ready one. */
+  failures: number;
+  lastFailure: string | null;
+  /** When the next build may start after failures (epoch ms), null without failures. */
+  retryAt: number | null;
+  /** When the newest ready build reaches rebuild-age (epoch ms), null without one. */
+  rebuildAt: number | null;
+  /** A build request is pending. */
+  requested: boolean;
+}
+
+/** Status of one diskimage's uploads to one provider. */
+export interface UploadTargetStatus {
+  diskimage: string;
+  provider: string;
+  paused: PausedBy | null;
+  waiting: string | null;
+  failures: number;
+  lastFailure: string | null;
+  retryAt: number | null;
+}
+
+/** The planner's answer. */
+export interface Plan {
+  actions: Action[];
+  diskimages: DiskimageStatus[];
+  targets: UploadTargetStatus[];
+}
+
+/** Key under which the server publishes the latest plan's status in the store. */
+export const LIFECYCLE_STATUS_KEY = 'image-lifecycle';
+/** Key of the server's heartbeat `{ pid, hostname, started, interval }` in the store. */
+export const SERVER_HEARTBEAT_KEY = 'server';
