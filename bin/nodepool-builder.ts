@@ -14,7 +14,7 @@ import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
 import { ConfigError } from '../lib/errors.js';
 import { createRootLogger } from '../lib/log.js';
 import { DibBuilder } from '../workers/builder/dib-builder.js';
-import { openstackImageServices } from '../workers/builder/image-services.js';
+import { openstackImageServices } from '../lib/drivers/openstack/image-services.js';
 
 const argv = yargs(hideBin(process.argv))
   .scriptName('nodepool-builder')

@@ -15,7 +15,7 @@ import { GearmanClient, type JobResult } from '../../lib/gearman/client.js';
 import type { Logger } from '../../lib/log.js';
 import { testLogger } from './test-log.js';
 import { DibBuilder } from '../../workers/builder/dib-builder.js';
-import { openstackImageServices } from '../../workers/builder/image-services.js';
+import { openstackImageServices } from '../../lib/drivers/openstack/image-services.js';
 import type { LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
 

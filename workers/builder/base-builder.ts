@@ -24,7 +24,8 @@ import { ImageRepository, type ImageSidecar } from './image-repository.js';
 import { parseBuildPayload, parseDeletePayload, type BuildRequest } from './job-payloads.js';
 import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
-import { UploadService, type ImageServiceFactory } from './upload-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import { UploadService } from './upload-service.js';
 
 /** What a subclass gets for one build. */
 export interface BuildContext {
@@ -237,6 +238,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     return reportOutcome(log, async () => {
       const known = new Set(this.config.diskimages.map((d) => d.name));
       const req = parseBuildPayload(job.data, diskimage, known);
+      // Tells the server who runs the build, so it notices when this builder disappears.
+      job.sendData(JSON.stringify({ builder: this.hostname, 'builder-id': this.builderId }));
       const existing = this.local.get(req.imageId);
       if (existing) {
         log.info('build already complete here, answering with it', { buildId: req.imageId });

@@ -5,8 +5,7 @@
  * uploads per id so a delete waits for them.
  */
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageService } from '../../lib/drivers/image-service.js';
-import type { OpenStackProviderConfig } from '../../lib/drivers/openstack/config.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
 import { InvalidJobError, UnknownImageError } from '../../lib/errors.js';
 import type { WorkerJob } from '../../lib/gearman/worker.js';
 import { conversionSource } from '../../lib/images/formats.js';
@@ -14,10 +13,9 @@ import { imagePaths } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 import { convertImage } from './convert.js';
 import type { ImageRepository, ImageSidecar } from './image-repository.js';
-import { externalImageName, parseUploadPayload } from './job-payloads.js';
+import { externalImageName } from '../../lib/images/external-name.js';
+import { parseUploadPayload } from './job-payloads.js';
 
-/** Gives the image service of a provider (credentials come from the builder's own clouds.yaml). */
-export type ImageServiceFactory = (provider: OpenStackProviderConfig) => Promise<ImageService>;
 
 /** Dependencies of {@link UploadService}. */
 export interface UploadServiceDeps {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../lib/config/load.js';
 import { dibCommand, dibPhase } from '../../../workers/builder/dib-command.js';
 import { loopDevicesUnder, mountsUnder } from '../../../workers/builder/dib-cleanup-plan.js';
-import { externalImageName } from '../../../workers/builder/job-payloads.js';
+import { externalImageName } from '../../../lib/images/external-name.js';
 
 const config = parseConfig([
   'diskimages:',

@@ -1,13 +1,16 @@
 /**
- * The builder's ImageServiceFactory: a provider's image service from the builder's own
- * clouds.yaml, authenticated once and cached per cloud (a failed attempt is not cached).
+ * An ImageServiceFactory for openstack providers: a provider's image service from the
+ * process's own clouds.yaml (builder or server), authenticated once and cached per cloud (a
+ * failed attempt is not cached).
  */
-import type { ImageService } from '../../lib/drivers/image-service.js';
-import { loadCloud } from '../../lib/drivers/openstack/clouds-yaml.js';
-import type { OpenStackProviderConfig } from '../../lib/drivers/openstack/config.js';
-import { OpenStackImageService } from '../../lib/drivers/openstack/image-service.js';
-import type { Logger } from '../../lib/log.js';
-import type { ImageServiceFactory } from './upload-service.js';
+import type { ImageService } from '../image-service.js';
+import type { Logger } from '../../log.js';
+import { loadCloud } from './clouds-yaml.js';
+import type { OpenStackProviderConfig } from './config.js';
+import { OpenStackImageService } from './image-service.js';
+
+/** Gives the image service of a provider (credentials come from the process's own clouds.yaml). */
+export type ImageServiceFactory = (provider: OpenStackProviderConfig) => Promise<ImageService>;
 
 /** Options of {@link openstackImageServices}. */
 export interface OpenStackImageServicesOptions {
