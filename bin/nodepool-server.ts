@@ -1,17 +1,102 @@
 #!/usr/bin/env node
 /**
- * nodepool-server: not built yet — the image lifecycle and launcher arrive with the next
- * issues. Until then it validates its config and says so, instead of pretending to run.
+ * nodepool-server: argv → config → logger → NodepoolServer → signals.
+ * SIGHUP or a change of the config file reloads it; SIGINT/SIGTERM stop after the pass in
+ * progress (builds and uploads keep running on the builders and are resumed at the next start).
  */
+import { watch } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
 import { loadConfig } from '../lib/config/load.js';
-import { ConfigError } from '../lib/errors.js';
+import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
+import { openstackImageServices } from '../lib/drivers/openstack/image-services.js';
+import { ConfigError, StoreError } from '../lib/errors.js';
+import { createRootLogger } from '../lib/log.js';
+import { NodepoolServer } from '../server/main.js';
 
-const file = process.argv[3] ?? process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml';
+const argv = yargs(hideBin(process.argv))
+  .scriptName('nodepool-server')
+  .usage('$0 -c nodepool.yaml\n\nDecides what to build, upload and delete, and has the builders do it over Gearman.')
+  .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
+  .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this server reports' })
+  .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
+  .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] })
+  .strict()
+  .parseSync();
+
+const log = createRootLogger({ level: argv['log-level'], format: argv['log-format'] as 'pretty' | 'json', defaultMeta: { process: 'nodepool-server' } });
+
+let config;
 try {
-  loadConfig(file);
+  config = loadConfig(argv.config);
 } catch (err) {
   process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
   process.exit(2);
 }
-process.stderr.write('nodepool-server: the image lifecycle and launcher are not implemented yet (see the issues)\n');
-process.exit(3);
+
+let current = config;
+let server: NodepoolServer | undefined;
+try {
+  server = await NodepoolServer.create({
+    config,
+    log,
+    hostname: argv.hostname,
+    imageServices: openstackImageServices({
+      cloudsFile: () => current.cloudsFile,
+      searchPaths: standardSearchPaths({ env: process.env, homeDir: os.homedir(), cwd: process.cwd() }),
+      log,
+    }),
+  });
+} catch (err) {
+  const known = err instanceof ConfigError || err instanceof StoreError;
+  process.stderr.write(`nodepool-server: ${known ? (err as Error).message : (err as Error).stack ?? String(err)}\n`);
+  process.exit(known ? 2 : 1);
+}
+const running = server;
+
+function reload(reason: string): void {
+  try {
+    const next = loadConfig(argv.config);
+    current = next;
+    running.reconfigure(next);
+    log.info('config reloaded', { reason, file: argv.config });
+  } catch (err) {
+    log.error('config reload failed; keeping the running config', { reason, error: (err as Error).message });
+  }
+}
+
+let reloadTimer: NodeJS.Timeout | undefined;
+// Watch the directory, not the file: editors and config management replace files by rename.
+const watcher = watch(path.dirname(path.resolve(argv.config)), (_event, name) => {
+  if (name !== path.basename(argv.config)) return;
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(() => reload('file changed'), 300);
+});
+process.on('SIGHUP', () => reload('SIGHUP'));
+
+let signals = 0;
+function onSignal(sig: NodeJS.Signals): void {
+  signals += 1;
+  if (signals > 1) {
+    log.warn('second signal: exiting now; running jobs are resumed at the next start', { signal: sig });
+    process.exit(1);
+  }
+  log.info('shutting down', { signal: sig });
+  watcher.close();
+  clearTimeout(reloadTimer);
+  running.stop().then(
+    () => {
+      const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
+      open.unref();
+      process.exitCode = 0;
+    },
+    (err: Error) => {
+      log.error('shutdown failed', { error: err.message });
+      process.exit(1);
+    },
+  );
+}
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);

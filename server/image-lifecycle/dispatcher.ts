@@ -1,0 +1,409 @@
+/**
+ * Carries out the planner's actions: submits `image-build`, `image-upload` and
+ * `image-delete` jobs with the record id as Gearman unique, deletes cloud images, and
+ * records every result in the store. Jobs run in the background; what is in flight is
+ * reported back to the planner so nothing is submitted twice.
+ *
+ * A job whose gearmand connection is lost keeps its record in building/uploading: the next
+ * pass resubmits it with the same unique, which attaches to the job if gearmand still has it.
+ */
+import { EventEmitter } from 'node:events';
+import type { Config } from '../../lib/config/schema.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import { coerceError, GearmanConnectionError, StateConflictError } from '../../lib/errors.js';
+import type { GearmanClient } from '../../lib/gearman/client.js';
+import { fn } from '../../lib/gearman/functions.js';
+import type { JobResult } from '../../lib/gearman/types.js';
+import { externalImageName } from '../../lib/images/external-name.js';
+import type { Logger } from '../../lib/log.js';
+import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
+import type { Store } from '../../lib/store/store.js';
+import type { Action, PlannerSnapshot } from './actions.js';
+import {
+  failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseUploadComplete,
+} from './job-results.js';
+
+/** Dependencies of {@link ImageDispatcher}. */
+export interface ImageDispatcherDeps {
+  store: Store;
+  client: GearmanClient;
+  config: () => Config;
+  /** Image services of openstack providers (the server's own clouds.yaml), for cloud deletes. */
+  imageServices: ImageServiceFactory;
+  log: Logger;
+  /** Least time between two progress writes of one record (default 1000 ms). */
+  progressIntervalMs?: number;
+}
+
+/** Events of {@link ImageDispatcher}, for logs, status and tests. */
+export interface ImageDispatcherEvents {
+  'build:ready': [build: BuildRecord];
+  'build:failed': [buildId: string, reason: string];
+  'build:deleted': [buildId: string];
+  'upload:ready': [upload: UploadRecord];
+  'upload:failed': [uploadId: string, reason: string];
+  'upload:deleted': [uploadId: string];
+}
+
+type Registered = PlannerSnapshot['registered'];
+
+export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
+  /** Record id → token of the job in flight; a job whose token was replaced or dropped is ignored. */
+  private readonly builds = new Map<string, symbol>();
+  private readonly uploads = new Map<string, symbol>();
+  private readonly buildDeletes = new Set<string>();
+  private readonly uploadDeletes = new Set<string>();
+  private readonly background = new Set<Promise<unknown>>();
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(private readonly deps: ImageDispatcherDeps) {
+    super();
+    this.log = deps.log;
+  }
+
+  /** What is in flight here, for the planner. */
+  inFlight(): PlannerSnapshot['inFlight'] {
+    return {
+      builds: new Set(this.builds.keys()),
+      uploads: new Set(this.uploads.keys()),
+      buildDeletes: new Set(this.buildDeletes),
+      uploadDeletes: new Set(this.uploadDeletes),
+    };
+  }
+
+  /** Carries out one pass's actions in order; one failing action does not stop the others. */
+  async execute(actions: readonly Action[], registered: Registered): Promise<void> {
+    for (const action of actions) {
+      if (this.stopped) return;
+      try {
+        await this.run(action, registered);
+      } catch (raw) {
+        const err = coerceError(raw);
+        this.log.warn('action failed; the next pass retries', { action: action.type, ...describe(action), error: err.message });
+      }
+    }
+  }
+
+  /**
+   * Stops acting on results: jobs still running keep their records in building/uploading,
+   * and the next server resumes them with the same unique. Waits for store writes in progress.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.builds.clear();
+    this.uploads.clear();
+    await Promise.allSettled([...this.background]);
+  }
+
+  /** Resolves when every background job and delete has settled (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.background.size) await Promise.allSettled([...this.background]);
+  }
+
+  private track(p: Promise<unknown>): void {
+    const tracked = p.catch((err: unknown) => this.log.error('background image work failed', { error: coerceError(err).message }))
+      .finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+
+  private async run(action: Action, registered: Registered): Promise<void> {
+    const { store } = this.deps;
+    switch (action.type) {
+      case 'start-build': {
+        const build = await store.createBuild({ diskimage: action.diskimage, formats: action.formats });
+        this.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats });
+        this.submitBuild(build);
+        return;
+      }
+      case 'resume-build': {
+        const build = await store.getBuild(action.buildId);
+        if (build?.state !== 'building' || this.builds.has(build.id)) return;
+        this.log.info('resubmitting a build (attaches to the running job if gearmand still has it)', { buildId: build.id });
+        this.submitBuild(build);
+        return;
+      }
+      case 'fail-build':
+        this.builds.delete(action.buildId);
+        await this.failBuild(action.buildId, action.reason);
+        return;
+      case 'start-upload':
+        await this.startUpload(action.buildId, action.provider, action.imageName);
+        return;
+      case 'resume-upload': {
+        const upload = await store.getUpload(action.uploadId);
+        if (upload?.state !== 'uploading' || this.uploads.has(upload.id)) return;
+        this.log.info('resubmitting an upload', { uploadId: upload.id, buildId: upload.buildId, provider: upload.provider });
+        this.submitUpload(upload);
+        return;
+      }
+      case 'fail-upload':
+        this.uploads.delete(action.uploadId);
+        await this.failUpload(action.uploadId, action.reason);
+        return;
+      case 'delete-upload':
+        await this.deleteUpload(action.uploadId, action.reason);
+        return;
+      case 'delete-build':
+        await this.deleteBuild(action.buildId, action.reason, registered);
+        return;
+      case 'mark-lost': {
+        const b = await store.getBuild(action.buildId);
+        const reason = `no builder advertises its files any more${b?.builderHostname ? ` (last held by ${b.builderHostname})` : ''}`;
+        await store.updateBuild(action.buildId, { state: 'lost', reason }, { expectStates: ['ready'] });
+        this.log.warn('build lost', { buildId: action.buildId, reason });
+        return;
+      }
+      case 'mark-found': {
+        const [host, id] = splitClientId(action.holders[0] ?? '');
+        await store.updateBuild(action.buildId, { state: 'ready', reason: null, ...(host ? { builderHostname: host, builderId: id } : {}) }, { expectStates: ['lost'] });
+        this.log.info('lost build found again', { buildId: action.buildId, holders: action.holders });
+        return;
+      }
+      case 'delete-stray':
+        this.deleteStray(action.imageId, action.holders);
+        return;
+      case 'clear-request':
+        await store.clearBuildRequest(action.diskimage, action.requested);
+        return;
+    }
+  }
+
+  // ------------------------------------------------------------------ builds
+
+  private submitBuild(build: BuildRecord): void {
+    const token = Symbol(build.id);
+    this.builds.set(build.id, token);
+    const live = (): boolean => !this.stopped && this.builds.get(build.id) === token;
+    const progress = this.progressWriter((p) => this.deps.store.updateBuild(build.id, { progress: p }, { expectStates: ['building'] }));
+    const job = this.deps.client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id }), {
+      unique: jobUnique(build.id),
+      onStatus: (n, d) => { if (live()) progress(n, d); },
+      onData: (data) => {
+        const who = parseBuilderIdentity(data);
+        if (!who || !live()) return;
+        this.log.info('build running', { buildId: build.id, builder: who.hostname });
+        this.track(this.deps.store.updateBuild(build.id, { builderHostname: who.hostname, builderId: who.builderId }, { expectStates: ['building'] }));
+      },
+    });
+    this.track(job.result.then(
+      (result) => (live() ? this.onBuildResult(build, result) : undefined),
+      (err: Error) => {
+        if (!live()) return;
+        this.builds.delete(build.id);
+        if (err instanceof GearmanConnectionError) {
+          this.log.warn('lost gearmand while a build ran; it is resubmitted next pass', { buildId: build.id, error: err.message });
+          return;
+        }
+        return this.failBuild(build.id, `gearmand refused the job: ${err.message}`);
+      },
+    ));
+  }
+
+  private async onBuildResult(build: BuildRecord, result: JobResult): Promise<void> {
+    this.builds.delete(build.id);
+    if (result.type !== 'complete') return this.failBuild(build.id, failureReason(result));
+    let outcome;
+    try {
+      outcome = parseBuildComplete(result.data, build.id);
+    } catch (err) {
+      return this.failBuild(build.id, (err as Error).message);
+    }
+    const ready = await this.guard(this.deps.store.updateBuild(build.id, {
+      state: 'ready', builderHostname: outcome.builderHostname, builderId: outcome.builderId,
+      formats: outcome.formats, files: outcome.files, progress: null, reason: null,
+    }, { expectStates: ['building'] }), build.id);
+    if (!ready) return;
+    this.log.info('build ready', { buildId: build.id, builder: outcome.builderHostname, formats: outcome.formats });
+    this.emit('build:ready', ready);
+  }
+
+  private async failBuild(buildId: string, reason: string): Promise<void> {
+    const failed = await this.guard(this.deps.store.updateBuild(buildId, { state: 'failed', reason, progress: null }, { expectStates: ['building'] }), buildId);
+    if (!failed) return;
+    this.log.warn('build failed', { buildId, reason });
+    this.emit('build:failed', buildId, reason);
+  }
+
+  private async deleteBuild(buildId: string, reason: string, registered: Registered): Promise<void> {
+    const { store } = this.deps;
+    if (this.buildDeletes.has(buildId)) return;
+    const build = await store.updateBuild(buildId, { state: 'deleting', reason }, { expectStates: ['ready', 'failed', 'lost', 'deleting'] });
+    if (!build) return;
+    const holders = registered?.get(fn.imageDelete(buildId)) ?? [];
+    if (registered !== null && holders.length === 0) {
+      // Nobody holds files of this id: the record is all there is.
+      await this.removeBuildRecord(buildId, 'no builder holds its files');
+      return;
+    }
+    if (registered === null) return; // cannot tell who holds it; the next pass decides
+    this.log.info('deleting build files', { buildId, holders, reason });
+    this.submitDelete(buildId, async () => this.removeBuildRecord(buildId, 'its builder deleted the files'));
+  }
+
+  private async removeBuildRecord(buildId: string, why: string): Promise<void> {
+    if (await this.deps.store.deleteBuild(buildId)) {
+      this.log.info('build deleted', { buildId, why });
+      this.emit('build:deleted', buildId);
+    }
+  }
+
+  private deleteStray(imageId: string, holders: string[]): void {
+    if (this.buildDeletes.has(imageId)) return;
+    this.log.info('deleting image files no record wants', { buildId: imageId, holders });
+    this.submitDelete(imageId, async () => undefined);
+  }
+
+  /** Submits `image-delete:<id>`; `done` runs after the builder's WORK_COMPLETE. */
+  private submitDelete(buildId: string, done: () => Promise<void>): void {
+    this.buildDeletes.add(buildId);
+    const job = this.deps.client.submit(fn.imageDelete(buildId), '', { unique: jobUnique(buildId) });
+    this.track(job.result.then(
+      async (result) => {
+        if (this.stopped) return;
+        if (result.type === 'complete') await done();
+        else this.log.warn('image-delete did not complete; the next pass retries', { buildId, reason: failureReason(result) });
+      },
+      (err: Error) => this.log.warn('image-delete job lost; the next pass retries', { buildId, error: err.message }),
+    ).finally(() => this.buildDeletes.delete(buildId)));
+  }
+
+  // ------------------------------------------------------------------ uploads
+
+  private async startUpload(buildId: string, providerName: string, imageName: string): Promise<void> {
+    const { store } = this.deps;
+    const provider = this.deps.config().providers.find((p) => p.name === providerName);
+    if (provider?.driver !== 'openstack') return;
+    let upload = await store.createUpload({ buildId, provider: providerName, imageName, externalName: null });
+    const externalName = externalImageName(provider.imageNameFormat, {
+      imageName, timestamp: Math.floor(upload.created / 1000), buildId, uploadId: upload.id,
+    });
+    upload = (await store.updateUpload(upload.id, { externalName })) ?? upload;
+    this.log.info('upload started', { uploadId: upload.id, buildId, provider: providerName, externalName });
+    this.submitUpload(upload);
+  }
+
+  private submitUpload(upload: UploadRecord): void {
+    const token = Symbol(upload.id);
+    this.uploads.set(upload.id, token);
+    const live = (): boolean => !this.stopped && this.uploads.get(upload.id) === token;
+    const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
+    const meta = provider?.driver === 'openstack' ? provider.diskimages.find((d) => d.name === upload.imageName)?.meta ?? {} : {};
+    const payload: Record<string, unknown> = { 'image-name': upload.imageName, provider: upload.provider, 'upload-id': upload.id, meta };
+    if (upload.externalName) payload['external-name'] = upload.externalName;
+    const progress = this.progressWriter((p) => this.deps.store.updateUpload(upload.id, { progress: p }, { expectStates: ['uploading'] }));
+    const job = this.deps.client.submit(fn.imageUpload(upload.buildId), JSON.stringify(payload), {
+      unique: jobUnique(`${upload.buildId}:${upload.provider}:${upload.id}`),
+      onStatus: (n, d) => { if (live()) progress(n, d); },
+    });
+    this.track(job.result.then(
+      (result) => (live() ? this.onUploadResult(upload, result) : undefined),
+      (err: Error) => {
+        if (!live()) return;
+        this.uploads.delete(upload.id);
+        if (err instanceof GearmanConnectionError) {
+          this.log.warn('lost gearmand while an upload ran; it is resubmitted next pass', { uploadId: upload.id, error: err.message });
+          return;
+        }
+        return this.failUpload(upload.id, `gearmand refused the job: ${err.message}`);
+      },
+    ));
+  }
+
+  private async onUploadResult(upload: UploadRecord, result: JobResult): Promise<void> {
+    this.uploads.delete(upload.id);
+    if (result.type !== 'complete') return this.failUpload(upload.id, failureReason(result));
+    let outcome;
+    try {
+      outcome = parseUploadComplete(result.data, `WORK_COMPLETE of upload ${upload.id}`);
+    } catch (err) {
+      return this.failUpload(upload.id, (err as Error).message);
+    }
+    const ready = await this.guard(this.deps.store.updateUpload(upload.id, {
+      state: 'ready', externalId: outcome.externalId, externalName: outcome.externalName, format: outcome.format, progress: null, reason: null,
+    }, { expectStates: ['uploading'] }), upload.id);
+    if (!ready) {
+      // Failed meanwhile (its builder vanished from gearmand): the image exists but nothing
+      // will use it. Record its id so the retention rules delete it from the cloud.
+      await this.deps.store.updateUpload(upload.id, { externalId: outcome.externalId }).catch(() => undefined);
+      return;
+    }
+    this.log.info('upload ready', { uploadId: upload.id, buildId: upload.buildId, provider: upload.provider, externalId: outcome.externalId });
+    this.emit('upload:ready', ready);
+  }
+
+  private async failUpload(uploadId: string, reason: string): Promise<void> {
+    const failed = await this.guard(this.deps.store.updateUpload(uploadId, { state: 'failed', reason, progress: null }, { expectStates: ['uploading'] }), uploadId);
+    if (!failed) return;
+    this.log.warn('upload failed', { uploadId, provider: failed.provider, buildId: failed.buildId, reason });
+    this.emit('upload:failed', uploadId, reason);
+  }
+
+  private async deleteUpload(uploadId: string, reason: string): Promise<void> {
+    if (this.uploadDeletes.has(uploadId)) return;
+    const upload = await this.deps.store.updateUpload(uploadId, { state: 'deleting', reason }, { expectStates: ['ready', 'failed', 'deleting'] });
+    if (!upload) return;
+    this.uploadDeletes.add(uploadId);
+    this.track((async () => {
+      try {
+        if (upload.externalId) {
+          const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
+          if (provider?.driver === 'openstack') {
+            const service = await this.deps.imageServices(provider);
+            await service.delete(upload.externalId);
+          } else {
+            this.log.warn('provider is gone from the config: its cloud image cannot be deleted here; delete it by hand', {
+              uploadId, provider: upload.provider, externalId: upload.externalId,
+            });
+          }
+        }
+        await this.deps.store.deleteUpload(uploadId);
+        this.log.info('upload deleted', { uploadId, provider: upload.provider, externalId: upload.externalId, reason });
+        this.emit('upload:deleted', uploadId);
+      } catch (err) {
+        this.log.warn('deleting an upload failed; the next pass retries', { uploadId, provider: upload.provider, error: coerceError(err).message });
+      } finally {
+        this.uploadDeletes.delete(uploadId);
+      }
+    })());
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  /** A state change that lost a race (the record changed meanwhile) is logged, not thrown. */
+  private async guard<T>(p: Promise<T | undefined>, id: string): Promise<T | undefined> {
+    try {
+      return await p;
+    } catch (err) {
+      if (err instanceof StateConflictError) {
+        this.log.info('record changed meanwhile; result not recorded', { id, state: err.actualState });
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
+  /** Writes progress at most every `progressIntervalMs`, and always the final step. */
+  private progressWriter(write: (p: { numerator: number; denominator: number }) => Promise<unknown>): (n: number, d: number) => void {
+    let last = 0;
+    const interval = this.deps.progressIntervalMs ?? 1000;
+    return (numerator, denominator) => {
+      const now = Date.now();
+      if (numerator < denominator && now - last < interval) return;
+      last = now;
+      this.track(write({ numerator, denominator }).catch(() => undefined));
+    };
+  }
+}
+
+function describe(action: Action): Record<string, unknown> {
+  const { type: _type, ...rest } = action;
+  return rest;
+}
+
+/** `<hostname>:<builder-id>` → its parts (a hostname has no colon; an IPv6 literal would). */
+function splitClientId(clientId: string): [string | undefined, string | undefined] {
+  const i = clientId.lastIndexOf(':');
+  if (i <= 0) return [undefined, undefined];
+  return [clientId.slice(0, i), clientId.slice(i + 1)];
+}

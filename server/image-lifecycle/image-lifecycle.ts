@@ -1,0 +1,149 @@
+/**
+ * The server's image lifecycle service: every `image-lifecycle.interval` seconds it reads a
+ * snapshot (store first, then gearmand's `workers`, so a ready record always has its
+ * registration in view), asks the pure planner what to do, lets the dispatcher do it,
+ * publishes the status for the CLI, and now and then deletes leaked cloud images.
+ */
+import { EventEmitter } from 'node:events';
+import type { Config } from '../../lib/config/schema.js';
+import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import { coerceError } from '../../lib/errors.js';
+import type { GearmanClient } from '../../lib/gearman/client.js';
+import { fn } from '../../lib/gearman/functions.js';
+import { backoffDelay, sleep } from '../../lib/lifecycle.js';
+import type { Logger } from '../../lib/log.js';
+import type { Store } from '../../lib/store/store.js';
+import { LIFECYCLE_STATUS_KEY, type Plan, type PlannerSnapshot } from './actions.js';
+import { ImageDispatcher, type ImageDispatcherEvents } from './dispatcher.js';
+import { deleteLeakedImages, type LeakedImage } from './leak-check.js';
+import { plan } from './planner.js';
+import { fetchRegistrations } from './registrations.js';
+
+/** Dependencies of {@link ImageLifecycle}. */
+export interface ImageLifecycleDeps {
+  store: Store;
+  client: GearmanClient;
+  /** The current config (reloads take effect at the next pass). */
+  config: () => Config;
+  imageServices: ImageServiceFactory;
+  log: Logger;
+  /** Epoch ms (default Date.now). */
+  clock?: () => number;
+}
+
+/** Events of {@link ImageLifecycle}. */
+export interface ImageLifecycleEvents extends ImageDispatcherEvents {
+  'pass:complete': [plan: Plan];
+  'pass:failed': [error: Error];
+  'leaks:deleted': [images: LeakedImage[]];
+}
+
+type State = 'new' | 'running' | 'stopping' | 'stopped';
+
+export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
+  private readonly dispatcher: ImageDispatcher;
+  private readonly absentSince = new Map<string, number>();
+  private readonly log: Logger;
+  private readonly clock: () => number;
+  private state: State = 'new';
+  private loop: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private readonly wake = new AbortController();
+  private lastLeakCheck = 0;
+  private failures = 0;
+
+  constructor(private readonly deps: ImageLifecycleDeps) {
+    super();
+    this.log = deps.log.child({ component: 'image-lifecycle' });
+    this.clock = deps.clock ?? Date.now;
+    this.dispatcher = new ImageDispatcher({ ...deps, log: this.log });
+    for (const name of ['build:ready', 'build:failed', 'build:deleted', 'upload:ready', 'upload:failed', 'upload:deleted'] as const) {
+      this.dispatcher.on(name, (...args: unknown[]) => (this.emit as (e: string, ...a: unknown[]) => boolean)(name, ...args));
+    }
+  }
+
+  /** Starts the pass loop in the background. */
+  start(): void {
+    if (this.state !== 'new') throw new Error(`image lifecycle cannot start from state ${this.state}`);
+    this.state = 'running';
+    this.loop = this.run();
+  }
+
+  /** Stops after the pass in progress; jobs still running are resumed by the next server. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state = 'stopping';
+      this.wake.abort();
+      await this.loop;
+      await this.dispatcher.stop();
+      this.state = 'stopped';
+      this.log.info('image lifecycle stopped');
+    })();
+    return this.stopping;
+  }
+
+  /** One pass: snapshot → plan → actions → status (and a leak check when due). */
+  async runPass(): Promise<Plan> {
+    const { store } = this.deps;
+    const config = this.deps.config();
+    const [builds, uploads, buildRequests, pauses] = await Promise.all([
+      store.listBuilds(), store.listUploads(), store.listBuildRequests(), store.listPauses(),
+    ]);
+    const registered = await fetchRegistrations(gearmanAddresses(config), this.log);
+    const now = this.clock();
+    this.trackAbsence(builds, registered, now);
+    const snapshot: PlannerSnapshot = {
+      now, config, builds, uploads, buildRequests, pauses, registered,
+      absentSince: this.absentSince, inFlight: this.dispatcher.inFlight(),
+    };
+    const result = plan(snapshot);
+    if (result.actions.length) this.log.debug('plan', { actions: result.actions });
+    await this.dispatcher.execute(result.actions, registered);
+    await store.putStatus(LIFECYCLE_STATUS_KEY, { diskimages: result.diskimages, targets: result.targets });
+    const leakEvery = config.imageLifecycle.leakCheckInterval * 1000;
+    if (leakEvery > 0 && now - this.lastLeakCheck >= leakEvery) {
+      this.lastLeakCheck = now;
+      const leaked = await deleteLeakedImages(config, () => store.listUploads(), this.deps.imageServices, this.log);
+      if (leaked.length) this.emit('leaks:deleted', leaked);
+    }
+    this.emit('pass:complete', result);
+    return result;
+  }
+
+  /** Resolves when every job and delete started so far has settled (tests). */
+  settled(): Promise<void> {
+    return this.dispatcher.settled();
+  }
+
+  private async run(): Promise<void> {
+    while (this.state === 'running') {
+      let delay = this.deps.config().imageLifecycle.interval * 1000;
+      try {
+        await this.runPass();
+        this.failures = 0;
+      } catch (raw) {
+        const err = coerceError(raw);
+        this.failures += 1;
+        delay = Math.max(delay, backoffDelay(this.failures - 1, 1000, 60_000));
+        this.log.error('image lifecycle pass failed', { error: err.message, consecutiveFailures: this.failures, retryInMs: delay });
+        this.emit('pass:failed', err);
+      }
+      if (this.state !== 'running') break;
+      await sleep(delay, this.wake.signal).catch(() => undefined);
+    }
+  }
+
+  /** Keeps, per ready or lost build, since when its upload function has been unregistered. */
+  private trackAbsence(builds: PlannerSnapshot['builds'], registered: PlannerSnapshot['registered'], now: number): void {
+    const watched = new Set<string>();
+    for (const b of builds) {
+      if (b.state !== 'ready' && b.state !== 'lost') continue;
+      watched.add(b.id);
+      if (registered === null) continue;
+      if (registered.get(fn.imageUpload(b.id))?.length) this.absentSince.delete(b.id);
+      else if (!this.absentSince.has(b.id)) this.absentSince.set(b.id, now);
+    }
+    for (const id of this.absentSince.keys()) if (!watched.has(id)) this.absentSince.delete(id);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Reading what builders answer (pure): WORK_COMPLETE payloads of builds and uploads, the
+ * reason of a WORK_FAIL or WORK_EXCEPTION, the builder identity sent as WORK_DATA, and the
+ * Gearman unique of each job.
+ */
+import { createHash } from 'node:crypto';
+import type { JobResult } from '../../lib/gearman/types.js';
+import { MAX_UNIQUE_BYTES } from '../../lib/gearman/types.js';
+import type { ImageFileInfo } from '../../lib/store/models.js';
+
+/** What a finished build reports. */
+export interface BuildOutcome {
+  builderHostname: string;
+  builderId: string;
+  formats: string[];
+  files: ImageFileInfo[];
+}
+
+/** What a finished upload reports. */
+export interface UploadOutcome {
+  externalId: string;
+  externalName: string;
+  format: string;
+}
+
+/** Thrown when a builder's WORK_COMPLETE is not what the contract says. */
+export class BadPayloadError extends Error {
+  override name = 'BadPayloadError';
+}
+
+function object(data: Buffer, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(data.toString('utf8'));
+  } catch {
+    throw new BadPayloadError(`${what}: not JSON: ${JSON.stringify(data.toString('utf8').slice(0, 200))}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new BadPayloadError(`${what}: expected a JSON object`);
+  return v as Record<string, unknown>;
+}
+
+function str(o: Record<string, unknown>, key: string, what: string): string {
+  const v = o[key];
+  if (typeof v !== 'string' || v === '') throw new BadPayloadError(`${what}: "${key}" must be a non-empty string`);
+  return v;
+}
+
+/** Parses a build's WORK_COMPLETE; it must name the build that was asked for. */
+export function parseBuildComplete(data: Buffer, buildId: string): BuildOutcome {
+  const what = `WORK_COMPLETE of build ${buildId}`;
+  const o = object(data, what);
+  if (o['image-id'] !== buildId) throw new BadPayloadError(`${what}: it reports image-id ${JSON.stringify(o['image-id'])}`);
+  const formats = o.formats;
+  if (!Array.isArray(formats) || !formats.every((f) => typeof f === 'string')) throw new BadPayloadError(`${what}: "formats" must be a list of strings`);
+  const files: ImageFileInfo[] = [];
+  if (o.files !== undefined) {
+    if (!Array.isArray(o.files)) throw new BadPayloadError(`${what}: "files" must be a list`);
+    for (const f of o.files as unknown[]) {
+      const r = f as Record<string, unknown>;
+      if (typeof r?.format !== 'string' || typeof r.size !== 'number' || typeof r.sha256 !== 'string') throw new BadPayloadError(`${what}: each file needs format, size and sha256`);
+      files.push({ format: r.format, size: r.size, sha256: r.sha256 });
+    }
+  }
+  return { builderHostname: str(o, 'builder', what), builderId: str(o, 'builder-id', what), formats: formats as string[], files };
+}
+
+/** Parses an upload's WORK_COMPLETE. */
+export function parseUploadComplete(data: Buffer, what: string): UploadOutcome {
+  const o = object(data, what);
+  return { externalId: str(o, 'external-id', what), externalName: str(o, 'external-name', what), format: str(o, 'format', what) };
+}
+
+/** The builder identity a build job sends as WORK_DATA when it starts; undefined for other data. */
+export function parseBuilderIdentity(data: Buffer): { hostname: string; builderId: string } | undefined {
+  try {
+    const o = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+    if (typeof o.builder === 'string' && typeof o['builder-id'] === 'string') return { hostname: o.builder, builderId: o['builder-id'] };
+  } catch {
+    // Not ours: builders may send other data.
+  }
+  return undefined;
+}
+
+/** The reason to record for a job that did not complete. */
+export function failureReason(result: Exclude<JobResult, { type: 'complete' }>): string {
+  const warnings = result.warnings.map((w) => w.toString('utf8').trim()).filter(Boolean);
+  if (result.type === 'exception') {
+    const first = result.data.toString('utf8').trim().split('\n')[0] ?? '';
+    return `builder exception: ${first || warnings.join('; ') || 'no message'}`;
+  }
+  return warnings.join('; ') || 'the builder reported a failure without a message';
+}
+
+/** A Gearman unique for a key: the key itself, or a digest of it when gearmand would truncate it. */
+export function jobUnique(key: string): string {
+  if (Buffer.byteLength(key, 'utf8') <= MAX_UNIQUE_BYTES) return key;
+  return `sha1:${createHash('sha1').update(key).digest('hex')}`;
+}

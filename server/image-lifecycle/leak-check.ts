@@ -1,0 +1,60 @@
+/**
+ * Finds cloud images our uploads left behind that no record accounts for (an upload that
+ * finished after its job was given up, a gearmand restart mid-upload) and deletes them.
+ * Only images carrying this provider's `nodepool_provider_name` and a `nodepool_upload_id`
+ * are considered, so operators' own images and other providers' uploads are never touched.
+ */
+import type { Config } from '../../lib/config/schema.js';
+import type { ImageService, ListedImage } from '../../lib/drivers/image-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import { coerceError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { UploadRecord } from '../../lib/store/models.js';
+
+/** Upload states whose cloud image is accounted for. */
+const ACCOUNTED = new Set<UploadRecord['state']>(['uploading', 'ready', 'deleting']);
+
+/** One leaked image that was deleted. */
+export interface LeakedImage {
+  provider: string;
+  externalId: string;
+  name: string;
+  uploadId: string;
+}
+
+/**
+ * Lists each openstack provider's images, then reads the upload records (in that order, so an
+ * upload that starts meanwhile is never mistaken for a leak), and deletes images whose upload
+ * record is missing or failed.
+ */
+export async function deleteLeakedImages(
+  config: Pick<Config, 'providers'>, readUploads: () => Promise<UploadRecord[]>, imageServices: ImageServiceFactory, log: Logger,
+): Promise<LeakedImage[]> {
+  const listed: Array<{ provider: string; service: ImageService; images: ListedImage[] }> = [];
+  for (const provider of config.providers) {
+    if (provider.driver !== 'openstack') continue;
+    try {
+      const service = await imageServices(provider);
+      listed.push({ provider: provider.name, service, images: await service.list({ properties: { nodepool_provider_name: provider.name } }) });
+    } catch (err) {
+      log.warn('leak check could not list images of a provider', { provider: provider.name, error: coerceError(err).message });
+    }
+  }
+  if (listed.length === 0) return [];
+  const accounted = new Set((await readUploads()).filter((u) => ACCOUNTED.has(u.state)).map((u) => `${u.provider}\0${u.id}`));
+  const deleted: LeakedImage[] = [];
+  for (const { provider, service, images } of listed) {
+    for (const image of images) {
+      const uploadId = image.properties.nodepool_upload_id;
+      if (!uploadId || accounted.has(`${provider}\0${uploadId}`)) continue;
+      log.warn('deleting a leaked image no upload record accounts for', { provider, externalId: image.externalId, name: image.name, uploadId });
+      try {
+        await service.delete(image.externalId);
+        deleted.push({ provider, externalId: image.externalId, name: image.name, uploadId });
+      } catch (err) {
+        log.warn('deleting a leaked image failed; the next check retries', { provider, externalId: image.externalId, error: coerceError(err).message });
+      }
+    }
+  }
+  return deleted;
+}

@@ -1,0 +1,31 @@
+/**
+ * Where images live, as gearmand sees it: `workers` of every gearmand merged into
+ * function name → client ids. This is the source of truth the planner reconciles against.
+ */
+import { adminWorkers } from '../../lib/gearman/admin.js';
+import type { GearmanServerAddress } from '../../lib/gearman/types.js';
+import type { Logger } from '../../lib/log.js';
+
+/**
+ * Asks every gearmand for its workers. `null` when any of them did not answer: a partial
+ * picture would make images on the silent server look lost.
+ */
+export async function fetchRegistrations(servers: readonly GearmanServerAddress[], log: Logger, timeoutMs = 5000): Promise<Map<string, string[]> | null> {
+  if (servers.length === 0) return null;
+  const replies = await Promise.allSettled(servers.map((s) => adminWorkers(s, { timeoutMs })));
+  const merged = new Map<string, string[]>();
+  for (const [i, reply] of replies.entries()) {
+    if (reply.status === 'rejected') {
+      log.warn('gearmand admin did not answer; skipping reconciliation this pass', { server: `${servers[i]?.host}:${servers[i]?.port}`, error: (reply.reason as Error).message });
+      return null;
+    }
+    for (const worker of reply.value) {
+      for (const f of worker.functions) {
+        const holders = merged.get(f) ?? [];
+        if (!holders.includes(worker.clientId)) holders.push(worker.clientId);
+        merged.set(f, holders);
+      }
+    }
+  }
+  return merged;
+}

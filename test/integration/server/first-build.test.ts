@@ -1,0 +1,69 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fn } from '../../../lib/gearman/functions.js';
+import { adminWorkers } from '../../../lib/gearman/admin.js';
+import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY } from '../../../server/image-lifecycle/actions.js';
+import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { ImageSystem } from '../../support/image-system.js';
+import { runningProcesses } from '../../support/processes.js';
+
+describe('nodepool-server: first build and upload', () => {
+  let sys: ImageSystem;
+
+  before(async () => {
+    sys = await ImageSystem.start({
+      diskimages: [fakeDiskimage('deb', { formats: ['qcow2'] }, { FAKE_DIB_DELAY: '0.2' })],
+      providers: [loopbackProvider('cloud-a', ['deb']), loopbackProvider('cloud-b', ['deb'], 'raw')],
+    });
+    await sys.addBuilder('a');
+    await sys.startServer();
+  });
+
+  after(async () => {
+    await sys?.stop();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('builds the diskimage once and uploads it to every provider that lists it', async () => {
+    const { builds, uploads } = await sys.waitForState('build ready and uploaded to both providers', (s) =>
+      s.builds.some((b) => b.state === 'ready') && s.uploads.filter((u) => u.state === 'ready').length === 2);
+    assert.equal(builds.length, 1);
+    const build = builds[0]!;
+    assert.equal(build.id, 'deb-0000000001');
+    assert.equal(build.builderHostname, 'builder-a');
+    assert.ok(build.builderId);
+    assert.deepEqual(build.formats, ['qcow2']);
+    assert.equal(build.files[0]?.format, 'qcow2');
+    assert.equal(uploads.length, 2);
+    const glance = await glanceAdmin(sys.cloud);
+    const images = await glance.list({ properties: { nodepool_build_id: build.id } });
+    for (const u of uploads) {
+      assert.equal(u.buildId, build.id);
+      assert.equal(u.format, u.provider === 'cloud-a' ? 'qcow2' : 'raw');
+      const image = images.find((i) => i.externalId === u.externalId);
+      assert.ok(image, `upload ${u.id} is in Glance`);
+      assert.equal(image.status, 'active');
+      assert.equal(image.name, u.externalName);
+      assert.equal(image.properties.nodepool_upload_id, u.id);
+      assert.equal(image.properties.purpose, 'test');
+    }
+  });
+
+  it('publishes its status and heartbeat for the CLI', async () => {
+    const status = await sys.store.getStatus<{ diskimages: Array<{ diskimage: string; failures: number; rebuildAt: number | null }> }>(LIFECYCLE_STATUS_KEY);
+    assert.equal(status?.value.diskimages[0]?.diskimage, 'deb');
+    assert.equal(status?.value.diskimages[0]?.failures, 0);
+    assert.ok(status?.value.diskimages[0]?.rebuildAt);
+    const beat = await sys.store.getStatus<{ hostname: string; interval: number }>(SERVER_HEARTBEAT_KEY);
+    assert.equal(beat?.value.hostname, 'test-server');
+    assert.equal(beat?.value.interval, 1);
+  });
+
+  it('does not build again while the newest build is younger than rebuild-age', async () => {
+    await new Promise((r) => setTimeout(r, 3000));
+    const builds = await sys.store.listBuilds();
+    assert.equal(builds.length, 1);
+    const workers = await adminWorkers(sys.gearmand.address);
+    assert.ok(workers.some((w) => w.functions.includes(fn.imageUpload('deb-0000000001'))));
+  });
+});

@@ -1,0 +1,185 @@
+/**
+ * Test support for the whole image system on loopback: a real gearmand, the loopback
+ * Keystone+Glance, builders (each with its own images-dir, in-process or as processes) and a
+ * nodepool-server (in-process or as a process) sharing one SQLite state dir, plus a store
+ * handle for assertions.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { loadConfig } from '../../lib/config/load.js';
+import type { Config } from '../../lib/config/schema.js';
+import { openstackImageServices } from '../../lib/drivers/openstack/image-services.js';
+import { waitFor } from '../../lib/lifecycle.js';
+import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
+import { openStore } from '../../lib/store/open-store.js';
+import type { Store } from '../../lib/store/store.js';
+import { NodepoolServer } from '../../server/main.js';
+import type { DibBuilder } from '../../workers/builder/dib-builder.js';
+import {
+  builderProcess, createBuilderEnv, inProcessBuilder, type BuilderEnv, type RawDiskimage, type RawProvider,
+} from './builder-env.js';
+import { startGearmand, type GearmandHandle, type StartGearmandOptions } from './gearmand.js';
+import { useLoopbackCloud, type LoopbackCloud } from './openstack.js';
+import { startProcess, type TrackedProcess } from './processes.js';
+import { testLogger } from './test-log.js';
+
+const ROOT = path.resolve('.');
+
+/** Options of {@link startImageSystem}. */
+export interface ImageSystemOptions {
+  diskimages: RawDiskimage[];
+  providers: RawProvider[];
+  /** `image-lifecycle` block; defaults to fast test values. */
+  lifecycle?: Record<string, number>;
+  gearmand?: StartGearmandOptions;
+}
+
+/** One builder of the system. */
+export interface SystemBuilder {
+  name: string;
+  env: BuilderEnv;
+  inProcess?: DibBuilder;
+  process?: TrackedProcess;
+}
+
+export class ImageSystem {
+  readonly builders = new Map<string, SystemBuilder>();
+  private readonly envs: BuilderEnv[] = [];
+  server: NodepoolServer | undefined;
+  serverProcess: TrackedProcess | undefined;
+  private diskimages: RawDiskimage[];
+  private providers: RawProvider[];
+
+  private constructor(
+    readonly gearmand: GearmandHandle,
+    readonly cloud: LoopbackCloud,
+    readonly dir: string,
+    readonly store: Store,
+    readonly serverConfigPath: string,
+    private readonly lifecycle: Record<string, number>,
+    opts: ImageSystemOptions,
+  ) {
+    this.diskimages = opts.diskimages;
+    this.providers = opts.providers;
+  }
+
+  /** Starts gearmand and the shared cloud, writes the server config and opens the store. */
+  static async start(opts: ImageSystemOptions): Promise<ImageSystem> {
+    const [gearmand, cloud] = await Promise.all([startGearmand(opts.gearmand), useLoopbackCloud()]);
+    const probe = await createBuilderEnv({ name: 'server', gearmanPort: gearmand.port, cloud });
+    const lifecycle = { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'build-timeout-grace': 5, 'leak-check-interval': 2, ...opts.lifecycle };
+    const serverConfigPath = path.join(probe.dir, 'server.yaml');
+    const sys = new ImageSystem(gearmand, cloud, probe.dir, undefined as unknown as Store, serverConfigPath, lifecycle, opts);
+    const config = await sys.writeServerConfig();
+    (sys as { store: Store }).store = await openStore(config);
+    return sys;
+  }
+
+  /** Rewrites the server's config (and every builder's) with changed diskimages/providers. */
+  async reconfigure(changes: { diskimages?: RawDiskimage[]; providers?: RawProvider[] }): Promise<Config> {
+    this.diskimages = changes.diskimages ?? this.diskimages;
+    this.providers = changes.providers ?? this.providers;
+    for (const b of this.builders.values()) {
+      const c = await b.env.rewrite({ diskimages: this.diskimages, providers: this.providers });
+      b.inProcess?.reconfigure(c);
+    }
+    const config = await this.writeServerConfig();
+    this.server?.reconfigure(config);
+    return config;
+  }
+
+  private async writeServerConfig(): Promise<Config> {
+    await mkdir(path.join(this.dir, 'state'), { recursive: true });
+    await writeFile(this.serverConfigPath, yaml.dump({
+      'gearman-servers': [{ host: '127.0.0.1', port: this.gearmand.port }],
+      'state-dir': path.join(this.dir, 'state'),
+      'clouds-file': this.cloud.cloudsYamlPath,
+      'image-lifecycle': this.lifecycle,
+      diskimages: this.diskimages,
+      providers: this.providers,
+    }));
+    return loadConfig(this.serverConfigPath);
+  }
+
+  /** Adds and starts a builder (`builder-<name>`), in-process unless `process` is set. */
+  async addBuilder(name: string, opts: { process?: boolean; diskimages?: RawDiskimage[] } = {}): Promise<SystemBuilder> {
+    const env = await createBuilderEnv({
+      name, gearmanPort: this.gearmand.port, cloud: this.cloud,
+      diskimages: opts.diskimages ?? this.diskimages, providers: this.providers,
+    });
+    this.envs.push(env);
+    const b: SystemBuilder = { name, env };
+    if (opts.process) b.process = builderProcess(env, { hostname: `builder-${name}` });
+    else {
+      b.inProcess = inProcessBuilder(env, { hostname: `builder-${name}` });
+      await b.inProcess.start();
+    }
+    this.builders.set(name, b);
+    return b;
+  }
+
+  /** Stops a builder gracefully (drains for `abortAfterMs`). */
+  async stopBuilder(name: string, abortAfterMs = 2000): Promise<void> {
+    const b = this.builders.get(name);
+    if (!b) return;
+    await b.inProcess?.stop({ abortAfterMs });
+    await b.process?.stop();
+    this.builders.delete(name);
+  }
+
+  /** Starts nodepool-server in this process. */
+  async startServer(): Promise<NodepoolServer> {
+    const config = loadConfig(this.serverConfigPath);
+    const log = testLogger();
+    this.server = await NodepoolServer.create({
+      config, log, hostname: 'test-server',
+      imageServices: openstackImageServices({ cloudsFile: () => config.cloudsFile, searchPaths: [], log }),
+    });
+    return this.server;
+  }
+
+  /** Starts `nodepool-server` as a child process (log in `<dir>/server.log`). */
+  startServerProcess(): TrackedProcess {
+    this.serverProcess = startProcess('nodepool-server', process.execPath, [
+      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', this.serverConfigPath, '--hostname', 'test-server', '--log-level', 'debug',
+    ], { cwd: ROOT, logFile: path.join(this.dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
+    return this.serverProcess;
+  }
+
+  async stopServer(): Promise<void> {
+    await this.server?.stop();
+    this.server = undefined;
+    await this.serverProcess?.stop();
+    this.serverProcess = undefined;
+  }
+
+  /** Waits for a build matching `pred` (bounded). */
+  waitForBuild(what: string, pred: (b: BuildRecord, all: BuildRecord[]) => boolean, timeoutMs = 60_000): Promise<BuildRecord> {
+    return waitFor(async () => {
+      const all = await this.store.listBuilds();
+      return all.find((b) => pred(b, all));
+    }, { timeoutMs, what, intervalMs: 100 });
+  }
+
+  /** Waits until `cond` holds over the builds and uploads (bounded). */
+  waitForState(what: string, cond: (s: { builds: BuildRecord[]; uploads: UploadRecord[] }) => boolean, timeoutMs = 60_000): Promise<{ builds: BuildRecord[]; uploads: UploadRecord[] }> {
+    return waitFor(async () => {
+      const s = { builds: await this.store.listBuilds(), uploads: await this.store.listUploads() };
+      return cond(s) ? s : undefined;
+    }, { timeoutMs, what, intervalMs: 100 });
+  }
+
+  /** Stops everything this system started, and removes its files. */
+  async stop(): Promise<void> {
+    await this.stopServer().catch(() => undefined);
+    for (const name of [...this.builders.keys()]) await this.stopBuilder(name, 1000).catch(() => undefined);
+    await this.store.close();
+    await this.gearmand.stop();
+    await this.cloud.stop();
+    for (const env of this.envs) await env.remove();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+export type { BuilderEnv };
