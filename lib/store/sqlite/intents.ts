@@ -1,0 +1,85 @@
+/**
+ * Operator intents (build requests, pauses) and the server's published status, in SQLite.
+ * Each operation is one statement, so none needs an explicit transaction.
+ */
+import type Database from 'better-sqlite3';
+import { StoreError } from '../../errors.js';
+import type { BuildRequest, PauseRecord } from '../models.js';
+import { fromJson, pauseFromRow, toJson, WHOLE_DISKIMAGE, type PauseRow } from './rows.js';
+
+interface StatusRow {
+  value: string;
+  updated: number;
+}
+
+/** Build requests, pauses and status values in a SQLite database. */
+export class SqliteIntents {
+  private readonly requestStmt: Database.Statement<[string, number], BuildRequest>;
+  private readonly listRequestsStmt: Database.Statement<[], BuildRequest>;
+  private readonly clearRequestStmt: Database.Statement<[string, number]>;
+  private readonly pauseStmt: Database.Statement<[string, string, number, string | null]>;
+  private readonly unpauseStmt: Database.Statement<[string, string]>;
+  private readonly listPausesStmt: Database.Statement<[], PauseRow>;
+  private readonly putStatusStmt: Database.Statement<[string, string, number]>;
+  private readonly getStatusStmt: Database.Statement<[string], StatusRow>;
+
+  constructor(db: Database.Database, private readonly clock: () => number) {
+    this.requestStmt = db.prepare<[string, number], BuildRequest>(`
+      INSERT INTO build_requests (diskimage, requested) VALUES (?, ?)
+      ON CONFLICT (diskimage) DO UPDATE SET requested = excluded.requested
+      RETURNING diskimage, requested`);
+    this.listRequestsStmt = db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage');
+    this.clearRequestStmt = db.prepare<[string, number]>('DELETE FROM build_requests WHERE diskimage = ? AND requested <= ?');
+    // Pausing what is already paused keeps `since`; a new reason replaces the old one.
+    this.pauseStmt = db.prepare<[string, string, number, string | null]>(`
+      INSERT INTO pauses (diskimage, provider, since, reason) VALUES (?, ?, ?, ?)
+      ON CONFLICT (diskimage, provider) DO UPDATE SET reason = coalesce(excluded.reason, reason)`);
+    this.unpauseStmt = db.prepare<[string, string]>('DELETE FROM pauses WHERE diskimage = ? AND provider = ?');
+    this.listPausesStmt = db.prepare<[], PauseRow>('SELECT * FROM pauses ORDER BY diskimage, provider');
+    this.putStatusStmt = db.prepare<[string, string, number]>(`
+      INSERT INTO status (key, value, updated) VALUES (?, ?, ?)
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated = excluded.updated`);
+    this.getStatusStmt = db.prepare<[string], StatusRow>('SELECT value, updated FROM status WHERE key = ?');
+  }
+
+  /** Records (or refreshes) a build request; `requested` is now. */
+  requestBuild(diskimage: string): BuildRequest {
+    const row = this.requestStmt.get(diskimage, this.clock());
+    if (!row) throw new StoreError(`build request for ${diskimage} was not recorded`);
+    return { diskimage: row.diskimage, requested: row.requested };
+  }
+
+  /** Every build request, by diskimage. */
+  listBuildRequests(): BuildRequest[] {
+    return this.listRequestsStmt.all().map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
+  }
+
+  /** Removes the request when it was made at or before `requestedUpTo`. */
+  clearBuildRequest(diskimage: string, requestedUpTo: number): void {
+    this.clearRequestStmt.run(diskimage, requestedUpTo);
+  }
+
+  /** Pauses or unpauses a diskimage (`provider` null) or its uploads to one provider. */
+  setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): void {
+    if (provider === WHOLE_DISKIMAGE) throw new StoreError(`pausing ${diskimage}: provider must be null or a non-empty name`);
+    const key = provider ?? WHOLE_DISKIMAGE;
+    if (paused) this.pauseStmt.run(diskimage, key, this.clock(), reason ?? null);
+    else this.unpauseStmt.run(diskimage, key);
+  }
+
+  /** Every pause, by diskimage then provider (diskimage-wide first). */
+  listPauses(): PauseRecord[] {
+    return this.listPausesStmt.all().map(pauseFromRow);
+  }
+
+  /** Stores `value` as JSON under `key`, stamped with the clock. */
+  putStatus(key: string, value: unknown): void {
+    this.putStatusStmt.run(key, toJson(value, `status ${key}`), this.clock());
+  }
+
+  /** The value under `key` with when it was stored, or undefined. */
+  getStatus<T>(key: string): { value: T; updated: number } | undefined {
+    const row = this.getStatusStmt.get(key);
+    return row ? { value: fromJson<T>(row.value, `status ${key}`), updated: row.updated } : undefined;
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Versioned schema migrations of the SQLite store. The version lives in `PRAGMA user_version`;
+ * pending migrations run in one BEGIN IMMEDIATE transaction, so a crash leaves the old version
+ * and two processes opening a new file never both migrate it.
+ */
+import type Database from 'better-sqlite3';
+import { StoreError } from '../../errors.js';
+
+/** One schema step: `sql` takes the database from `version - 1` to `version`. */
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+/** Every migration, in order. Append only: a released migration never changes. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE sequences (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+      );
+      CREATE TABLE builds (
+        id TEXT PRIMARY KEY,
+        diskimage TEXT NOT NULL,
+        state TEXT NOT NULL,
+        state_time INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        builder_hostname TEXT,
+        builder_id TEXT,
+        formats TEXT NOT NULL,
+        files TEXT NOT NULL,
+        reason TEXT,
+        progress TEXT
+      );
+      CREATE INDEX builds_by_diskimage ON builds (diskimage, id);
+      CREATE TABLE uploads (
+        id TEXT PRIMARY KEY,
+        build_id TEXT NOT NULL REFERENCES builds (id),
+        diskimage TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        image_name TEXT NOT NULL,
+        state TEXT NOT NULL,
+        state_time INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        external_id TEXT,
+        external_name TEXT,
+        format TEXT,
+        reason TEXT,
+        progress TEXT
+      );
+      CREATE INDEX uploads_by_build ON uploads (build_id);
+      CREATE INDEX uploads_by_diskimage ON uploads (diskimage, provider, id);
+      CREATE TABLE build_requests (
+        diskimage TEXT PRIMARY KEY,
+        requested INTEGER NOT NULL
+      );
+      CREATE TABLE pauses (
+        diskimage TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        since INTEGER NOT NULL,
+        reason TEXT,
+        PRIMARY KEY (diskimage, provider)
+      );
+      CREATE TABLE status (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated INTEGER NOT NULL
+      );
+    `,
+  },
+];
+
+/** The schema version this code writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length === 0 ? 0 : (MIGRATIONS[MIGRATIONS.length - 1] as Migration).version;
+
+/**
+ * Brings the database in `file` up to the last of `migrations` and returns the version it
+ * found. Thrown: StoreError when the file's version is newer than the code knows (nothing is
+ * changed), or when a migration fails (the transaction is rolled back).
+ */
+export function migrate(db: Database.Database, file: string, migrations: readonly Migration[] = MIGRATIONS): number {
+  const latest = migrations.length === 0 ? 0 : (migrations[migrations.length - 1] as Migration).version;
+  const run = db.transaction((): number => {
+    // Read inside the write transaction: another process may have migrated meanwhile.
+    const found = db.pragma('user_version', { simple: true }) as number;
+    if (found > latest) {
+      throw new StoreError(`${file} has state schema version ${found}, but this nodepool knows versions up to ${latest}; `
+        + 'upgrade nodepool or point state-dir elsewhere');
+    }
+    for (const m of migrations) {
+      if (m.version <= found) continue;
+      try {
+        db.exec(m.sql);
+      } catch (cause) {
+        throw new StoreError(`migrating ${file} to state schema version ${m.version} failed: ${(cause as Error).message}`, { cause });
+      }
+      db.pragma(`user_version = ${Math.trunc(m.version)}`);
+    }
+    return found;
+  });
+  return run.immediate();
+}

@@ -1,0 +1,128 @@
+/**
+ * The `uploads` table: synchronous operations the SQLite store wraps in async methods.
+ * Upload ids come from one store-wide sequence, allocated in the inserting transaction.
+ */
+import type Database from 'better-sqlite3';
+import { StateConflictError, StoreError } from '../../errors.js';
+import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
+import type { ExpectState } from '../store.js';
+import {
+  checkUploadState, placeholders, toJsonOrNull, uploadFromRow, type UploadRow,
+} from './rows.js';
+import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
+import { StatementCache, whereClause, type SqlValue } from './statements.js';
+
+/** Filter of {@link SqliteUploads.list}. */
+export interface UploadFilter {
+  buildId?: string;
+  provider?: string;
+  diskimage?: string;
+  states?: readonly UploadState[];
+}
+
+/** Formats an upload id: the sequence as 10 digits. */
+export function formatUploadId(sequence: number): string {
+  return String(sequence).padStart(10, '0');
+}
+
+/** Uploads in a SQLite database. */
+export class SqliteUploads {
+  private readonly stmts: StatementCache;
+  private readonly getStmt: Database.Statement<[string], UploadRow>;
+  private readonly buildDiskimageStmt: Database.Statement<[string], string>;
+  private readonly insertStmt: Database.Statement<SqlValue[]>;
+  private readonly deleteStmt: Database.Statement<[string]>;
+  private readonly createTx: (input: NewUpload) => UploadRecord;
+  private readonly updateTx: (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => UploadRecord | undefined;
+
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences) {
+    this.stmts = new StatementCache(db);
+    this.getStmt = db.prepare<[string], UploadRow>('SELECT * FROM uploads WHERE id = ?');
+    this.buildDiskimageStmt = db.prepare<[string], string>('SELECT diskimage FROM builds WHERE id = ?').pluck();
+    this.insertStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO uploads (id, build_id, diskimage, provider, image_name, state, state_time, created,
+                           external_id, external_name, format, reason, progress)
+      VALUES (?, ?, ?, ?, ?, 'uploading', ?, ?, NULL, ?, NULL, NULL, NULL)`);
+    this.deleteStmt = db.prepare<[string]>('DELETE FROM uploads WHERE id = ?');
+    const createTx = db.transaction((input: NewUpload) => this.createNow(input));
+    this.createTx = (input) => createTx.immediate(input);
+    const updateTx = db.transaction((id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => this.updateNow(id, patch, expect));
+    this.updateTx = (id, patch, expect) => updateTx.immediate(id, patch, expect);
+  }
+
+  /** Creates an upload in state `uploading` with the next upload id. Thrown: StoreError for an unknown build. */
+  create(input: NewUpload): UploadRecord {
+    return this.createTx(input);
+  }
+
+  /** The upload, or undefined. */
+  get(id: string): UploadRecord | undefined {
+    const row = this.getStmt.get(id);
+    return row ? uploadFromRow(row) : undefined;
+  }
+
+  /** Uploads matching `filter`, ordered by diskimage, provider, then id. */
+  list(filter: UploadFilter = {}): UploadRecord[] {
+    const parts: Array<[string, ...SqlValue[]]> = [];
+    if (filter.buildId !== undefined) parts.push(['build_id = ?', filter.buildId]);
+    if (filter.provider !== undefined) parts.push(['provider = ?', filter.provider]);
+    if (filter.diskimage !== undefined) parts.push(['diskimage = ?', filter.diskimage]);
+    if (filter.states !== undefined) {
+      if (filter.states.length === 0) return [];
+      parts.push([`state IN ${placeholders(filter.states.length)}`, ...filter.states]);
+    }
+    const where = whereClause(parts);
+    const rows = this.stmts.get(`SELECT * FROM uploads${where.sql} ORDER BY diskimage, provider, id`).all(...where.params) as UploadRow[];
+    return rows.map(uploadFromRow);
+  }
+
+  /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */
+  update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): UploadRecord | undefined {
+    return this.updateTx(id, patch, opts.expectStates);
+  }
+
+  /** Removes the upload; false when there was none. */
+  delete(id: string): boolean {
+    return this.deleteStmt.run(id).changes > 0;
+  }
+
+  private createNow(input: NewUpload): UploadRecord {
+    const diskimage = this.buildDiskimageStmt.get(input.buildId);
+    if (diskimage === undefined) {
+      throw new StoreError(`cannot create an upload of build ${input.buildId} to ${input.provider}: no such build`);
+    }
+    const now = this.clock();
+    const id = formatUploadId(this.sequences.next(UPLOAD_SEQUENCE));
+    this.insertStmt.run(id, input.buildId, diskimage, input.provider, input.imageName, now, now, input.externalName ?? null);
+    return this.mustGet(id);
+  }
+
+  private updateNow(id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined): UploadRecord | undefined {
+    const row = this.getStmt.get(id);
+    if (!row) return undefined;
+    if (expect && !expect.includes(row.state as UploadState)) {
+      throw new StateConflictError(id, row.state, `upload ${id} is ${row.state}, expected ${expect.join(' or ') || 'no state at all'}`);
+    }
+    const set: Array<[string, SqlValue]> = [];
+    if (patch.state !== undefined) {
+      checkUploadState(patch.state, `updating upload ${id}`);
+      if (patch.state !== row.state) set.push(['state', patch.state], ['state_time', this.clock()]);
+    }
+    if (patch.externalId !== undefined) set.push(['external_id', patch.externalId]);
+    if (patch.externalName !== undefined) set.push(['external_name', patch.externalName]);
+    if (patch.format !== undefined) set.push(['format', patch.format]);
+    if (patch.reason !== undefined) set.push(['reason', patch.reason]);
+    if (patch.progress !== undefined) set.push(['progress', toJsonOrNull(patch.progress, `upload ${id} progress`)]);
+    if (set.length > 0) {
+      this.stmts.get(`UPDATE uploads SET ${set.map(([col]) => `${col} = ?`).join(', ')} WHERE id = ?`)
+        .run(...set.map(([, v]) => v), id);
+    }
+    return this.mustGet(id);
+  }
+
+  private mustGet(id: string): UploadRecord {
+    const rec = this.get(id);
+    if (!rec) throw new StoreError(`upload ${id} vanished inside its own transaction`);
+    return rec;
+  }
+}
