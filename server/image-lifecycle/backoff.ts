@@ -1,0 +1,48 @@
+/**
+ * Capped exponential backoff after consecutive failures (pure, no jitter), shared by the
+ * planner and the CLI's status output.
+ */
+import type { ImageLifecycleConfig } from '../../lib/config/schema.js';
+
+/** The part of the config the delay depends on (seconds). */
+export type BackoffConfig = Pick<ImageLifecycleConfig, 'retryDelay' | 'maxRetryDelay'>;
+
+/**
+ * Milliseconds to wait after `failures` consecutive failures:
+ * min(maxRetryDelay, retryDelay · 2^(failures−1)) seconds; 0 without failures.
+ */
+export function retryDelayMs(failures: number, cfg: BackoffConfig): number {
+  if (failures <= 0) return 0;
+  return Math.min(cfg.maxRetryDelay, cfg.retryDelay * 2 ** (failures - 1)) * 1000;
+}
+
+/** A run of consecutive failures, newest first, as the planner counts them. */
+export interface FailureRun {
+  failures: number;
+  /** When the newest failure of the run happened (epoch ms), null without failures. */
+  newestFailed: number | null;
+  /** When the next attempt may start (epoch ms), null without failures. */
+  retryAt: number | null;
+}
+
+/**
+ * Counts the failures in `newestFirst` (records newer than the last success), skipping
+ * records for which `skip` holds and stopping at the first for which `stop` holds.
+ */
+export function failureRun<T extends { state: string; stateTime: number }>(
+  newestFirst: Iterable<T>, cfg: BackoffConfig, stop: (r: T) => boolean = () => false,
+): FailureRun {
+  let failures = 0;
+  let newestFailed: number | null = null;
+  for (const r of newestFirst) {
+    if (stop(r)) break;
+    if (r.state !== 'failed') continue;
+    failures++;
+    newestFailed ??= r.stateTime;
+  }
+  return {
+    failures,
+    newestFailed,
+    retryAt: newestFailed === null ? null : newestFailed + retryDelayMs(failures, cfg),
+  };
+}

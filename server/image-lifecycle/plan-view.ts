@@ -1,0 +1,263 @@
+/**
+ * The planner's working view of one snapshot: records indexed by diskimage, build and
+ * image-provider pair, with the states this pass has already decided (a build failed or
+ * marked lost here is seen as such by the later rules), and the action list that refuses a
+ * second action for one record. Built to stay linear in records with few allocations: a
+ * pass over 100,000 uploads must not be dominated by garbage collection.
+ */
+import type { DiskimageConfig } from '../../lib/config/schema.js';
+import type { ProviderConfig } from '../../lib/drivers/registry.js';
+import { buildFormats } from '../../lib/images/formats.js';
+import { parseImageId } from '../../lib/images/image-file.js';
+import type { BuildRecord, BuildState, UploadRecord, UploadState } from '../../lib/store/models.js';
+import type { Action, PausedBy, PlannerSnapshot } from './actions.js';
+
+/** A build as this pass sees it. */
+export interface WorkingBuild {
+  readonly rec: BuildRecord;
+  /** The id's sequence number (-1 when the id is malformed, so it sorts oldest). */
+  readonly seq: number;
+  state: BuildState;
+  stateTime: number;
+  reason: string | null;
+  /** Its upload records, ascending by upload id. */
+  readonly uploads: WorkingUpload[];
+  /** Whether this pass has an action for it. */
+  touched: boolean;
+}
+
+/** An upload as this pass sees it. */
+export interface WorkingUpload {
+  readonly rec: UploadRecord;
+  readonly seq: number;
+  /** The uploads of the same diskimage to the same provider. */
+  readonly pair: UploadPair;
+  state: UploadState;
+  stateTime: number;
+  reason: string | null;
+  /** Its build, when the store still has it. */
+  readonly build: WorkingBuild | undefined;
+  /** Set by retention: one of the two newest ready uploads of its pair. */
+  kept: boolean;
+  /** Whether this pass has an action for it. */
+  touched: boolean;
+}
+
+/** One openstack provider's diskimage entry, for a configured diskimage. */
+export interface UploadTarget {
+  readonly provider: string;
+  readonly imageName: string;
+  readonly diskimage: DiskimageConfig;
+  /** The provider diskimage's own `pause`. */
+  readonly configPaused: boolean;
+  readonly pair: UploadPair;
+}
+
+/** All uploads of one diskimage to one provider, ascending by upload id. */
+export interface UploadPair {
+  readonly diskimage: string;
+  readonly provider: string;
+  readonly uploads: WorkingUpload[];
+  /** The configured target, if the provider still lists the diskimage. */
+  target: UploadTarget | undefined;
+  /** Set by retention: the newest ready upload. */
+  newestReady: WorkingUpload | undefined;
+}
+
+/** What {@link PlanView.emit} keeps one action per: a record, or the key of one without a working copy. */
+export type ActionSubject = WorkingBuild | WorkingUpload | string;
+
+function sequenceOf(id: string): number {
+  try {
+    return parseImageId(id).sequence;
+  } catch {
+    return -1;
+  }
+}
+
+/** Upload ids are 10-digit numbers; a malformed one sorts oldest. */
+function uploadSequenceOf(id: string): number {
+  const n = Number(id);
+  return Number.isSafeInteger(n) ? n : -1;
+}
+
+function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
+  const list = m.get(k);
+  if (list) list.push(v);
+  else m.set(k, [v]);
+}
+
+const bySeq = (a: { seq: number }, b: { seq: number }): number => a.seq - b.seq;
+
+/** Stores usually list records in id order; checking is cheaper than sorting 100,000 again. */
+function isSorted(list: ReadonlyArray<{ seq: number }>): boolean {
+  for (let i = 1; i < list.length; i++) if ((list[i] as { seq: number }).seq < (list[i - 1] as { seq: number }).seq) return false;
+  return true;
+}
+
+/** One pass's indexes and working states over a snapshot, and the actions decided so far. */
+export class PlanView {
+  readonly now: number;
+  readonly snapshot: PlannerSnapshot;
+  readonly lifecycle: PlannerSnapshot['config']['imageLifecycle'];
+  /** Configured diskimages by name, in config order. */
+  readonly diskimages = new Map<string, DiskimageConfig>();
+  /** Diskimages some openstack provider lists or with explicit formats. */
+  readonly needed = new Set<string>();
+  /** Configured upload targets, in provider then provider-diskimage order. */
+  readonly targets: UploadTarget[] = [];
+  /** Every build, grouped by diskimage (configured ones first, in config order), ascending. */
+  readonly builds: WorkingBuild[] = [];
+  readonly buildById = new Map<string, WorkingBuild>();
+  readonly buildsByDiskimage = new Map<string, WorkingBuild[]>();
+  /** Every upload, ascending by upload id. */
+  readonly uploads: WorkingUpload[];
+  readonly actions: Action[] = [];
+  /** Every image-provider pair with uploads, a target or a pause, in creation order. */
+  readonly pairList: UploadPair[] = [];
+  /** diskimage → provider → pair. */
+  private readonly pairs = new Map<string, Map<string, UploadPair>>();
+  /** Subjects without a working copy (requests, stray image ids) that have an action. */
+  private readonly touched = new Set<string>();
+  private readonly buildPauses = new Set<string>();
+  private readonly uploadPauses = new Set<UploadPair>();
+  private clientIdSet: Set<string> | undefined;
+  /** Per diskimage: image format → one provider listing it with that format, narrowed to that entry. */
+  private readonly listedBy = new Map<string, Map<string, ProviderConfig>>();
+
+  constructor(snapshot: PlannerSnapshot) {
+    this.snapshot = snapshot;
+    this.now = snapshot.now;
+    const { config } = snapshot;
+    this.lifecycle = config.imageLifecycle;
+    for (const d of config.diskimages) {
+      this.diskimages.set(d.name, d);
+      if (d.formats) this.needed.add(d.name);
+    }
+    for (const p of config.providers) {
+      if (p.driver !== 'openstack') continue;
+      for (const pd of p.diskimages) {
+        const diskimage = this.diskimages.get(pd.name);
+        if (!diskimage) continue;
+        this.needed.add(pd.name);
+        let byFormat = this.listedBy.get(pd.name);
+        if (!byFormat) this.listedBy.set(pd.name, (byFormat = new Map()));
+        if (!byFormat.has(p.imageFormat)) byFormat.set(p.imageFormat, { ...p, diskimages: [pd] });
+        const pair = this.pair(pd.name, p.name);
+        pair.target = { provider: p.name, imageName: pd.name, diskimage, configPaused: pd.pause, pair };
+        this.targets.push(pair.target);
+      }
+    }
+    for (const pr of snapshot.pauses) {
+      if (pr.provider === null) this.buildPauses.add(pr.diskimage);
+      else this.uploadPauses.add(this.pair(pr.diskimage, pr.provider));
+    }
+
+    for (const d of this.diskimages.keys()) this.buildsByDiskimage.set(d, []);
+    for (const rec of snapshot.builds) {
+      const b: WorkingBuild = { rec, seq: sequenceOf(rec.id), state: rec.state, stateTime: rec.stateTime, reason: rec.reason, uploads: [], touched: false };
+      this.buildById.set(rec.id, b);
+      push(this.buildsByDiskimage, rec.diskimage, b);
+    }
+    const unconfigured = [...this.buildsByDiskimage.keys()].filter((d) => !this.diskimages.has(d)).sort();
+    for (const d of [...this.diskimages.keys(), ...unconfigured]) {
+      const list = this.buildsByDiskimage.get(d) ?? [];
+      list.sort(bySeq);
+      for (const b of list) this.builds.push(b);
+    }
+
+    this.uploads = snapshot.uploads.map((rec) => ({
+      rec, seq: uploadSequenceOf(rec.id), pair: this.pair(rec.diskimage, rec.provider), state: rec.state, stateTime: rec.stateTime,
+      reason: rec.reason, build: this.buildById.get(rec.buildId), kept: false, touched: false,
+    }));
+    if (!isSorted(this.uploads)) this.uploads.sort(bySeq);
+    for (const u of this.uploads) {
+      u.build?.uploads.push(u);
+      u.pair.uploads.push(u);
+    }
+  }
+
+  /** The pair of `diskimage` and `provider`, created empty when new. */
+  private pair(diskimage: string, provider: string): UploadPair {
+    let byProvider = this.pairs.get(diskimage);
+    if (!byProvider) this.pairs.set(diskimage, (byProvider = new Map()));
+    let pair = byProvider.get(provider);
+    if (!pair) {
+      pair = { diskimage, provider, uploads: [], target: undefined, newestReady: undefined };
+      byProvider.set(provider, pair);
+      this.pairList.push(pair);
+    }
+    return pair;
+  }
+
+  /** Adds an action unless the record already has one in this pass; true when added. */
+  emit(subject: ActionSubject, action: Action): boolean {
+    if (typeof subject === 'string') {
+      if (this.touched.has(subject)) return false;
+      this.touched.add(subject);
+    } else {
+      if (subject.touched) return false;
+      subject.touched = true;
+    }
+    this.actions.push(action);
+    return true;
+  }
+
+  /** Whether gearmand's admin answered this pass. */
+  get adminReachable(): boolean {
+    return this.snapshot.registered !== null;
+  }
+
+  /** Client ids registering `name` (none when gearmand's admin did not answer). */
+  holders(name: string): readonly string[] {
+    return this.snapshot.registered?.get(name) ?? [];
+  }
+
+  isRegistered(name: string): boolean {
+    return this.holders(name).length > 0;
+  }
+
+  /** Whether any function is registered by `clientId`. */
+  isConnected(clientId: string): boolean {
+    if (!this.clientIdSet) {
+      this.clientIdSet = new Set();
+      for (const ids of this.snapshot.registered?.values() ?? []) for (const id of ids) this.clientIdSet.add(id);
+    }
+    return this.clientIdSet.has(clientId);
+  }
+
+  /** Why a diskimage's builds are paused. */
+  buildPausedBy(d: DiskimageConfig): PausedBy | null {
+    if (d.pause) return 'config';
+    return this.buildPauses.has(d.name) ? 'operator' : null;
+  }
+
+  /** Why uploads to a target are paused. */
+  uploadPausedBy(t: UploadTarget): PausedBy | null {
+    if (t.configPaused) return 'config';
+    return this.uploadPauses.has(t.pair) ? 'operator' : null;
+  }
+
+  /**
+   * {@link buildFormats} of a configured diskimage. What providers add to it is their image
+   * format, so it is given one provider per distinct format among those listing the
+   * diskimage, narrowed to that entry: the same answer, but a pass stays linear in
+   * diskimages × providers instead of scanning every provider's list for every diskimage.
+   */
+  formatsOf(diskimage: DiskimageConfig): string[] {
+    return buildFormats({ providers: [...(this.listedBy.get(diskimage.name)?.values() ?? [])] }, diskimage);
+  }
+
+  /** Builds of `diskimage`, newest first. */
+  *newestFirst(diskimage: string): Generator<WorkingBuild> {
+    const list = this.buildsByDiskimage.get(diskimage) ?? [];
+    for (let i = list.length - 1; i >= 0; i--) yield list[i] as WorkingBuild;
+  }
+
+  /** The newest build of `diskimage` in `state` (ready by default). */
+  newest(diskimage: string, state: BuildState = 'ready'): WorkingBuild | undefined {
+    const list = this.buildsByDiskimage.get(diskimage) ?? [];
+    for (let i = list.length - 1; i >= 0; i--) if ((list[i] as WorkingBuild).state === state) return list[i];
+    return undefined;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Planner rule 4: reconcile the store with what builders advertise over Gearman. A ready
+ * build nobody advertises for 3 passes is lost; a lost one advertised again is found; an id
+ * advertised that the store has no use for (unknown or failed) is a stray to delete.
+ */
+import { fn } from '../../lib/gearman/functions.js';
+import { parseImageId } from '../../lib/images/image-file.js';
+import type { PlanView, WorkingBuild } from './plan-view.js';
+
+/** Passes a ready build may go unadvertised before it is marked lost. */
+export const LOST_AFTER_PASSES = 3;
+
+function isImageId(id: string): boolean {
+  try {
+    parseImageId(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Rule 4; does nothing while gearmand's admin protocol does not answer. */
+export function reconcile(view: PlanView): void {
+  const { registered, absentSince, inFlight } = view.snapshot;
+  if (!registered) return;
+  const lostBefore = view.now - LOST_AFTER_PASSES * view.lifecycle.interval * 1000;
+  for (const b of view.builds) {
+    const holders = view.holders(fn.imageUpload(b.rec.id));
+    if (b.state === 'ready' && holders.length === 0) {
+      const since = absentSince.get(b.rec.id);
+      if (since !== undefined && since <= lostBefore && view.emit(b, { type: 'mark-lost', buildId: b.rec.id })) {
+        b.state = 'lost';
+        b.stateTime = view.now;
+        b.reason = 'no builder advertises its files';
+      }
+    } else if (b.state === 'lost' && holders.length > 0) {
+      if (view.emit(b, { type: 'mark-found', buildId: b.rec.id, holders: [...holders] })) {
+        b.state = 'ready';
+        b.stateTime = view.now;
+        b.reason = null;
+      }
+    }
+  }
+
+  const strays: Array<{ imageId: string; holders: string[]; build: WorkingBuild | undefined }> = [];
+  for (const [name, holders] of registered) {
+    const f = fn.parse(name);
+    if (f?.kind !== 'upload' || holders.length === 0 || !isImageId(f.imageId)) continue;
+    const b = view.buildById.get(f.imageId);
+    if (b && b.state !== 'failed') continue;
+    if (inFlight.buildDeletes.has(f.imageId)) continue;
+    strays.push({ imageId: f.imageId, holders: [...holders], build: b });
+  }
+  strays.sort((a, b) => (a.imageId < b.imageId ? -1 : a.imageId > b.imageId ? 1 : 0));
+  for (const s of strays) view.emit(s.build ?? `stray:${s.imageId}`, { type: 'delete-stray', imageId: s.imageId, holders: s.holders });
+}

@@ -1,0 +1,85 @@
+/**
+ * Planner rule 5: deletion and retention. Per image-provider the two newest ready uploads
+ * are kept, per diskimage the two newest ready builds; everything else goes, uploads first
+ * (a build is deleted only once the snapshot holds none of its uploads). Nothing in progress
+ * is deleted, and nothing whose delete is already in flight is asked for again.
+ */
+import type { PlanView, UploadPair, WorkingBuild, WorkingUpload } from './plan-view.js';
+
+/** Ready builds kept per diskimage, and ready uploads kept per image-provider. */
+export const KEEP = 2;
+
+/** Builds to delete once their uploads are gone, with the reason. */
+function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
+  const retired = new Map<WorkingBuild, string>();
+  for (const [name, builds] of view.buildsByDiskimage) {
+    if (!view.diskimages.has(name)) {
+      for (const b of builds) if (b.state !== 'building') retired.set(b, 'diskimage no longer configured');
+      continue;
+    }
+    let ready = 0;
+    let newestReady: WorkingBuild | undefined;
+    for (let i = builds.length - 1; i >= 0; i--) {
+      const b = builds[i] as WorkingBuild;
+      if (b.state === 'ready') {
+        newestReady ??= b;
+        if (++ready > KEEP) retired.set(b, 'retention');
+      } else if (b.state === 'lost') retired.set(b, 'lost and no longer needed');
+      else if (b.state === 'deleting') retired.set(b, 'resuming deletion');
+      else if (b.state === 'failed' && newestReady) retired.set(b, `failed, superseded by ${newestReady.rec.id}`);
+    }
+  }
+  return retired;
+}
+
+/**
+ * Marks the kept uploads of a pair (its two newest ready ones whose build is not being
+ * deleted) and records its newest ready upload.
+ */
+function markKept(pair: UploadPair): void {
+  let newestReady: WorkingUpload | undefined;
+  let kept = 0;
+  for (let i = pair.uploads.length - 1; i >= 0 && kept < KEEP; i--) {
+    const u = pair.uploads[i] as WorkingUpload;
+    if (u.state !== 'ready') continue;
+    newestReady ??= u;
+    if (u.build?.state !== 'deleting') {
+      u.kept = true;
+      kept++;
+    }
+  }
+  pair.newestReady = newestReady;
+}
+
+function uploadDeleteReason(view: PlanView, u: WorkingUpload, retired: Map<WorkingBuild, string>): string | null {
+  const { diskimage, provider, buildId } = u.rec;
+  const newestReady = u.pair.newestReady;
+  if (u.state === 'deleting') return 'resuming deletion';
+  if (!u.pair.target) {
+    return view.diskimages.has(diskimage) ? `provider ${provider} no longer lists ${diskimage}` : 'diskimage no longer configured';
+  }
+  if (u.build?.state === 'deleting') return 'build is being deleted';
+  if (u.kept) return null;
+  if (u.state === 'ready') return 'retention';
+  if (u.state === 'failed' && newestReady && u.seq < newestReady.seq) return `failed, superseded by upload ${newestReady.rec.id}`;
+  if (!u.build) return `build ${buildId} no longer exists`;
+  const buildReason = retired.get(u.build);
+  return buildReason === undefined ? null : `build ${buildId} is deleted: ${buildReason}`;
+}
+
+/** Rule 5: delete-upload and delete-build actions. */
+export function retention(view: PlanView): void {
+  const { uploadDeletes, buildDeletes } = view.snapshot.inFlight;
+  const retired = retiredBuilds(view);
+  for (const pair of view.pairList) markKept(pair);
+  for (const u of view.uploads) {
+    if (u.state === 'uploading' || uploadDeletes.has(u.rec.id)) continue;
+    const reason = uploadDeleteReason(view, u, retired);
+    if (reason !== null) view.emit(u, { type: 'delete-upload', uploadId: u.rec.id, reason });
+  }
+  for (const b of view.builds) {
+    const reason = retired.get(b);
+    if (reason === undefined || b.uploads.length > 0 || buildDeletes.has(b.rec.id)) continue;
+    view.emit(b, { type: 'delete-build', buildId: b.rec.id, reason });
+  }
+}

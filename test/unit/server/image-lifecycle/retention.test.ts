@@ -1,0 +1,128 @@
+import { ago, bid, build, config, table, uid, upload } from './planner-fixtures.js';
+
+const A1 = bid('a', 1);
+const A2 = bid('a', 2);
+const deleteUpload = (n: number, reason: string) => ({ type: 'delete-upload' as const, uploadId: uid(n), reason });
+const deleteBuild = (buildId: string, reason: string) => ({ type: 'delete-build' as const, buildId, reason });
+const THREE = [build('a', 1, 'ready', { stateTime: ago(7200) }), build('a', 2), build('a', 3)];
+const twoProviders = (p2: object[]) => config({ providers: [{ name: 'p1', cloud: 'c', diskimages: [{ name: 'a' }] }, { name: 'p2', cloud: 'c', diskimages: p2 }] });
+
+table('rule 5: deletion and retention', [
+  {
+    name: 'keeps the two newest ready uploads per image-provider and deletes older ones',
+    builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1), upload(3, 'a', 1)],
+    actions: [deleteUpload(1, 'retention')],
+  },
+  {
+    name: 'deletes the uploads of a build beyond the two newest first; the build waits',
+    builds: THREE, uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3)],
+    actions: [deleteUpload(1, 'retention')],
+  },
+  {
+    name: 'deletes a build beyond the two newest once it has no uploads',
+    builds: THREE, uploads: [upload(2, 'a', 2), upload(3, 'a', 3)],
+    actions: [deleteBuild(A1, 'retention')],
+  },
+  {
+    name: 'keeps an old build while one of its uploads is among the two newest',
+    builds: THREE, uploads: [upload(1, 'a', 1), upload(2, 'a', 2, 'p1', 'failed', { stateTime: ago(2000) }), upload(3, 'a', 3)],
+    actions: [deleteUpload(2, `failed, superseded by upload ${uid(3)}`)],
+  },
+  {
+    name: 'deletes a failed upload older than the newest ready upload',
+    builds: [build('a', 1)], uploads: [upload(1, 'a', 1, 'p1', 'failed'), upload(2, 'a', 1)],
+    actions: [deleteUpload(1, `failed, superseded by upload ${uid(2)}`)],
+  },
+  {
+    name: 'keeps failed uploads newer than the newest ready upload (they drive the backoff)',
+    builds: [build('a', 1), build('a', 2)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2, 'p1', 'failed', { stateTime: ago(30) })],
+    actions: [],
+  },
+  {
+    name: 'deletes uploads to a provider that no longer lists the diskimage',
+    config: twoProviders([]), builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p2')],
+    actions: [deleteUpload(2, 'provider p2 no longer lists a')],
+  },
+  {
+    name: 'deletes uploads to a provider gone from the config',
+    builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p9', 'failed')],
+    actions: [deleteUpload(2, 'provider p9 no longer lists a')],
+  },
+  {
+    name: 'resumes deleting an upload in deleting state',
+    builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p1', 'deleting')],
+    actions: [deleteUpload(2, 'resuming deletion')],
+  },
+  {
+    name: 'does not ask again for an upload whose delete is in flight',
+    builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p1', 'deleting')], inFlight: { uploadDeletes: [uid(2)] },
+    actions: [],
+  },
+  {
+    name: 'deletes every upload of a deleting build, ready ones too, and keeps the older build\'s',
+    builds: [build('a', 1), build('a', 2, 'deleting')],
+    uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 2, 'p1', 'failed')],
+    actions: [deleteUpload(2, 'build is being deleted'), deleteUpload(3, 'build is being deleted')],
+  },
+  {
+    name: 'resumes deleting a deleting build without uploads',
+    builds: [build('a', 1), build('a', 2, 'deleting')], uploads: [upload(1, 'a', 1)],
+    actions: [deleteBuild(A2, 'resuming deletion')],
+  },
+  {
+    name: 'does not ask again for a build whose delete is in flight',
+    builds: [build('a', 1), build('a', 2, 'deleting')], uploads: [upload(1, 'a', 1)], inFlight: { buildDeletes: [A2] },
+    actions: [],
+  },
+  {
+    name: 'deletes a lost build without uploads',
+    builds: [build('a', 1), build('a', 2, 'lost')], uploads: [upload(1, 'a', 1)],
+    actions: [deleteBuild(A2, 'lost and no longer needed')],
+  },
+  {
+    name: 'keeps a lost build while its ready uploads are in use',
+    builds: [build('a', 1), build('a', 2, 'lost')], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)],
+    actions: [],
+  },
+  {
+    name: 'deletes the failed uploads of a lost build, newest failures too',
+    builds: [build('a', 1), build('a', 2, 'lost')], uploads: [upload(1, 'a', 1), upload(2, 'a', 2, 'p1', 'failed', { stateTime: ago(30) })],
+    actions: [deleteUpload(2, `build ${A2} is deleted: lost and no longer needed`)],
+  },
+  {
+    name: 'deletes a failed build older than the newest ready build',
+    builds: [build('a', 1, 'failed'), build('a', 2)], uploads: [upload(1, 'a', 2)],
+    actions: [deleteBuild(A1, `failed, superseded by ${A2}`)],
+  },
+  {
+    name: 'keeps a failed build newer than the newest ready build (it drives the backoff)',
+    builds: [build('a', 1), build('a', 2, 'failed', { stateTime: ago(30) })], uploads: [upload(1, 'a', 1)],
+    actions: [], diskimage: { failures: 1 },
+  },
+  {
+    name: 'deletes the builds and uploads of a diskimage no longer configured, uploads first',
+    builds: [build('a', 1), build('gone', 1), build('gone', 2, 'failed'), build('gone', 3, 'deleting')],
+    uploads: [upload(1, 'a', 1), upload(2, 'gone', 1)],
+    actions: [
+      deleteUpload(2, 'diskimage no longer configured'),
+      deleteBuild(bid('gone', 2), 'diskimage no longer configured'),
+      deleteBuild(bid('gone', 3), 'diskimage no longer configured'),
+    ],
+  },
+  {
+    name: 'never deletes an uploading upload; its build waits',
+    builds: THREE, uploads: [upload(1, 'a', 1, 'p1', 'uploading'), upload(2, 'a', 2), upload(3, 'a', 3)], inFlight: { uploads: [uid(1)] },
+    actions: [],
+  },
+  {
+    name: 'never deletes a building build',
+    builds: [...THREE, build('a', 4, 'building')], uploads: [upload(2, 'a', 2), upload(3, 'a', 3)], inFlight: { builds: [bid('a', 4)] },
+    actions: [deleteBuild(A1, 'retention')],
+  },
+  {
+    name: 'deletes uploads whose build record is gone once they are not kept',
+    builds: [build('a', 2)], uploads: [upload(1, 'a', 1, 'p1', 'failed', { stateTime: ago(10) }), upload(2, 'a', 2, 'p1', 'uploading')],
+    inFlight: { uploads: [uid(2)] },
+    actions: [deleteUpload(1, `build ${A1} no longer exists`)],
+  },
+]);
