@@ -1,11 +1,21 @@
 #!/usr/bin/env node
 /**
  * nodepool: the operator CLI. Each command lives in cli/commands/ and returns its output and
- * exit code; printing and exiting happen only here.
+ * exit code; parsing argv, printing, signals and exiting happen only here.
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { configValidate, type CommandResult } from '../cli/commands/config-validate.js';
+import { configValidate } from '../cli/commands/config-validate.js';
+import { dibImageDelete } from '../cli/commands/dib-image-delete.js';
+import { dibImageList } from '../cli/commands/dib-image-list.js';
+import { imageBuild } from '../cli/commands/image-build.js';
+import { imageDelete } from '../cli/commands/image-delete.js';
+import { imageList } from '../cli/commands/image-list.js';
+import { imagePause } from '../cli/commands/image-pause.js';
+import { imageUnpause } from '../cli/commands/image-unpause.js';
+import { EXIT, EXIT_CODES_HELP, type CommandResult, type LiveOutput } from '../cli/commands/shared.js';
+
+const NO_COMMAND = 'Name a command (see the list above)';
 
 function finish(r: CommandResult): void {
   process.stdout.write(r.stdout);
@@ -13,14 +23,80 @@ function finish(r: CommandResult): void {
   process.exitCode = r.exitCode;
 }
 
+const live: LiveOutput = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  errIsTTY: process.stderr.isTTY === true,
+};
+
+/** Ctrl-C while following a build stops following (the build goes on); a second one exits at once. */
+function interruptSignal(): AbortSignal {
+  const ac = new AbortController();
+  const onSignal = (): void => {
+    if (ac.signal.aborted) process.exit(EXIT.interrupted);
+    ac.abort(new Error('interrupted'));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return ac.signal;
+}
+
+const JSON_OPTION = { type: 'boolean', default: false, describe: 'print JSON instead of a table' } as const;
+const str = (v: unknown): string | undefined => (v === undefined ? undefined : String(v));
+
 await yargs(hideBin(process.argv))
   .scriptName('nodepool')
-  .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
+  .usage('$0 <command> [options]')
+  .option('config', {
+    alias: 'c', type: 'string', global: true,
+    default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml',
+    describe: 'nodepool.yaml (env NODEPOOL_CONFIG)',
+  })
+  .command('dib-image-list', 'list diskimage builds and what needs attention', (y) => y.option('json', JSON_OPTION),
+    async (a) => finish(await dibImageList({ configFile: a.config, json: a.json })))
+  .command('image-list', 'list image uploads and what needs attention', (y) => y.option('json', JSON_OPTION),
+    async (a) => finish(await imageList({ configFile: a.config, json: a.json })))
+  .command('image-build <diskimage>', 'request a build of a diskimage', (y) => y
+    .positional('diskimage', { type: 'string', demandOption: true, describe: 'diskimage name' })
+    .option('follow', { type: 'boolean', default: false, describe: 'wait for the build and show its progress' })
+    .option('timeout', { type: 'number', describe: 'seconds to follow (default: build-timeout + 600)' }),
+  async (a) => finish(await imageBuild({
+    configFile: a.config, diskimage: String(a.diskimage), follow: a.follow, timeoutSeconds: a.timeout,
+    live, signal: a.follow ? interruptSignal() : undefined,
+  })))
+  .command('image-delete [id]', 'delete a build (and its uploads), or one upload', (y) => y
+    .positional('id', { type: 'string', describe: 'build id (<diskimage>-<10 digits>)' })
+    .option('provider', { type: 'string', describe: 'provider of the upload' })
+    .option('image', { type: 'string', describe: 'diskimage of the upload' })
+    .option('build-id', { type: 'string', describe: 'build of the upload' })
+    .option('upload-id', { type: 'string', describe: 'upload id' })
+    .example('$0 image-delete ubuntu-jammy-0000000003', 'delete a build: its uploads first, then its files')
+    .example('$0 image-delete --provider cloud-a --image ubuntu-jammy --build-id ubuntu-jammy-0000000003 --upload-id 0000000007', 'delete one upload'),
+  async (a) => finish(await imageDelete({
+    configFile: a.config, build: str(a.id), provider: str(a.provider), image: str(a.image),
+    buildId: str(a.buildId), uploadId: str(a.uploadId),
+  })))
+  .command('dib-image-delete <id>', 'delete a build (Nodepool 3.x name of image-delete <id>)', (y) => y
+    .positional('id', { type: 'string', demandOption: true, describe: 'build id (<diskimage>-<10 digits>)' }),
+  async (a) => finish(await dibImageDelete({ configFile: a.config, build: String(a.id) })))
+  .command('image-pause <diskimage>', "pause a diskimage's builds, or its uploads to one provider", (y) => y
+    .positional('diskimage', { type: 'string', demandOption: true })
+    .option('provider', { type: 'string', describe: 'pause only the uploads to this provider' })
+    .option('reason', { type: 'string', describe: 'shown in dib-image-list / image-list' }),
+  async (a) => finish(await imagePause({ configFile: a.config, diskimage: String(a.diskimage), provider: str(a.provider), reason: str(a.reason) })))
+  .command('image-unpause <diskimage>', 'remove an operator pause', (y) => y
+    .positional('diskimage', { type: 'string', demandOption: true })
+    .option('provider', { type: 'string', describe: 'unpause only the uploads to this provider' }),
+  async (a) => finish(await imageUnpause({ configFile: a.config, diskimage: String(a.diskimage), provider: str(a.provider) })))
   .command('config-validate', 'validate the configuration file', {}, (a) => finish(configValidate(String(a.config))))
-  .demandCommand(1, 'name a command (see --help)')
+  .demandCommand(1, NO_COMMAND)
   .strict()
-  .fail((msg, err) => {
-    process.stderr.write(`${msg ?? err?.message ?? 'error'}\n`);
-    process.exit(2);
+  .epilogue(EXIT_CODES_HELP)
+  .wrap(Math.min(120, process.stdout.columns ?? 100))
+  .fail((msg, err, y) => {
+    // Commands catch their own errors, so anything here is about the command line.
+    if (msg === NO_COMMAND) y.showHelp();
+    process.stderr.write(`${msg ?? err?.message ?? 'usage error'}\n`);
+    process.exit(EXIT.usage);
   })
   .parseAsync();

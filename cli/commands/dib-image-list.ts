@@ -1,0 +1,44 @@
+/**
+ * `nodepool dib-image-list [--json]`: every build (`ID, Image, Builder, Formats, State, Age`)
+ * and, under the table, what needs attention per diskimage from the server's lifecycle status.
+ */
+import { ageSeconds } from '../../lib/status/age.js';
+import { BUILD_COLUMNS, buildRows, diskimageAttention } from '../../lib/status/builds.js';
+import { serverDownText, type LifecycleStatus } from '../../lib/status/server.js';
+import { renderTable } from '../../lib/status/table.js';
+import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
+import {
+  commandConfig, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
+} from './shared.js';
+
+/** Options of {@link dibImageList}. */
+export interface DibImageListOptions extends CommandContext {
+  /** Print `{ builds, diskimages }` as JSON instead of the table. */
+  json?: boolean;
+}
+
+/** Lists builds (table or JSON); exit 0, or 2 for a config error. */
+export function dibImageList(opts: DibImageListOptions): Promise<CommandResult> {
+  return runCommand(async (out) => {
+    const config = commandConfig(opts);
+    await withStore(config, async (store) => {
+      const [builds, status, pauses] = await Promise.all([
+        store.listBuilds(),
+        store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY),
+        store.listPauses(),
+      ]);
+      const now = (opts.now ?? Date.now)();
+      const diskimages = status?.value.diskimages ?? [];
+      const server = await readServerLiveness(store, now);
+      if (!server.alive) out.err(`warning: ${serverDownText(server)}; the status shown may be out of date\n`);
+      if (opts.json) {
+        const records = builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) }));
+        out.out(`${JSON.stringify({ builds: records, diskimages }, null, 2)}\n`);
+        return;
+      }
+      out.out(renderTable(BUILD_COLUMNS, buildRows(builds, now)));
+      for (const line of diskimageAttention({ statuses: diskimages, builds, pauses, now })) out.out(`${line}\n`);
+    });
+    return EXIT.ok;
+  });
+}

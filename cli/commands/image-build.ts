@@ -1,0 +1,180 @@
+/**
+ * `nodepool image-build <diskimage> [--follow] [--timeout SECONDS]`: records a build request
+ * for the server. With `--follow`, waits for the build the request starts and shows its
+ * progress until it is ready or fails.
+ */
+import { sleep } from '../../lib/lifecycle.js';
+import type { BuildRecord } from '../../lib/store/models.js';
+import type { Store } from '../../lib/store/store.js';
+import { progressBar, progressPercent } from '../../lib/status/progress.js';
+import { serverDownText, type LifecycleStatus } from '../../lib/status/server.js';
+import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
+import {
+  commandConfig, CommandFailure, CommandOutput, EXIT, readServerLiveness, requireDiskimage, runCommand, withStore,
+  type CommandContext, type CommandResult, type LiveOutput,
+} from './shared.js';
+
+/** How long `--follow` waits past the diskimage's build-timeout by default. */
+export const FOLLOW_SLACK_SECONDS = 600;
+/** How often `--follow` reads the store. */
+export const FOLLOW_POLL_MS = 500;
+
+/** Options of {@link imageBuild}. */
+export interface ImageBuildOptions extends CommandContext {
+  diskimage: string;
+  /** Wait for the build and show its progress. */
+  follow?: boolean;
+  /** How long to follow (default: the diskimage's build-timeout plus {@link FOLLOW_SLACK_SECONDS}). */
+  timeoutSeconds?: number;
+  /** Store poll interval while following (default {@link FOLLOW_POLL_MS}). */
+  pollIntervalMs?: number;
+  /** Where `--follow` writes as it goes; without it everything lands in the result. */
+  live?: LiveOutput;
+  /** Stops following (Ctrl-C); the build itself goes on. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Requests a build (exit 0); 3 for an unknown diskimage, 1 when paused. With `follow`: 0 when
+ * the build is ready; 1 when it fails, no server is alive, or the timeout passes; 130 when interrupted.
+ */
+export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
+  return runCommand(async (out) => {
+    if (opts.timeoutSeconds !== undefined) {
+      if (!opts.follow) throw new CommandFailure(EXIT.usage, '--timeout only applies with --follow');
+      if (!(opts.timeoutSeconds > 0)) throw new CommandFailure(EXIT.usage, `--timeout must be a positive number of seconds, got ${opts.timeoutSeconds}`);
+    }
+    const config = commandConfig(opts);
+    const diskimage = requireDiskimage(config, opts.diskimage);
+    const name = diskimage.name;
+    if (diskimage.pause) throw new CommandFailure(EXIT.failed, `Diskimage ${name} is paused (pause: true in ${config.file})`);
+    return withStore(config, async (store) => {
+      const pause = (await store.listPauses()).find((p) => p.diskimage === name && p.provider === null);
+      if (pause) {
+        throw new CommandFailure(EXIT.failed, `Diskimage ${name} is paused${pause.reason ? ` (${pause.reason})` : ''}; nodepool image-unpause ${name} resumes its builds`);
+      }
+      const request = await store.requestBuild(name);
+      out.out(`Build of ${name} requested\n`);
+      const now = opts.now ?? Date.now;
+      const server = await readServerLiveness(store, now());
+      if (!opts.follow) {
+        if (!server.alive) out.err(`warning: ${serverDownText(server)}; the request waits for one\n`);
+        return EXIT.ok;
+      }
+      if (!server.alive) throw new CommandFailure(EXIT.failed, `Cannot follow the build: ${serverDownText(server)}`);
+      const timeoutMs = (opts.timeoutSeconds ?? diskimage.buildTimeout + FOLLOW_SLACK_SECONDS) * 1000;
+      return followBuild(store, out, {
+        diskimage: name, requested: request.requested, deadline: now() + timeoutMs, timeoutMs, now,
+        pollIntervalMs: opts.pollIntervalMs ?? FOLLOW_POLL_MS, signal: opts.signal,
+      });
+    });
+  }, opts.live);
+}
+
+interface FollowParams {
+  diskimage: string;
+  /** The request's time: the followed build is the first one created at or after it. */
+  requested: number;
+  deadline: number;
+  timeoutMs: number;
+  now: () => number;
+  pollIntervalMs: number;
+  signal: AbortSignal | undefined;
+}
+
+/** Progress on stderr: a bar redrawn in place on a terminal, else a line per 10 % step. */
+class ProgressView {
+  private barShown = false;
+  private lastPrinted: number | null = null;
+  private lastNote: string | null = null;
+
+  constructor(private readonly out: CommandOutput) {}
+
+  /** A line of its own (the bar, if any, is redrawn on the next update). */
+  line(text: string): void {
+    this.endBar();
+    this.out.err(`${text}\n`);
+  }
+
+  /** A note shown once per change, e.g. the server's `waiting` reason. */
+  note(text: string | null): void {
+    if (text !== null && text !== this.lastNote) this.line(text);
+    this.lastNote = text;
+  }
+
+  progress(buildId: string, percent: number): void {
+    if (this.out.errIsTTY) {
+      this.out.err(`\r${progressBar(percent)} ${buildId}\x1b[K`);
+      this.barShown = true;
+    } else if (this.lastPrinted === null || Math.abs(percent - this.lastPrinted) >= 10) {
+      this.out.err(`${buildId}: ${percent}%\n`);
+      this.lastPrinted = percent;
+    }
+  }
+
+  endBar(): void {
+    if (this.barShown) this.out.err('\n');
+    this.barShown = false;
+  }
+}
+
+/** Polls the store until the requested build ends, the deadline passes, the server goes away or the signal fires. */
+async function followBuild(store: Store, out: CommandOutput, p: FollowParams): Promise<number> {
+  const view = new ProgressView(out);
+  let followed: string | null = null;
+  try {
+    while (p.now() < p.deadline) {
+      const server = await readServerLiveness(store, p.now());
+      if (!server.alive) throw new CommandFailure(EXIT.failed, `Stopped following: ${serverDownText(server)}`);
+      const status = (await store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY))?.value.diskimages.find((d) => d.diskimage === p.diskimage);
+      const build = await findFollowed(store, p, followed);
+      if (build === undefined && followed !== null) throw new CommandFailure(EXIT.failed, `Build ${followed} disappeared from the store`);
+      if (build === undefined) {
+        if (status?.paused) throw new CommandFailure(EXIT.failed, `Diskimage ${p.diskimage} was paused before its build started`);
+        view.note(status?.waiting ? `waiting: ${status.waiting}` : null);
+      } else {
+        if (followed === null) {
+          followed = build.id;
+          view.line(`Following build ${build.id}${build.builderHostname ? ` on ${build.builderHostname}` : ''}`);
+        }
+        const ended = buildOutcome(build);
+        if (ended) {
+          view.endBar();
+          if (ended.ok) out.out(`${ended.text}\n`);
+          else throw new CommandFailure(EXIT.failed, ended.text);
+          return EXIT.ok;
+        }
+        view.note(status?.waiting ? `waiting: ${status.waiting}` : null);
+        const pct = progressPercent(build.progress);
+        if (pct !== null) view.progress(build.id, pct);
+      }
+      await sleep(Math.max(1, Math.min(p.pollIntervalMs, p.deadline - p.now())), p.signal);
+    }
+  } catch (err) {
+    view.endBar();
+    if (p.signal?.aborted && !(err instanceof CommandFailure)) {
+      out.err(`Stopped following${followed ? ` build ${followed}` : ` the build of ${p.diskimage}`}; the server goes on with it\n`);
+      return EXIT.interrupted;
+    }
+    throw err;
+  }
+  view.endBar();
+  const what = followed ? `build ${followed} to finish` : `a build of ${p.diskimage} to start`;
+  throw new CommandFailure(EXIT.failed, `Timed out after ${Math.round(p.timeoutMs / 1000)} s waiting for ${what}; the request stays with the server`);
+}
+
+/** The followed build: once known, by id; before that the first build created at or after the request. */
+async function findFollowed(store: Store, p: FollowParams, followed: string | null): Promise<BuildRecord | undefined> {
+  if (followed !== null) return store.getBuild(followed);
+  return (await store.listBuilds({ diskimage: p.diskimage })).find((b) => b.created >= p.requested);
+}
+
+/** How a build ended, or null while it is still building. */
+export function buildOutcome(b: BuildRecord): { ok: boolean; text: string } | null {
+  switch (b.state) {
+    case 'building': return null;
+    case 'ready': return { ok: true, text: `Build ${b.id} ready (${b.formats.join(', ')})` };
+    case 'deleting': return { ok: false, text: `Build ${b.id} is being deleted: ${b.reason ?? 'no reason recorded'}` };
+    default: return { ok: false, text: `Build ${b.id} ${b.state}: ${b.reason ?? 'no reason recorded'}` };
+  }
+}

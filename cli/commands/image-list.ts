@@ -1,0 +1,45 @@
+/**
+ * `nodepool image-list [--json]`: every upload (`Build ID, Upload ID, Provider, Image,
+ * Provider Image Name, Provider Image ID, State, Age`) and, under the table, which upload
+ * targets need attention (paused, waiting, backing off after failures).
+ */
+import { ageSeconds } from '../../lib/status/age.js';
+import { serverDownText, type LifecycleStatus } from '../../lib/status/server.js';
+import { renderTable } from '../../lib/status/table.js';
+import { targetAttention, UPLOAD_COLUMNS, uploadRows } from '../../lib/status/uploads.js';
+import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
+import {
+  commandConfig, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
+} from './shared.js';
+
+/** Options of {@link imageList}. */
+export interface ImageListOptions extends CommandContext {
+  /** Print `{ uploads, targets }` as JSON instead of the table. */
+  json?: boolean;
+}
+
+/** Lists uploads (table or JSON); exit 0, or 2 for a config error. */
+export function imageList(opts: ImageListOptions): Promise<CommandResult> {
+  return runCommand(async (out) => {
+    const config = commandConfig(opts);
+    await withStore(config, async (store) => {
+      const [uploads, status, pauses] = await Promise.all([
+        store.listUploads(),
+        store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY),
+        store.listPauses(),
+      ]);
+      const now = (opts.now ?? Date.now)();
+      const targets = status?.value.targets ?? [];
+      const server = await readServerLiveness(store, now);
+      if (!server.alive) out.err(`warning: ${serverDownText(server)}; the status shown may be out of date\n`);
+      if (opts.json) {
+        const records = uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now) }));
+        out.out(`${JSON.stringify({ uploads: records, targets }, null, 2)}\n`);
+        return;
+      }
+      out.out(renderTable(UPLOAD_COLUMNS, uploadRows(uploads, now)));
+      for (const line of targetAttention({ targets, uploads, pauses, now })) out.out(`${line}\n`);
+    });
+    return EXIT.ok;
+  });
+}

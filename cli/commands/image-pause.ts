@@ -1,0 +1,59 @@
+/**
+ * `nodepool image-pause <diskimage> [--provider P] [--reason TEXT]`: an operator pause of a
+ * diskimage's builds, or of its uploads to one provider. The server skips paused work (and
+ * `image-build` refuses) until `nodepool image-unpause`.
+ */
+import type { Config } from '../../lib/config/schema.js';
+import { providerDiskimages } from '../../lib/drivers/registry.js';
+import {
+  commandConfig, CommandFailure, EXIT, requireDiskimage, runCommand, withStore, type CommandContext, type CommandResult,
+} from './shared.js';
+
+/** Options of {@link imagePause} and `imageUnpause`. */
+export interface ImagePauseOptions extends CommandContext {
+  diskimage: string;
+  /** Pause only the uploads to this provider. */
+  provider?: string;
+  reason?: string;
+}
+
+/**
+ * Checks the diskimage and provider against the config; returns whether nodepool.yaml pauses
+ * the same thing already. Thrown: CommandFailure (exit 3) for an unknown name.
+ */
+export function pausedByConfig(config: Config, diskimage: string, provider: string | undefined): boolean {
+  const d = requireDiskimage(config, diskimage);
+  if (provider === undefined) return d.pause;
+  const p = config.providers.find((x) => x.name === provider);
+  if (!p) throw new CommandFailure(EXIT.notFound, `Provider ${provider} not found in ${config.file}`);
+  const pd = providerDiskimages(p).find((x) => x.name === diskimage);
+  if (!pd) throw new CommandFailure(EXIT.notFound, `Provider ${provider} does not list diskimage ${diskimage}`);
+  return pd.pause;
+}
+
+/** `Builds of X` or `Uploads of X to P`. */
+export function pauseSubject(diskimage: string, provider: string | undefined): string {
+  return provider === undefined ? `Builds of ${diskimage}` : `Uploads of ${diskimage} to ${provider}`;
+}
+
+/** Records or removes an operator pause. */
+export function setImagePause(opts: ImagePauseOptions, paused: boolean): Promise<CommandResult> {
+  return runCommand(async (out) => {
+    const config = commandConfig(opts);
+    const byConfig = pausedByConfig(config, opts.diskimage, opts.provider);
+    await withStore(config, (store) => store.setPause(opts.diskimage, opts.provider ?? null, paused, paused ? opts.reason : undefined));
+    const subject = pauseSubject(opts.diskimage, opts.provider);
+    if (paused) {
+      out.out(`${subject} paused${opts.reason ? ` (${opts.reason})` : ''}\n`);
+    } else {
+      out.out(`${subject} unpaused\n`);
+      if (byConfig) out.err(`warning: ${config.file} still pauses them (pause: true)\n`);
+    }
+    return EXIT.ok;
+  });
+}
+
+/** Pauses builds, or uploads to one provider; exit 0, or 3 for an unknown diskimage or provider. */
+export function imagePause(opts: ImagePauseOptions): Promise<CommandResult> {
+  return setImagePause(opts, true);
+}

@@ -1,0 +1,52 @@
+/**
+ * Whether a nodepool-server is alive, judged from the heartbeat it refreshes in the store on
+ * every lifecycle pass. Pure; the CLI and the web status share the wording.
+ */
+import type { DiskimageStatus, UploadTargetStatus } from '../../server/image-lifecycle/actions.js';
+import { formatAge } from './age.js';
+
+/** The heartbeat value the server publishes under `SERVER_HEARTBEAT_KEY`. */
+export interface ServerHeartbeat {
+  pid: number;
+  hostname: string;
+  /** Epoch ms the server started. */
+  started: number;
+  /** Seconds between lifecycle passes (each pass refreshes the heartbeat). */
+  interval: number;
+}
+
+/** A heartbeat as read from the store (`updated` is epoch ms of the last refresh). */
+export interface StoredHeartbeat {
+  value: ServerHeartbeat;
+  updated: number;
+}
+
+/** A server counts as alive while its heartbeat is at most this many intervals old. */
+export const HEARTBEAT_MISSES_ALLOWED = 3;
+
+/** Result of {@link serverLiveness}. */
+export interface ServerLiveness {
+  alive: boolean;
+  /** `last seen 00:00:05:12 ago, pid 123 on host-a` or `last seen: never`. */
+  lastSeen: string;
+}
+
+/** Judges a heartbeat: alive when refreshed within {@link HEARTBEAT_MISSES_ALLOWED} × its interval. */
+export function serverLiveness(hb: StoredHeartbeat | undefined, now: number): ServerLiveness {
+  if (!hb) return { alive: false, lastSeen: 'last seen: never' };
+  const interval = Number(hb.value?.interval);
+  const limitMs = HEARTBEAT_MISSES_ALLOWED * (Number.isFinite(interval) && interval > 0 ? interval : 10) * 1000;
+  const who = hb.value?.hostname ? `, pid ${hb.value.pid} on ${hb.value.hostname}` : '';
+  return { alive: now - hb.updated <= limitMs, lastSeen: `last seen ${formatAge(now - hb.updated)} ago${who}` };
+}
+
+/** `no nodepool-server is running (last seen …)`. */
+export function serverDownText(l: ServerLiveness): string {
+  return `no nodepool-server is running (${l.lastSeen})`;
+}
+
+/** The lifecycle status the server publishes under `LIFECYCLE_STATUS_KEY` after each pass. */
+export interface LifecycleStatus {
+  diskimages: DiskimageStatus[];
+  targets: UploadTargetStatus[];
+}

@@ -1,0 +1,32 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { serverDownText, serverLiveness } from '../../../lib/status/server.js';
+
+const NOW = 1_700_000_000_000;
+const heartbeat = (ageMs: number, interval = 10) => ({
+  value: { pid: 4242, hostname: 'np1', started: NOW - 3_600_000, interval },
+  updated: NOW - ageMs,
+});
+
+describe('serverLiveness', () => {
+  it('counts a server alive while its heartbeat is at most three intervals old', () => {
+    assert.equal(serverLiveness(heartbeat(29_000), NOW).alive, true);
+    assert.equal(serverLiveness(heartbeat(30_000), NOW).alive, true);
+    assert.equal(serverLiveness(heartbeat(30_001), NOW).alive, false);
+  });
+
+  it('scales the limit with the heartbeat interval', () => {
+    assert.equal(serverLiveness(heartbeat(100_000, 60), NOW).alive, true);
+  });
+
+  it('says when and where the server was last seen', () => {
+    const l = serverLiveness(heartbeat(5 * 60_000 + 12_000), NOW);
+    assert.equal(serverDownText(l), 'no nodepool-server is running (last seen 00:00:05:12 ago, pid 4242 on np1)');
+  });
+
+  it('reports a server never seen when there is no heartbeat', () => {
+    const l = serverLiveness(undefined, NOW);
+    assert.equal(l.alive, false);
+    assert.equal(serverDownText(l), 'no nodepool-server is running (last seen: never)');
+  });
+});

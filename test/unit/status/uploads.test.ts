@@ -1,0 +1,77 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { targetAttention, UPLOAD_COLUMNS, uploadRow, uploadRows } from '../../../lib/status/uploads.js';
+import type { UploadRecord } from '../../../lib/store/models.js';
+import type { UploadTargetStatus } from '../../../server/image-lifecycle/actions.js';
+
+const NOW = 1_700_000_000_000;
+
+function upload(id: string, over: Partial<UploadRecord> = {}): UploadRecord {
+  return {
+    id, buildId: 'ubuntu-jammy-0000000004', diskimage: 'ubuntu-jammy', provider: 'cloud-a', imageName: 'ubuntu-jammy',
+    state: 'ready', stateTime: NOW - 3_725_000, created: NOW - 4_000_000, externalId: 'f3c1', externalName: 'ubuntu-jammy-1700000000',
+    format: 'qcow2', reason: null, progress: null, ...over,
+  };
+}
+
+function target(diskimage: string, provider: string, over: Partial<UploadTargetStatus> = {}): UploadTargetStatus {
+  return { diskimage, provider, paused: null, waiting: null, failures: 0, lastFailure: null, retryAt: null, ...over };
+}
+
+describe('upload presenters', () => {
+  it('uses Nodepool 3.x column names', () => {
+    assert.deepEqual([...UPLOAD_COLUMNS],
+      ['Build ID', 'Upload ID', 'Provider', 'Image', 'Provider Image Name', 'Provider Image ID', 'State', 'Age']);
+  });
+
+  it("shows the cloud's image name and id, and the age since the state changed", () => {
+    assert.deepEqual(uploadRow(upload('0000000007'), NOW),
+      ['ubuntu-jammy-0000000004', '0000000007', 'cloud-a', 'ubuntu-jammy', 'ubuntu-jammy-1700000000', 'f3c1', 'ready', '00:01:02:05']);
+  });
+
+  it('leaves the cloud name and id empty until known', () => {
+    const row = uploadRow(upload('0000000001', { state: 'uploading', externalId: null, externalName: null }), NOW);
+    assert.deepEqual(row.slice(4, 7), ['', '', 'uploading']);
+  });
+
+  it('orders rows by image, provider, then upload id', () => {
+    const rows = uploadRows([
+      upload('0000000003', { provider: 'cloud-b' }),
+      upload('0000000002'),
+      upload('0000000001', { diskimage: 'zeta' }),
+      upload('0000000004'),
+    ], NOW);
+    assert.deepEqual(rows.map((r) => r[1]), ['0000000002', '0000000004', '0000000003', '0000000001']);
+  });
+
+  it('names each target that is paused, waiting or backing off', () => {
+    const lines = targetAttention({
+      targets: [
+        target('ubuntu-jammy', 'cloud-a', { paused: 'operator' }),
+        target('ubuntu-jammy', 'cloud-b', { waiting: 'no builder registers image-upload:ubuntu-jammy-0000000004' }),
+        target('ubuntu-jammy', 'cloud-c', { failures: 2, lastFailure: 'Glance said 503', retryAt: NOW + 120_000 }),
+        target('ubuntu-jammy', 'cloud-d', { paused: 'config' }),
+        target('ubuntu-jammy', 'cloud-e'),
+      ],
+      uploads: [],
+      pauses: [{ diskimage: 'ubuntu-jammy', provider: 'cloud-a', since: NOW, reason: 'quota' }],
+      now: NOW,
+    });
+    assert.deepEqual(lines, [
+      'ubuntu-jammy to cloud-a: uploads paused by operator (quota)',
+      'ubuntu-jammy to cloud-b: waiting: no builder registers image-upload:ubuntu-jammy-0000000004',
+      'ubuntu-jammy to cloud-c: 2 failed uploads, last: Glance said 503; next attempt in 00:00:02:00',
+      'ubuntu-jammy to cloud-d: uploads paused by config (pause: true)',
+    ]);
+  });
+
+  it('gives the reason of each failed upload', () => {
+    const lines = targetAttention({
+      targets: [],
+      uploads: [upload('0000000009', { state: 'failed', reason: 'Glance said 413' }), upload('0000000010')],
+      pauses: [],
+      now: NOW,
+    });
+    assert.deepEqual(lines, ['upload 0000000009 of ubuntu-jammy-0000000004 to cloud-a failed: Glance said 413']);
+  });
+});
