@@ -1,0 +1,87 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { ImageSystem } from '../../support/image-system.js';
+import { runningProcesses } from '../../support/processes.js';
+
+const run = promisify(execFile);
+const seq = (id: string): number => Number(id.slice(-10));
+
+/** Image ids that have files in a builder's images-dir. */
+async function idsOnDisk(dir: string): Promise<string[]> {
+  const ids = new Set((await readdir(dir)).map((f) => /^(deb-\d{10})\./.exec(f)?.[1]).filter((x): x is string => !!x));
+  return [...ids].sort();
+}
+
+describe('nodepool-server: daily rebuild, retention of two, operator delete', () => {
+  let sys: ImageSystem;
+
+  before(async () => {
+    sys = await ImageSystem.start({
+      diskimages: [fakeDiskimage('deb', { formats: ['qcow2'], 'rebuild-age': 4 }, { FAKE_DIB_DELAY: '0.1' })],
+      providers: [loopbackProvider('cloud-a', ['deb']), loopbackProvider('cloud-b', ['deb'], 'raw')],
+    });
+    await sys.addBuilder('a');
+    await sys.startServer();
+  });
+
+  after(async () => {
+    await sys?.stop();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('rebuilds after rebuild-age and keeps exactly the two newest builds and uploads', async () => {
+    await sys.waitForBuild('a fourth build ready', (b) => b.state === 'ready' && seq(b.id) >= 4, 90_000);
+    const s = await sys.waitForState('retention settled: 2 ready builds, 2 ready uploads per provider, nothing else', (x) =>
+      x.builds.length === 2 && x.builds.every((b) => b.state === 'ready')
+      && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'), 60_000);
+    const kept = s.builds.map((b) => b.id);
+    assert.ok(seq(kept[1]!) === seq(kept[0]!) + 1, `the two newest builds are kept: ${kept.join(', ')}`);
+    for (const p of ['cloud-a', 'cloud-b']) {
+      assert.deepEqual(s.uploads.filter((u) => u.provider === p).map((u) => u.buildId).sort(), kept);
+    }
+    const glance = await glanceAdmin(sys.cloud);
+    await waitFor(async () => (await glance.list({ properties: { nodepool_image_name: 'deb' } })).length === 4, { timeoutMs: 20_000, what: 'only the 4 kept images in Glance' });
+    const images = await glance.list({ properties: { nodepool_image_name: 'deb' } });
+    assert.deepEqual(images.map((i) => i.externalId).sort(), s.uploads.map((u) => u.externalId).sort());
+    const builder = sys.builders.get('a')!;
+    await waitFor(async () => (await idsOnDisk(builder.env.imagesDir)).length === 2, { timeoutMs: 20_000, what: 'old build files deleted on the builder' });
+    assert.deepEqual(await idsOnDisk(builder.env.imagesDir), kept);
+  });
+
+  it('image-delete of the newest build deletes its uploads and files and falls back to the previous build', async () => {
+    // Make the builds old-proof: no rebuild during this test.
+    await sys.reconfigure({ diskimages: [fakeDiskimage('deb', { formats: ['qcow2'], 'rebuild-age': 3600 }, { FAKE_DIB_DELAY: '0.1' })] });
+    const before = await sys.waitForState('retention settled', (x) => x.builds.length === 2 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'));
+    const [previous, newest] = before.builds.map((b) => b.id) as [string, string];
+    const cli = await run(process.execPath, ['--import', 'tsx', 'bin/nodepool.ts', '-c', sys.serverConfigPath, 'image-delete', newest]);
+    assert.match(cli.stdout, /marked for deletion/);
+    const after = await sys.waitForState(`${newest} and its uploads gone`, (x) => x.builds.every((b) => b.id !== newest) && x.uploads.every((u) => u.buildId !== newest));
+    assert.deepEqual(after.builds.map((b) => [b.id, b.state]), [[previous, 'ready']]);
+    assert.deepEqual(after.uploads.map((u) => [u.buildId, u.state]), [[previous, 'ready'], [previous, 'ready']]);
+    const builder = sys.builders.get('a')!;
+    await waitFor(async () => !(await idsOnDisk(builder.env.imagesDir)).includes(newest), { timeoutMs: 20_000, what: `${newest} files deleted` });
+    const glance = await glanceAdmin(sys.cloud);
+    assert.deepEqual((await glance.list({ properties: { nodepool_build_id: newest } })).length, 0);
+    // No rebuild: the previous build is current and young enough.
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [previous]);
+  });
+
+  it('keeps the rolled-back build as the next most recent when the next build arrives', async () => {
+    const [previous] = (await sys.store.listBuilds()).map((b) => b.id) as [string];
+    const r = await run(process.execPath, ['--import', 'tsx', 'bin/nodepool.ts', '-c', sys.serverConfigPath, 'image-build', 'deb']);
+    assert.match(r.stdout, /requested/);
+    const s = await sys.waitForState('a new build ready and uploaded next to the previous one', (x) =>
+      x.builds.length === 2 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'));
+    assert.equal(s.builds[0]?.id, previous);
+    assert.ok(seq(s.builds[1]!.id) > seq(previous));
+    assert.equal((await sys.store.listBuildRequests()).length, 0, 'the served request is cleared');
+    assert.ok(path.isAbsolute(sys.serverConfigPath));
+  });
+});
