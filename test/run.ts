@@ -4,7 +4,7 @@
  * test runner, stops the cloud, and fails the run if a process it started is left behind.
  */
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
@@ -20,12 +20,22 @@ function findTests(dir: string): string[] {
   }).sort();
 }
 
+/** Marks every process this run starts (children inherit it), so a concurrent run's processes are never ours. */
+const RUN_MARK = `NODEPOOL_TEST_RUN=${process.pid}-${Date.now()}`;
+
+/** Watched processes started by this run (their environment carries RUN_MARK). */
 function watchedPids(): Map<number, string> {
   const out = execFileSync('ps', ['-eo', 'pid=,comm='], { encoding: 'utf8' });
   const pids = new Map<number, string>();
   for (const line of out.split('\n')) {
     const m = /^\s*(\d+)\s+(.+)$/.exec(line);
-    if (m && WATCHED.test(m[2] as string)) pids.set(Number(m[1]), m[2] as string);
+    if (!m || !WATCHED.test(m[2] as string)) continue;
+    try {
+      if (!readFileSync(`/proc/${m[1]}/environ`, 'latin1').split('\0').includes(RUN_MARK)) continue;
+    } catch {
+      continue; // gone, or not readable: not ours
+    }
+    pids.set(Number(m[1]), m[2] as string);
   }
   return pids;
 }
@@ -42,6 +52,8 @@ if (files.length === 0) {
 
 const before = watchedPids();
 const needsCloud = files.some((f) => f.includes(`${path.sep}integration${path.sep}`)) && !process.env.NODEPOOL_TEST_CLOUD;
+const [markKey, markValue] = RUN_MARK.split('=') as [string, string];
+process.env[markKey] = markValue;
 const env = { ...process.env };
 let cloud: ReturnType<typeof spawn> | undefined;
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodepool-test-run-'));

@@ -88,7 +88,9 @@ export function failureReason(result: Exclude<JobResult, { type: 'complete' }>):
     const first = result.data.toString('utf8').trim().split('\n')[0] ?? '';
     return `builder exception: ${first || warnings.join('; ') || 'no message'}`;
   }
-  return warnings.join('; ') || 'the builder reported a failure without a message';
+  // gearmand itself sends a bare WORK_FAIL when the builder running the job disconnected
+  // and --job-retries is used up.
+  return warnings.join('; ') || 'the job failed without a message (the builder running it may have died)';
 }
 
 /** A Gearman unique for a key: the key itself, or a digest of it when gearmand would truncate it. */
