@@ -1,0 +1,81 @@
+import { after, afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { ImageSystem } from '../../support/image-system.js';
+import { runningProcesses } from '../../support/processes.js';
+
+const providers = [loopbackProvider('cloud-a', ['deb'])];
+/** Raw images are read in full (zeros included), so a 768 MiB upload lasts a few seconds here. */
+const bigRaw = { diskimages: [fakeDiskimage('deb', { formats: ['raw'] }, { FAKE_DIB_SIZE_MIB: '768' })], providers: [loopbackProvider('cloud-a', ['deb'], 'raw')] };
+
+/** Ids with files in a builder's images-dir. */
+async function idsOnDisk(dir: string): Promise<string[]> {
+  return [...new Set((await readdir(dir)).map((f) => /^(deb-\d{10})\./.exec(f)?.[1]).filter((x): x is string => !!x))].sort();
+}
+
+/** Nothing stuck, nothing leaked: every record settled, Glance holds exactly the ready uploads, builders hold exactly the ready builds. */
+async function assertSettled(sys: ImageSystem): Promise<void> {
+  const s = await sys.waitForState('every record settled (no building/uploading/deleting)', (x) =>
+    x.builds.every((b) => b.state === 'ready') && x.uploads.every((u) => u.state === 'ready') && x.uploads.length > 0, 60_000);
+  const glance = await glanceAdmin(sys.cloud);
+  await waitFor(async () => (await glance.list({ properties: { nodepool_image_name: 'deb' } })).length === s.uploads.length,
+    { timeoutMs: 20_000, what: 'Glance holds only the recorded uploads' });
+  const images = await glance.list({ properties: { nodepool_image_name: 'deb' } });
+  assert.deepEqual(images.map((i) => i.externalId).sort(), s.uploads.map((u) => u.externalId).sort());
+  assert.ok(images.every((i) => i.status === 'active'));
+  const onDisk = (await Promise.all([...sys.builders.values()].map((b) => idsOnDisk(b.env.imagesDir)))).flat().sort();
+  assert.deepEqual(onDisk, s.builds.map((b) => b.id).sort());
+}
+
+describe('restart safety: server killed, gearmand killed', () => {
+  let sys: ImageSystem | undefined;
+
+  afterEach(async () => {
+    await sys?.stop();
+    sys = undefined;
+  });
+  after(() => assert.deepEqual(runningProcesses().map((p) => p.name), []));
+
+  it('a server killed -9 mid-build resumes the same build on restart without a second DIB run', async () => {
+    sys = await ImageSystem.start({ diskimages: [fakeDiskimage('deb', { formats: ['qcow2'] }, { FAKE_DIB_DELAY: '4' })], providers });
+    const a = await sys.addBuilder('a');
+    let dibRuns = 0;
+    a.inProcess!.on('build:complete', () => { dibRuns += 1; });
+    sys.startServerProcess();
+    const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 60_000);
+    await sys.serverProcess!.kill();
+    sys.startServerProcess();
+    const ready = await sys.waitForBuild('the same build ready', (b) => b.id === building.id && b.state === 'ready', 60_000);
+    assert.equal(ready.builderHostname, 'builder-a');
+    await assertSettled(sys);
+    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [building.id]);
+    assert.equal(dibRuns, 1, 'the resubmission attached to the running build');
+  });
+
+  it('a server killed -9 mid-upload resumes the upload; no duplicate upload, nothing leaked in Glance', async () => {
+    sys = await ImageSystem.start(bigRaw);
+    await sys.addBuilder('a');
+    sys.startServerProcess();
+    const mid = await sys.waitForState('upload in progress', (x) => x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0), 60_000);
+    const uploadId = mid.uploads[0]!.id;
+    await sys.serverProcess!.kill();
+    sys.startServerProcess();
+    await sys.waitForState('the same upload ready', (x) => x.uploads.some((u) => u.id === uploadId && u.state === 'ready'), 60_000);
+    await assertSettled(sys);
+    assert.deepEqual((await sys.store.listUploads()).map((u) => u.id), [uploadId]);
+  });
+
+  it('gearmand killed and restarted mid-upload: the upload is redone, nothing stuck, nothing leaked', async () => {
+    sys = await ImageSystem.start(bigRaw);
+    await sys.addBuilder('a');
+    await sys.startServer();
+    await sys.waitForState('upload in progress', (x) => x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0), 60_000);
+    await sys.gearmand.kill();
+    await sys.gearmand.restart();
+    await assertSettled(sys);
+    const builds = await sys.store.listBuilds();
+    assert.equal(builds.length, 1, 'the build survived: its builder re-registered its files');
+  });
+});
