@@ -1,18 +1,19 @@
 /**
  * `make run`: the image system on one host with real parts — gearmand on loopback, a loopback
- * Keystone + Glance, and one nodepool-builder — then one image built and uploaded to two
- * providers (qcow2 as built, raw converted by qemu-img). Until nodepool-server exists, this
- * script submits the Gearman jobs the server will submit. Runs until Ctrl-C, then stops all
- * it started.
+ * Keystone + Glance, nodepool-server and one nodepool-builder — with config/quickstart.yaml.
+ * The server builds debian-bookworm (the real DIB where the machine allows it) and uploads it
+ * to two providers (qcow2 as built, raw converted by qemu-img); this script follows the state
+ * store, prints `nodepool dib-image-list` and `image-list`, and runs until Ctrl-C, then stops
+ * all it started. Every run starts afresh (state, images and cloud under .run/quickstart).
  */
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { loadConfig } from '../lib/config/load.js';
-import { adminWorkers } from '../lib/gearman/admin.js';
-import { GearmanClient } from '../lib/gearman/client.js';
-import { fn } from '../lib/gearman/functions.js';
 import { waitFor } from '../lib/lifecycle.js';
+import { openStore } from '../lib/store/open-store.js';
 import { bookwormDibEnv } from '../test/support/debian-mirror.js';
 import { startGearmand } from '../test/support/gearmand.js';
 import { startLoopbackCloud } from '../test/support/openstack.js';
@@ -20,7 +21,9 @@ import { startProcess } from '../test/support/processes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIR = path.join(ROOT, '.run', 'quickstart');
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const say = (s: string): void => console.log(`[quickstart] ${s}`);
+const run = promisify(execFile);
 
 /** Why the real DIB cannot run here, or undefined when it can. */
 function realDibUnavailable(): string | undefined {
@@ -36,6 +39,7 @@ function realDibUnavailable(): string | undefined {
   return undefined;
 }
 
+for (const sub of ['state', 'images', 'logs', 'cloud']) await rm(path.join(DIR, sub), { recursive: true, force: true });
 await mkdir(DIR, { recursive: true });
 const stops: Array<() => Promise<void>> = [];
 let stopping = false;
@@ -52,8 +56,10 @@ process.on('SIGTERM', () => void shutdown(0));
 
 try {
   say('starting gearmand and the loopback Keystone + Glance');
-  const [gearmand, cloud] = await Promise.all([startGearmand(), startLoopbackCloud({ dir: path.join(DIR, 'cloud') })]);
-  stops.push(() => cloud.stop(), () => gearmand.stop());
+  const gearmand = await startGearmand();
+  stops.push(() => gearmand.stop());
+  const cloud = await startLoopbackCloud({ dir: path.join(DIR, 'cloud') });
+  stops.push(() => cloud.stop());
   say(`gearmand on 127.0.0.1:${gearmand.port}; Keystone ${cloud.authUrl}; Glance on 127.0.0.1:${cloud.glancePort} (up in ${(cloud.startupMs / 1000).toFixed(1)} s)`);
 
   const whyNot = realDibUnavailable();
@@ -67,42 +73,41 @@ try {
     .replaceAll('@@CLOUDS_YAML@@', cloud.cloudsYamlPath)
     .replaceAll('@@DIB_CMD@@', dibCmd)
     .replaceAll('@@DIB_ENV@@', JSON.stringify(whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : bookwormDibEnv())));
-  loadConfig(configPath);
+  const config = loadConfig(configPath);
 
-  const builderLog = path.join(DIR, 'builder.log');
-  const builder = startProcess('nodepool-builder', process.execPath, [
-    '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'quickstart-builder',
-  ], { cwd: ROOT, logFile: builderLog, env: { ...process.env, PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' } });
-  stops.push(() => builder.stop(60_000));
-  await waitFor(async () => (await adminWorkers(gearmand.address)).some((w) => w.functions.includes(fn.imageBuild('debian-bookworm'))),
-    { timeoutMs: 30_000, what: 'nodepool-builder to register image-build:debian-bookworm' });
-  say(`nodepool-builder registered (log: ${builderLog})`);
+  const daemon = (name: string, bin: string, extra: string[]): void => {
+    const logFile = path.join(DIR, `${name}.log`);
+    const p = startProcess(name, process.execPath, ['--import', 'tsx', path.join(ROOT, bin), '-c', configPath, ...extra],
+      { cwd: ROOT, logFile, env: { ...process.env, PATH: SYSTEM_PATH, NODEPOOL_CONFIG: '' } });
+    stops.push(() => p.stop(60_000));
+    say(`${name} started (log: ${logFile})`);
+  };
+  daemon('nodepool-builder', 'bin/nodepool-builder.ts', ['--hostname', 'quickstart-builder']);
+  daemon('nodepool-server', 'bin/nodepool-server.ts', ['--hostname', 'quickstart-server']);
 
-  const client = new GearmanClient({ servers: [gearmand.address], clientId: 'quickstart' });
-  await client.start();
-  stops.push(() => client.stop());
-  const id = `debian-bookworm-${String(Math.floor(Date.now() / 1000)).padStart(10, '0')}`;
-  say(`submitting image-build:debian-bookworm for ${id}`);
-  const build = client.submit(fn.imageBuild('debian-bookworm'), JSON.stringify({ 'image-id': id }), {
-    unique: id, onStatus: (n, d) => say(`  build progress ${n}/${d}`),
-  });
-  const built = await build.result;
-  if (built.type !== 'complete') throw new Error(`build failed: ${Buffer.concat(built.warnings).toString() || built.type}`);
-  say(`built: ${built.data.toString()}`);
-  for (const provider of ['loopback', 'loopback-raw']) {
-    let lastPct = -1;
-    const up = await client.submit(fn.imageUpload(id), JSON.stringify({ 'image-name': 'debian-bookworm', provider }), {
-      onStatus: (n, d) => {
-        const pct = Math.floor((100 * n) / Math.max(1, d));
-        if (pct >= lastPct + 25) { lastPct = pct; say(`  upload to ${provider}: ${pct}%`); }
-      },
-    }).result;
-    if (up.type !== 'complete') throw new Error(`upload to ${provider} failed: ${Buffer.concat(up.warnings).toString() || up.type}`);
-    say(`uploaded to ${provider}: ${up.data.toString()}`);
+  const store = await openStore(config);
+  stops.push(() => store.close());
+  const providers = config.providers.map((p) => p.name);
+  let last = '';
+  const timeoutMs = (config.diskimages[0]?.buildTimeout ?? 1800) * 1000 + 600_000;
+  await waitFor(async () => {
+    const builds = await store.listBuilds();
+    const uploads = await store.listUploads();
+    const line = [
+      ...builds.map((b) => `build ${b.id} ${b.state}${b.progress ? ` ${b.progress.numerator}/${b.progress.denominator}` : ''}${b.reason ? ` (${b.reason})` : ''}`),
+      ...uploads.map((u) => `upload ${u.id} to ${u.provider} ${u.state}${u.progress ? ` ${Math.floor((100 * u.progress.numerator) / Math.max(1, u.progress.denominator))}%` : ''}${u.reason ? ` (${u.reason})` : ''}`),
+    ].join('; ');
+    if (line && line !== last) say(line);
+    last = line;
+    return providers.every((p) => uploads.some((u) => u.provider === p && u.state === 'ready'));
+  }, { timeoutMs, what: 'the first build to be ready and uploaded to every provider', intervalMs: 1000 });
+
+  for (const cmd of ['dib-image-list', 'image-list']) {
+    const out = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', configPath, cmd], { cwd: ROOT });
+    say(`nodepool ${cmd}`);
+    process.stdout.write(out.stdout);
   }
-  const held = (await adminWorkers(gearmand.address)).filter((w) => w.functions.includes(fn.imageUpload(id)));
-  say(`gearmand workers advertising ${fn.imageUpload(id)}: ${held.map((w) => w.clientId).join(', ')}`);
-  say(`images in ${path.join(DIR, 'images')}; Glance store ${cloud.imagesDir}`);
+  say(`images in ${path.join(DIR, 'images')}; Glance store ${cloud.imagesDir}; try: node --import tsx bin/nodepool.ts -c ${configPath} image-build debian-bookworm --follow`);
   say('running; press Ctrl-C to stop');
   await new Promise(() => undefined);
 } catch (err) {
