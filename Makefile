@@ -13,7 +13,7 @@ NODE_TEST := node --import tsx test/run.ts
 help:
 	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
 	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image"
-	@echo "make bench  - upload throughput vs curl, Gearman round trips vs a raw client"
+	@echo "make bench  - planner pass at scale, upload throughput vs curl, Gearman round trips vs a raw client"
 
 deps: apt-deps npm-deps
 
@@ -41,6 +41,7 @@ build: npm-deps
 	npx tsc -p tsconfig.build.json
 
 bench: deps
+	node --import tsx bench/planner.ts
 	node --import tsx bench/gearman-roundtrip.ts
 	node --import tsx bench/upload-throughput.ts --size-mib 2048
 
