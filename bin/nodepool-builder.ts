@@ -4,12 +4,11 @@
  * SIGHUP or a change of the config file reloads it; the first SIGINT/SIGTERM drains running
  * jobs (up to --shutdown-timeout), a second one aborts them at once.
  */
-import { watch } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { loadConfig } from '../lib/config/load.js';
+import { onConfigChange } from './config-reload.js';
 import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
 import { ConfigError } from '../lib/errors.js';
 import { createRootLogger } from '../lib/log.js';
@@ -65,14 +64,7 @@ function reload(reason: string): void {
   }
 }
 
-let reloadTimer: NodeJS.Timeout | undefined;
-// Watch the directory, not the file: editors and config management replace files by rename.
-const watcher = watch(path.dirname(path.resolve(argv.config)), (_event, name) => {
-  if (name !== path.basename(argv.config)) return;
-  clearTimeout(reloadTimer);
-  reloadTimer = setTimeout(() => reload('file changed'), 300);
-});
-process.on('SIGHUP', () => reload('SIGHUP'));
+const watcher = onConfigChange(argv.config, reload);
 
 let signals = 0;
 function onSignal(sig: NodeJS.Signals): void {
@@ -84,7 +76,6 @@ function onSignal(sig: NodeJS.Signals): void {
   }
   log.info('shutting down', { signal: sig });
   watcher.close();
-  clearTimeout(reloadTimer);
   builder.stop({ abortAfterMs: argv['shutdown-timeout'] * 1000 }).then(
     () => {
       const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);

@@ -20,7 +20,7 @@ import {
   builderProcess, createBuilderEnv, inProcessBuilder, type BuilderEnv, type RawDiskimage, type RawProvider,
 } from './builder-env.js';
 import { startGearmand, type GearmandHandle, type StartGearmandOptions } from './gearmand.js';
-import { useLoopbackCloud, type LoopbackCloud } from './openstack.js';
+import { startLoopbackCloud, type LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
 import { testLogger } from './test-log.js';
 
@@ -64,9 +64,13 @@ export class ImageSystem {
     this.providers = opts.providers;
   }
 
-  /** Starts gearmand and the shared cloud, writes the server config and opens the store. */
+  /**
+   * Starts gearmand and a private Keystone+Glance, writes the server config and opens the
+   * store. The cloud is not the run's shared one: the server's leak check deletes images of
+   * its provider names that its store does not know, which would be other test files' images.
+   */
   static async start(opts: ImageSystemOptions): Promise<ImageSystem> {
-    const [gearmand, cloud] = await Promise.all([startGearmand(opts.gearmand), useLoopbackCloud()]);
+    const [gearmand, cloud] = await Promise.all([startGearmand(opts.gearmand), startLoopbackCloud()]);
     const probe = await createBuilderEnv({ name: 'server', gearmanPort: gearmand.port, cloud });
     const lifecycle = { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'build-timeout-grace': 5, 'leak-check-interval': 2, ...opts.lifecycle };
     const serverConfigPath = path.join(probe.dir, 'server.yaml');
