@@ -7,37 +7,21 @@
 import os from 'node:os';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { loadConfig } from '../lib/config/load.js';
-import { onConfigChange } from './config-reload.js';
-import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
-import { ConfigError } from '../lib/errors.js';
-import { createRootLogger } from '../lib/log.js';
 import { DibBuilder } from '../workers/builder/dib-builder.js';
-import { openstackImageServices } from '../lib/drivers/openstack/image-services.js';
+import { daemonLogger, hostImageServices, loadConfigOrExit, reloadOnChange, withDaemonOptions } from './daemon.js';
 
-const argv = yargs(hideBin(process.argv))
+const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-builder')
   .usage('$0 -c nodepool.yaml\n\nBuilds images with diskimage-builder and serves uploads and deletes over Gearman.')
-  .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this builder reports' })
   .option('build-workers', { type: 'number', default: 1, describe: 'concurrent builds' })
   .option('upload-workers', { type: 'number', default: 4, describe: 'concurrent uploads and deletes' })
   .option('shutdown-timeout', { type: 'number', default: 30, describe: 'seconds to let running jobs finish on SIGTERM' })
-  .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
-  .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] })
   .strict()
   .parseSync();
 
-const log = createRootLogger({ level: argv['log-level'], format: argv['log-format'] as 'pretty' | 'json', defaultMeta: { process: 'nodepool-builder' } });
-
-let config;
-try {
-  config = loadConfig(argv.config);
-} catch (err) {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
-  process.exit(2);
-}
-
+const log = daemonLogger(argv, 'nodepool-builder');
+const config = loadConfigOrExit(argv.config);
 let current = config;
 const builder = new DibBuilder({
   config,
@@ -46,25 +30,13 @@ const builder = new DibBuilder({
   buildWorkers: argv['build-workers'],
   uploadWorkers: argv['upload-workers'],
   env: process.env,
-  imageServices: openstackImageServices({
-    cloudsFile: () => current.cloudsFile,
-    searchPaths: standardSearchPaths({ env: process.env, homeDir: os.homedir(), cwd: process.cwd() }),
-    log,
-  }),
+  imageServices: hostImageServices(() => current, log),
 });
 
-function reload(reason: string): void {
-  try {
-    const next = loadConfig(argv.config);
-    current = next;
-    builder.reconfigure(next);
-    log.info('config reloaded', { reason, file: argv.config });
-  } catch (err) {
-    log.error('config reload failed; keeping the running config', { reason, error: (err as Error).message });
-  }
-}
-
-const watcher = onConfigChange(argv.config, reload);
+const watcher = reloadOnChange(argv.config, log, (next) => {
+  current = next;
+  builder.reconfigure(next);
+});
 
 let signals = 0;
 function onSignal(sig: NodeJS.Signals): void {

@@ -7,34 +7,19 @@
 import os from 'node:os';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { loadConfig } from '../lib/config/load.js';
-import { onConfigChange } from './config-reload.js';
-import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
-import { openstackImageServices } from '../lib/drivers/openstack/image-services.js';
 import { ConfigError, StoreError } from '../lib/errors.js';
-import { createRootLogger } from '../lib/log.js';
 import { NodepoolServer } from '../server/main.js';
+import { daemonLogger, hostImageServices, loadConfigOrExit, reloadOnChange, withDaemonOptions } from './daemon.js';
 
-const argv = yargs(hideBin(process.argv))
+const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
   .usage('$0 -c nodepool.yaml\n\nDecides what to build, upload and delete, and has the builders do it over Gearman.')
-  .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this server reports' })
-  .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
-  .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] })
   .strict()
   .parseSync();
 
-const log = createRootLogger({ level: argv['log-level'], format: argv['log-format'] as 'pretty' | 'json', defaultMeta: { process: 'nodepool-server' } });
-
-let config;
-try {
-  config = loadConfig(argv.config);
-} catch (err) {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
-  process.exit(2);
-}
-
+const log = daemonLogger(argv, 'nodepool-server');
+const config = loadConfigOrExit(argv.config);
 let current = config;
 let server: NodepoolServer | undefined;
 try {
@@ -42,11 +27,7 @@ try {
     config,
     log,
     hostname: argv.hostname,
-    imageServices: openstackImageServices({
-      cloudsFile: () => current.cloudsFile,
-      searchPaths: standardSearchPaths({ env: process.env, homeDir: os.homedir(), cwd: process.cwd() }),
-      log,
-    }),
+    imageServices: hostImageServices(() => current, log),
   });
 } catch (err) {
   const known = err instanceof ConfigError || err instanceof StoreError;
@@ -55,18 +36,10 @@ try {
 }
 const running = server;
 
-function reload(reason: string): void {
-  try {
-    const next = loadConfig(argv.config);
-    current = next;
-    running.reconfigure(next);
-    log.info('config reloaded', { reason, file: argv.config });
-  } catch (err) {
-    log.error('config reload failed; keeping the running config', { reason, error: (err as Error).message });
-  }
-}
-
-const watcher = onConfigChange(argv.config, reload);
+const watcher = reloadOnChange(argv.config, log, (next) => {
+  current = next;
+  running.reconfigure(next);
+});
 
 let signals = 0;
 function onSignal(sig: NodeJS.Signals): void {

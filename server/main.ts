@@ -11,6 +11,7 @@ import { ConfigError } from '../lib/errors.js';
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
 import type { Logger } from '../lib/log.js';
+import type { ServerHeartbeat } from '../lib/status/server.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
 import { SERVER_HEARTBEAT_KEY } from './image-lifecycle/actions.js';
@@ -26,15 +27,6 @@ export interface NodepoolServerOptions {
   pid?: number;
   /** Epoch ms (default Date.now). */
   clock?: () => number;
-}
-
-/** The heartbeat the server publishes every pass. */
-export interface ServerHeartbeat {
-  pid: number;
-  hostname: string;
-  started: number;
-  /** Seconds between passes. */
-  interval: number;
 }
 
 export class NodepoolServer {

@@ -6,6 +6,7 @@ import { fn } from '../../lib/gearman/functions.js';
 import type { BuildReason, DiskimageStatus } from './actions.js';
 import { failureRun } from './backoff.js';
 import type { PlanView, WorkingBuild } from './plan-view.js';
+import { builderClientId } from '../../lib/gearman/client-id.js';
 
 /** Status text while gearmand's admin protocol does not answer. */
 export const ADMIN_UNREACHABLE = 'gearmand admin not reachable';
@@ -31,7 +32,7 @@ export function planBuildingBuilds(view: PlanView): void {
       const { builderHostname: host, builderId } = b.rec;
       if (timedOut) failBuild(view, b, `timed out after ${limit} s`);
       else if (!view.adminReachable) continue;
-      else if (host && builderId && !view.isConnected(`${host}:${builderId}`)) failBuild(view, b, `builder ${host} disappeared during the build`);
+      else if (host && builderId && !view.isConnected(builderClientId(host, builderId))) failBuild(view, b, `builder ${host} disappeared during the build`);
       else if (!view.isRegistered(buildFn)) failBuild(view, b, `no builder registers ${buildFn} any more`);
     } else if (!d) failBuild(view, b, `diskimage ${name} is no longer configured`);
     else if (timedOut) failBuild(view, b, `timed out after ${limit} s`);

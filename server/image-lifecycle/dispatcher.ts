@@ -12,6 +12,7 @@ import type { Config } from '../../lib/config/schema.js';
 import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
 import { coerceError, GearmanConnectionError, StateConflictError } from '../../lib/errors.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
+import { parseBuilderClientId } from '../../lib/gearman/client-id.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { JobResult } from '../../lib/gearman/types.js';
 import { externalImageName } from '../../lib/images/external-name.js';
@@ -155,8 +156,8 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         return;
       }
       case 'mark-found': {
-        const [host, id] = splitClientId(action.holders[0] ?? '');
-        await store.updateBuild(action.buildId, { state: 'ready', reason: null, ...(host ? { builderHostname: host, builderId: id } : {}) }, { expectStates: ['lost'] });
+        const holder = parseBuilderClientId(action.holders[0] ?? '');
+        await store.updateBuild(action.buildId, { state: 'ready', reason: null, ...(holder ? { builderHostname: holder.hostname, builderId: holder.builderId } : {}) }, { expectStates: ['lost'] });
         this.log.info('lost build found again', { buildId: action.buildId, holders: action.holders });
         return;
       }
@@ -186,18 +187,12 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         this.track(this.deps.store.updateBuild(build.id, { builderHostname: who.hostname, builderId: who.builderId }, { expectStates: ['building'] }));
       },
     });
-    this.track(job.result.then(
-      (result) => (live() ? this.onBuildResult(build, result) : undefined),
-      (err: Error) => {
-        if (!live()) return;
-        this.builds.delete(build.id);
-        if (err instanceof GearmanConnectionError) {
-          this.log.warn('lost gearmand while a build ran; it is resubmitted next pass', { buildId: build.id, error: err.message });
-          return;
-        }
-        return this.failBuild(build.id, `gearmand refused the job: ${err.message}`);
-      },
-    ));
+    this.follow(job.result, live, {
+      what: { buildId: build.id },
+      onResult: (result) => this.onBuildResult(build, result),
+      onLost: () => this.builds.delete(build.id),
+      onRefused: (reason) => this.failBuild(build.id, reason),
+    });
   }
 
   private async onBuildResult(build: BuildRecord, result: JobResult): Promise<void> {
@@ -296,18 +291,12 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
       unique: jobUnique(`${upload.buildId}:${upload.provider}:${upload.id}`),
       onStatus: (n, d) => { if (live()) progress(n, d); },
     });
-    this.track(job.result.then(
-      (result) => (live() ? this.onUploadResult(upload, result) : undefined),
-      (err: Error) => {
-        if (!live()) return;
-        this.uploads.delete(upload.id);
-        if (err instanceof GearmanConnectionError) {
-          this.log.warn('lost gearmand while an upload ran; it is resubmitted next pass', { uploadId: upload.id, error: err.message });
-          return;
-        }
-        return this.failUpload(upload.id, `gearmand refused the job: ${err.message}`);
-      },
-    ));
+    this.follow(job.result, live, {
+      what: { uploadId: upload.id },
+      onResult: (result) => this.onUploadResult(upload, result),
+      onLost: () => this.uploads.delete(upload.id),
+      onRefused: (reason) => this.failUpload(upload.id, reason),
+    });
   }
 
   private async onUploadResult(upload: UploadRecord, result: JobResult): Promise<void> {
@@ -322,12 +311,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const ready = await this.guard(this.deps.store.updateUpload(upload.id, {
       state: 'ready', externalId: outcome.externalId, externalName: outcome.externalName, format: outcome.format, progress: null, reason: null,
     }, { expectStates: ['uploading'] }), upload.id);
-    if (!ready) {
-      // Failed meanwhile (its builder vanished from gearmand): the image exists but nothing
-      // will use it. Record its id so the retention rules delete it from the cloud.
-      await this.deps.store.updateUpload(upload.id, { externalId: outcome.externalId }).catch(() => undefined);
-      return;
-    }
+    if (!ready) return;
     this.log.info('upload ready', { uploadId: upload.id, buildId: upload.buildId, provider: upload.provider, externalId: outcome.externalId });
     this.emit('upload:ready', ready);
   }
@@ -370,6 +354,31 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
 
   // ------------------------------------------------------------------ helpers
 
+  /**
+   * Follows the end of a build or upload job while it is `live` (not given up or replaced):
+   * results go to `onResult`; a lost gearmand connection only drops it from the in-flight set,
+   * so the next pass resubmits it with the same unique; any other error fails the record.
+   */
+  private follow(result: Promise<JobResult>, live: () => boolean, h: {
+    what: Record<string, string>;
+    onResult(result: JobResult): Promise<void>;
+    onLost(): void;
+    onRefused(reason: string): Promise<void>;
+  }): void {
+    this.track(result.then(
+      (r) => (live() ? h.onResult(r) : undefined),
+      (err: Error) => {
+        if (!live()) return;
+        h.onLost();
+        if (err instanceof GearmanConnectionError) {
+          this.log.warn('lost gearmand while a job ran; it is resubmitted next pass', { ...h.what, error: err.message });
+          return;
+        }
+        return h.onRefused(`gearmand refused the job: ${err.message}`);
+      },
+    ));
+  }
+
   /** A state change that lost a race (the record changed meanwhile) is logged, not thrown. */
   private async guard<T>(p: Promise<T | undefined>, id: string): Promise<T | undefined> {
     try {
@@ -399,11 +408,4 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
 function describe(action: Action): Record<string, unknown> {
   const { type: _type, ...rest } = action;
   return rest;
-}
-
-/** `<hostname>:<builder-id>` → its parts (a hostname has no colon; an IPv6 literal would). */
-function splitClientId(clientId: string): [string | undefined, string | undefined] {
-  const i = clientId.lastIndexOf(':');
-  if (i <= 0) return [undefined, undefined];
-  return [clientId.slice(0, i), clientId.slice(i + 1)];
 }

@@ -13,6 +13,7 @@ import type { GearmanClient } from '../../lib/gearman/client.js';
 import { fn } from '../../lib/gearman/functions.js';
 import { backoffDelay, sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
+import type { LifecycleStatus } from '../../lib/status/server.js';
 import type { Store } from '../../lib/store/store.js';
 import { LIFECYCLE_STATUS_KEY, type Plan, type PlannerSnapshot } from './actions.js';
 import { ImageDispatcher, type ImageDispatcherEvents } from './dispatcher.js';
@@ -100,7 +101,8 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     const result = plan(snapshot);
     if (result.actions.length) this.log.debug('plan', { actions: result.actions });
     await this.dispatcher.execute(result.actions, registered);
-    await store.putStatus(LIFECYCLE_STATUS_KEY, { diskimages: result.diskimages, targets: result.targets });
+    const status: LifecycleStatus = { diskimages: result.diskimages, targets: result.targets };
+    await store.putStatus(LIFECYCLE_STATUS_KEY, status);
     const leakEvery = config.imageLifecycle.leakCheckInterval * 1000;
     if (leakEvery > 0 && now - this.lastLeakCheck >= leakEvery) {
       this.lastLeakCheck = now;

@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { Config, DiskimageConfig } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
 import { AbortedError, BuilderError, BuildTimeoutError, UnknownImageError } from '../../lib/errors.js';
+import { builderClientId } from '../../lib/gearman/client-id.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { ReconnectOptions } from '../../lib/gearman/types.js';
 import { GearmanWorker, type WorkerJob } from '../../lib/gearman/worker.js';
@@ -111,7 +112,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
 
   /** `<hostname>:<builder-id>`, the Gearman client id the server maps files to. */
   get clientId(): string {
-    return `${this.hostname}:${this.builderId}`;
+    return builderClientId(this.hostname, this.builderId);
   }
 
   /** Ids of complete images held here. */

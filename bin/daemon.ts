@@ -1,0 +1,78 @@
+/**
+ * What nodepool-server and nodepool-builder share at their edge: the common options, the
+ * root logger, loading the config (exit 2 on a config error), reloads on SIGHUP or a change
+ * of the config file, and the clouds.yaml image services.
+ */
+import { watch } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Argv } from 'yargs';
+import { loadConfig } from '../lib/config/load.js';
+import type { Config } from '../lib/config/schema.js';
+import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
+import { openstackImageServices, type ImageServiceFactory } from '../lib/drivers/openstack/image-services.js';
+import { ConfigError } from '../lib/errors.js';
+import { createRootLogger, type Logger } from '../lib/log.js';
+
+/** Adds `-c/--config`, `--log-level` and `--log-format`. */
+export function withDaemonOptions<T>(y: Argv<T>) {
+  return y
+    .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
+    .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
+    .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] });
+}
+
+/** The root logger of a daemon. */
+export function daemonLogger(argv: { 'log-level': string; 'log-format': string }, name: string): Logger {
+  return createRootLogger({ level: argv['log-level'], format: argv['log-format'] as 'pretty' | 'json', defaultMeta: { process: name } });
+}
+
+/** Loads the config, or prints the problem and exits 2. */
+export function loadConfigOrExit(file: string): Config {
+  try {
+    return loadConfig(file);
+  } catch (err) {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+}
+
+/**
+ * Reloads the config on SIGHUP and (debounced) when the file changes, and hands a valid one
+ * to `apply`; an invalid file is logged and the running config kept. The directory is
+ * watched, not the file, because editors and config management replace files by rename.
+ */
+export function reloadOnChange(file: string, log: Logger, apply: (config: Config) => void): { close(): void } {
+  const reload = (reason: string): void => {
+    try {
+      apply(loadConfig(file));
+      log.info('config reloaded', { reason, file });
+    } catch (err) {
+      log.error('config reload failed; keeping the running config', { reason, error: (err as Error).message });
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const watcher = watch(path.dirname(path.resolve(file)), (_event, name) => {
+    if (name !== path.basename(file)) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => reload('file changed'), 300);
+  });
+  const onHup = (): void => reload('SIGHUP');
+  process.on('SIGHUP', onHup);
+  return {
+    close() {
+      watcher.close();
+      clearTimeout(timer);
+      process.off('SIGHUP', onHup);
+    },
+  };
+}
+
+/** Image services from this host's clouds.yaml (`clouds-file` of the current config first). */
+export function hostImageServices(current: () => Config, log: Logger): ImageServiceFactory {
+  return openstackImageServices({
+    cloudsFile: () => current().cloudsFile,
+    searchPaths: standardSearchPaths({ env: process.env, homeDir: os.homedir(), cwd: process.cwd() }),
+    log,
+  });
+}
