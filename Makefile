@@ -3,9 +3,10 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := gearman-job-server gearman-tools qemu-utils keystone glance-api uwsgi uwsgi-plugin-python3 \
+APT_PACKAGES := gearman-job-server gearman-tools qemu-utils openssh-server openssh-client keystone glance-api uwsgi uwsgi-plugin-python3 \
   python3-diskimage-builder debootstrap sudo kpartx parted e2fsprogs squashfs-tools git curl jq python3-yaml \
-  procps util-linux openssl
+  procps util-linux openssl \
+  mariadb-server python3-pymysql rabbitmq-server placement-api nova-api nova-conductor nova-scheduler python3-nova neutron-server
 NODE_TEST := node --import tsx test/run.ts
 
 .PHONY: help deps apt-deps npm-deps typecheck lint test test-unit bench build run clean

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * nodepool-server: argv → config → logger → NodepoolServer → signals.
+ * nodepool-server: argv → config → logger → NodepoolServer → signals. `--provider NAME`
+ * (repeatable) limits the launcher to those providers, so several servers can share one store.
  * SIGHUP or a change of the config file reloads it; SIGINT/SIGTERM stop after the pass in
  * progress (builds and uploads keep running on the builders and are resumed at the next start).
  */
@@ -15,6 +16,7 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
   .usage('$0 -c nodepool.yaml\n\nDecides what to build, upload and delete, and has the builders do it over Gearman.')
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this server reports' })
+  .option('provider', { type: 'string', array: true, describe: 'run only this provider (repeatable); others are left to other servers sharing the store' })
   .strict()
   .parseSync();
 
@@ -27,6 +29,7 @@ try {
     config,
     log,
     hostname: argv.hostname,
+    ...(argv.provider?.length ? { providers: argv.provider } : {}),
     imageServices: hostImageServices(() => current, log),
   });
 } catch (err) {

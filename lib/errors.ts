@@ -105,3 +105,9 @@ export class StateConflictError extends StoreError {
     super(message);
   }
 }
+
+/** Thrown by a node launch when the cloud is over quota: the node becomes `aborted` and is retried, not failed. */
+export class QuotaExceededError extends NodepoolError {}
+
+/** Thrown by a node launch that failed (the node becomes `failed` with this message). */
+export class LaunchError extends NodepoolError {}

@@ -1,7 +1,9 @@
 /**
- * NodepoolServer composes the server's services: the state store, one Gearman client, the
- * image lifecycle and a heartbeat the CLI reads. Config reloads take effect at the next pass.
- * Signals and argv stay in bin/nodepool-server.ts.
+ * NodepoolServer composes the server's services: the state store and this process's store
+ * session, one Gearman client and the image lifecycle (when diskimages are configured; one
+ * server at a time runs it, under the store lock `leader:image-lifecycle`), the launcher
+ * (providers, pool workers, deleter, cleanup, min-ready) and a heartbeat the CLI reads.
+ * Config reloads take effect at the next pass. Signals and argv stay in bin/nodepool-server.ts.
  */
 import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
@@ -16,6 +18,8 @@ import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
 import { SERVER_HEARTBEAT_KEY } from './image-lifecycle/actions.js';
 import { ImageLifecycle } from './image-lifecycle/image-lifecycle.js';
+import { Launcher } from './launcher/launcher.js';
+import { StoreSession } from './store-session.js';
 
 /** Options of {@link NodepoolServer.create}. */
 export interface NodepoolServerOptions {
@@ -27,10 +31,12 @@ export interface NodepoolServerOptions {
   pid?: number;
   /** Epoch ms (default Date.now). */
   clock?: () => number;
+  /** Run only these providers (`--provider`); all when omitted. */
+  providers?: readonly string[];
 }
 
 export class NodepoolServer {
-  private readonly releasers = new Releasers();
+  private releasers = new Releasers();
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
   private readonly started: number;
@@ -39,8 +45,9 @@ export class NodepoolServer {
     /** Shared with the services, which read the config through it at every pass. */
     private readonly current: { config: Config },
     readonly store: Store,
-    readonly lifecycle: ImageLifecycle,
-    private readonly client: GearmanClient,
+    readonly lifecycle: ImageLifecycle | undefined,
+    readonly launcher: Launcher,
+    readonly session: StoreSession,
     private readonly opts: NodepoolServerOptions,
   ) {
     this.started = (opts.clock ?? Date.now)();
@@ -49,31 +56,57 @@ export class NodepoolServer {
   /** Opens the store, connects to gearmand and starts the services. Thrown: StoreError, ConfigError. */
   static async create(opts: NodepoolServerOptions): Promise<NodepoolServer> {
     const { config } = opts;
-    if (config.gearmanServers.length === 0) {
+    if (config.gearmanServers.length === 0 && config.diskimages.length > 0) {
       throw new ConfigError(config.file, [{ path: 'gearman-servers', message: 'nodepool-server needs at least one gearmand to reach its builders' }]);
     }
     const log = opts.log.child({ component: 'server' });
+    const hostname = opts.hostname ?? os.hostname();
+    const pid = opts.pid ?? process.pid;
+    const releasers = new Releasers();
     const store = await openStore(config, opts.clock ? { clock: opts.clock } : {});
-    const client = new GearmanClient({ servers: gearmanAddresses(config), clientId: `${opts.hostname ?? os.hostname()}:nodepool-server`, log });
-    const current = { config };
-    const lifecycle = new ImageLifecycle({
-      store, client, config: () => current.config, imageServices: opts.imageServices, log, ...(opts.clock ? { clock: opts.clock } : {}),
-    });
-    const server = new NodepoolServer(current, store, lifecycle, client, opts);
-    server.releasers.add('state store', () => store.close());
-    server.releasers.add('gearman client', () => client.stop());
-    await client.start();
-    lifecycle.start();
-    server.releasers.add('image lifecycle', () => lifecycle.stop());
-    await server.beat();
-    server.heartbeat = setInterval(() => void server.beat(), config.imageLifecycle.interval * 1000);
-    log.info('nodepool-server started', { store: config.stateDir, gearman: config.gearmanServers.map((s) => `${s.host}:${s.port}`) });
-    return server;
+    releasers.add('state store', () => store.close());
+    try {
+      const current = { config };
+      const session = await StoreSession.open({ store, owner: 'nodepool-server', hostname, pid, ttlSeconds: () => current.config.launcher.sessionTtl, log });
+      releasers.add('store session', () => session.close());
+      let lifecycle: ImageLifecycle | undefined;
+      if (config.gearmanServers.length > 0) {
+        const client = new GearmanClient({ servers: gearmanAddresses(config), clientId: `${hostname}:nodepool-server`, log });
+        releasers.add('gearman client', () => client.stop());
+        lifecycle = new ImageLifecycle({
+          store, client, config: () => current.config, imageServices: opts.imageServices, log,
+          leader: () => store.tryLock('leader:image-lifecycle', session.id),
+          ...(opts.clock ? { clock: opts.clock } : {}),
+        });
+        await client.start();
+        lifecycle.start();
+        const started = lifecycle;
+        releasers.add('image lifecycle', () => started.stop());
+      }
+      const launcher = new Launcher({
+        store, log, config: () => current.config, imageServices: opts.imageServices, sessionId: () => session.id,
+        hostname, pid, ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
+      });
+      await launcher.start();
+      releasers.add('launcher', () => launcher.stop());
+      const server = new NodepoolServer(current, store, lifecycle, launcher, session, opts);
+      server.releasers = releasers;
+      await server.beat();
+      server.heartbeat = setInterval(() => void server.beat(), config.imageLifecycle.interval * 1000);
+      log.info('nodepool-server started', {
+        store: config.stateDir, gearman: config.gearmanServers.map((s) => `${s.host}:${s.port}`), providers: launcher.providerNames,
+      });
+      return server;
+    } catch (err) {
+      await releasers.releaseAll().catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Applies a reloaded config; the next pass uses it. */
   reconfigure(config: Config): void {
     this.current.config = config;
+    void this.launcher.reconfigure();
   }
 
   /** Stops every service in reverse order of start. Idempotent. */

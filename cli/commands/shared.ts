@@ -6,6 +6,11 @@
 import { loadConfig } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
 import { ConfigError, StoreError, coerceError } from '../../lib/errors.js';
+import { ClientError, NodeNotFoundError, RequestNotFoundError } from '../../lib/client/errors.js';
+import { NodepoolClient } from '../../lib/client/nodepool-client.js';
+import type { ProviderConfig } from '../../lib/drivers/registry.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import type { Logger } from '../../lib/log.js';
 import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
 import { SERVER_HEARTBEAT_KEY } from '../../server/image-lifecycle/actions.js';
@@ -21,13 +26,16 @@ export interface CommandResult {
 /** Exit codes scripts can rely on. */
 export const EXIT = {
   ok: 0,
-  /** Refused or failed: build in progress, paused, followed build failed, no server to follow. */
+  /**
+   * Refused or failed: build in progress, paused, followed build failed, no server to follow;
+   * node locked or in the wrong state, node request failed or timed out, erase not confirmed.
+   */
   failed: 1,
   /** Usage or configuration error. */
   usage: 2,
-  /** Unknown build, upload, diskimage or provider. */
+  /** Unknown build, upload, diskimage, provider, label or node. */
   notFound: 3,
-  /** `--follow` interrupted (the build itself goes on). */
+  /** `--follow` interrupted (the build itself goes on); `request --wait` interrupted (the request is deleted). */
   interrupted: 130,
 } as const;
 
@@ -36,10 +44,12 @@ export const EXIT_CODES_HELP = [
   'Exit codes:',
   '  0    success',
   '  1    refused or failed (build in progress, diskimage paused, followed build failed,',
-  '       no nodepool-server to follow; config-validate: the file is invalid)',
+  '       no nodepool-server to follow; config-validate: the file is invalid; node locked or',
+  '       in the wrong state; node request failed or timed out; erase not confirmed)',
   '  2    usage or configuration error',
-  '  3    unknown build, upload, diskimage or provider',
-  '  130  image-build --follow interrupted (the build goes on)',
+  '  3    unknown build, upload, diskimage or provider; unknown node, request or label',
+  '  130  image-build --follow interrupted (the build goes on); request --wait interrupted',
+  '       (the request is deleted)',
 ].join('\n');
 
 /** Where a long-running command writes as it goes (bin passes the process streams). */
@@ -147,4 +157,55 @@ export function requireDiskimage(config: Config, name: string): Config['diskimag
   const d = config.diskimages.find((x) => x.name === name);
   if (!d) throw new CommandFailure(EXIT.notFound, `Diskimage ${name} not found in ${config.file}`);
   return d;
+}
+
+/** Finds a configured provider. Thrown: CommandFailure (exit 3) naming the config file. */
+export function requireProvider(config: Config, name: string): ProviderConfig {
+  const p = config.providers.find((x) => x.name === name);
+  if (!p) throw new CommandFailure(EXIT.notFound, `Provider ${name} not found in ${config.file}`);
+  return p;
+}
+
+/** Thrown: CommandFailure (exit 3) naming the labels the config does not define. */
+export function requireLabels(config: Config, labels: readonly string[]): void {
+  const known = new Set(config.labels.map((l) => l.name));
+  const unknown = [...new Set(labels.filter((l) => !known.has(l)))];
+  if (unknown.length) throw new CommandFailure(EXIT.notFound, `Label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} not defined in ${config.file}`);
+}
+
+/**
+ * Runs `fn` with a consumer client (lib/client) whose session is owned by `requestor`, and
+ * closes it whatever happens. Client errors become one sentence: unknown node or request →
+ * exit 3, anything else the client refuses (locked, wrong state, failed request) → exit 1.
+ */
+export async function withClient<T>(config: Config, requestor: string, fn: (client: NodepoolClient) => Promise<T>): Promise<T> {
+  const client = await NodepoolClient.open({ config, requestor });
+  try {
+    return await fn(client);
+  } catch (err) {
+    if (err instanceof NodeNotFoundError) throw new CommandFailure(EXIT.notFound, `Node ${err.nodeId} not found`);
+    if (err instanceof RequestNotFoundError) throw new CommandFailure(EXIT.notFound, `Node request ${err.requestId} not found`);
+    if (err instanceof ClientError) throw new CommandFailure(EXIT.failed, err.message);
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Makes the clouds.yaml image services of this host for a loaded config (bin passes
+ * bin/daemon.ts `hostImageServices`; lib and cli never read the environment themselves).
+ */
+export type ImageServicesFor = (config: Config, log: Logger) => ImageServiceFactory;
+
+/** The image services when none were given: every provider's service rejects, naming why. */
+export const NO_IMAGE_SERVICES: ImageServicesFor = () => (provider) =>
+  Promise.reject(new CommandFailure(EXIT.failed, `no clouds.yaml access in this context for provider ${provider.name}`));
+
+/** What commands that talk to providers get besides {@link CommandContext}. */
+export interface ProviderAccess {
+  /** Default: {@link NO_IMAGE_SERVICES}. */
+  imageServices?: ImageServicesFor;
+  /** For provider and cloud client messages (default: silent). */
+  log?: Logger;
 }

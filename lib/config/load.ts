@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { ConfigError } from '../errors.js';
-import { providerDiskimages } from '../drivers/registry.js';
+import { driverOf, providerDiskimages, providerPools } from '../drivers/registry.js';
 import { deepFreeze, Problems } from './schema-kit.js';
 import { nodepoolSchema, type Config } from './schema.js';
 
@@ -53,30 +53,17 @@ export function loadConfig(file: string): Config {
 
 type Parsed = NonNullable<ReturnType<typeof nodepoolSchema.parse>>;
 
-/** Cross-references: provider diskimages, pool labels and label diskimages must exist. */
+/** Cross-references: provider diskimages and pool labels must exist; drivers check the rest. */
 function checkReferences(c: Parsed, p: Problems): void {
   const diskimages = new Set(c.diskimages.map((d) => d.name));
   const labels = new Set(c.labels.map((l) => l.name));
   c.providers.forEach((prov, i) => {
-    const provImages = new Set<string>();
     providerDiskimages(prov).forEach((d, j) => {
-      provImages.add(d.name);
       if (!diskimages.has(d.name)) p.add(`providers[${i}].diskimages[${j}].name`, `diskimage ${JSON.stringify(d.name)} is not defined in diskimages`);
     });
-    if (prov.driver === 'openstack') {
-      prov.pools.forEach((pool, k) => pool.labels.forEach((l, m) => {
-        const at = `providers[${i}].pools[${k}].labels[${m}]`;
-        if (!labels.has(l.name)) p.add(`${at}.name`, `label ${JSON.stringify(l.name)} is not defined in labels`);
-        if (l.diskimage === undefined && l.cloudImage === undefined) p.add(at, 'expected diskimage or cloud-image, got neither');
-        if (l.diskimage !== undefined && !provImages.has(l.diskimage)) {
-          p.add(`${at}.diskimage`, `diskimage ${JSON.stringify(l.diskimage)} is not listed in providers[${i}].diskimages`);
-        }
-        if (l.minRam === undefined && l.flavorName === undefined) p.add(at, 'expected min-ram or flavor-name, got neither');
-      }));
-    } else {
-      prov.pools.forEach((pool, k) => pool.nodes.forEach((n, m) => n.labels.forEach((ln, q) => {
-        if (!labels.has(ln)) p.add(`providers[${i}].pools[${k}].nodes[${m}].labels[${q}]`, `label ${JSON.stringify(ln)} is not defined in labels`);
-      })));
-    }
+    providerPools(prov).forEach((pool) => pool.labels.forEach((l) => {
+      if (!labels.has(l)) p.add(`providers[${i}].pools.${pool.name}`, `label ${JSON.stringify(l)} is not defined in labels`);
+    }));
+    driverOf(prov).checkReferences?.(prov, { labels, diskimages }, `providers[${i}]`, p);
   });
 }

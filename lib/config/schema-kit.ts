@@ -63,6 +63,16 @@ export function int(opts: { min?: number; max?: number } = {}): Schema<number> {
   });
 }
 
+/** A number (fractions allowed) within bounds, e.g. seconds. */
+export function num(opts: { min?: number; max?: number } = {}): Schema<number> {
+  const range = opts.min !== undefined ? ` >= ${opts.min}` : '';
+  const expected = `number${range}`;
+  return make(expected, (v): v is number => typeof v === 'number' && Number.isFinite(v), (v, path, p) => {
+    if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) return mismatch(p, path, expected, v);
+    return v;
+  });
+}
+
 export function bool(): Schema<boolean> {
   return make('true or false', (v): v is boolean => typeof v === 'boolean');
 }

@@ -4,9 +4,9 @@
  * driver's schema (lib/drivers/registry.ts).
  */
 import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../images/image-file.js';
-import { DRIVER_NAMES, providerSchemas, type ProviderConfig } from '../drivers/registry.js';
+import { DRIVER_NAMES, drivers, type ProviderConfig } from '../drivers/registry.js';
 import {
-  bool, defaultsOf, int, list, object, oneOf, optional, record, required, scalarString, string,
+  bool, defaultsOf, int, list, num, object, oneOf, optional, record, required, scalarString, string,
   type Problems, type Schema,
 } from './schema-kit.js';
 
@@ -27,7 +27,7 @@ const zookeeperServer = object({
 
 const label = object({
   name: required(string()),
-  'min-ready': optional(int({ min: 0 }), 0),
+  'min-ready': optional(int({ min: -1 }), 0),
   'max-ready-age': optional(int({ min: 0 }), 0),
 });
 
@@ -59,7 +59,7 @@ const provider: Schema<ProviderConfig> = {
       p.add(`${path}.driver`, `unknown driver ${JSON.stringify(driver)}${name}: expected one of ${DRIVER_NAMES.join(', ')}`);
       return undefined;
     }
-    return providerSchemas[driver as ProviderConfig['driver']].parse(raw, path, p);
+    return (drivers[driver as ProviderConfig['driver']].providerSchema as Schema<ProviderConfig>).parse(raw, path, p);
   },
 };
 
@@ -75,6 +75,18 @@ const imageLifecycle = object({
   'build-timeout-grace': optional(int({ min: 0 }), 300),
   /** Seconds between scans of the clouds for uploads no record knows (0 disables). */
   'leak-check-interval': optional(int({ min: 0 }), 300),
+});
+
+/** Tunables of the launcher (seconds). */
+const launcher = object({
+  /** Pause between pool-worker passes while there is nothing to do. */
+  interval: optional(num({ min: 0.05 }), 1),
+  /** Between passes of the deleter (used, failed and abandoned nodes). */
+  'delete-interval': optional(num({ min: 0.05 }), 5),
+  /** Between passes of the cleanup worker (leaks, lost requests, stale locks, max ages). */
+  'cleanup-interval': optional(num({ min: 0.05 }), 60),
+  /** A process's store session lapses this long after its last renewal (its locks go stale). */
+  'session-ttl': optional(num({ min: 1 }), 30),
 });
 
 const webapp = object({
@@ -97,7 +109,10 @@ export const nodepoolSchema = object({
   labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
   diskimages: optional(list(diskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   providers: optional(list(provider, { uniqueBy: (pr) => pr.name, what: 'provider' }), []),
+  /** Seconds a held node may live (0: unlimited). */
+  'max-hold-age': optional(int({ min: 0 }), 0),
   'image-lifecycle': optional(imageLifecycle, () => defaultsOf(imageLifecycle)),
+  launcher: optional(launcher, () => defaultsOf(launcher)),
   webapp: optional(webapp, () => defaultsOf(webapp)),
 });
 
@@ -108,6 +123,8 @@ export type DiskimageConfig = RawConfig['diskimages'][number];
 /** One gearmand the processes connect to. */
 export type GearmanServerConfig = RawConfig['gearmanServers'][number];
 export type LabelConfig = RawConfig['labels'][number];
+/** Tunables of the launcher. */
+export type LauncherConfig = RawConfig['launcher'];
 /** Tunables of the server's image lifecycle. */
 export type ImageLifecycleConfig = RawConfig['imageLifecycle'];
 

@@ -105,3 +105,158 @@ export type BuildPatch = Partial<Pick<BuildRecord,
 /** Fields of an upload that may change. Setting `state` also sets `stateTime` to the store's clock. */
 export type UploadPatch = Partial<Pick<UploadRecord,
   'state' | 'externalId' | 'externalName' | 'format' | 'reason' | 'progress'>>;
+
+/** States of a node (Nodepool's node states). */
+export const NODE_STATES = ['init', 'building', 'ready', 'in-use', 'used', 'hold', 'deleting', 'failed', 'aborted'] as const;
+export type NodeState = (typeof NODE_STATES)[number];
+
+/** States the deleter acts on when the node is not locked by a live session. */
+export const NODE_CLEANUP_STATES: readonly NodeState[] = ['used', 'failed', 'aborted', 'deleting'];
+
+/** Resources a node takes from its provider's quota. */
+export interface NodeResources {
+  cores: number;
+  ram: number;
+  instances: number;
+}
+
+/**
+ * A node: a cloud server or a static host slot. `id` is a 10-digit sequence, unique in the
+ * store and never reused. Field names follow what a consumer (Zuul) needs.
+ */
+export interface NodeRecord {
+  id: string;
+  state: NodeState;
+  stateTime: number;
+  created: number;
+  provider: string;
+  pool: string;
+  /** The labels the node serves (one for cloud nodes; a static host may serve several). */
+  labels: string[];
+  /** Id of the launcher (pool worker) that created or registered the node. */
+  launcher: string | null;
+  /** The request the node is allocated to, if any. */
+  allocatedTo: string | null;
+  hostname: string | null;
+  /** The address consumers connect to. */
+  interfaceIp: string | null;
+  publicIpv4: string | null;
+  publicIpv6: string | null;
+  privateIpv4: string | null;
+  /** `ssh`, `winrm`, `network_cli`, … */
+  connectionType: string;
+  connectionPort: number;
+  username: string | null;
+  /** `<keytype> <base64>` lines as scanned. */
+  hostKeys: string[];
+  /** The provider's id of the resource (server id); null for static nodes. */
+  externalId: string | null;
+  /** clouds.yaml cloud, region and availability zone, where the driver has them. */
+  cloud: string | null;
+  region: string | null;
+  az: string | null;
+  /** Upload id or cloud-image name the node was booted from. */
+  image: string | null;
+  resources: NodeResources | null;
+  /** The pool's `node-attributes`. */
+  attributes: Record<string, string>;
+  /** Why the node failed, was aborted, or is being deleted. */
+  reason: string | null;
+  /** Set while the node is held (`nodepool hold`). */
+  holdReason: string | null;
+  /** Epoch ms after which a held node is deleted (null: only `max-hold-age` applies). */
+  holdExpiration: number | null;
+  /**
+   * The consumer session an in-use node belongs to: when that session dies the node is
+   * abandoned and deleted. Null for consumers that hand nodes back explicitly
+   * (`nodepool release`).
+   */
+  consumerSession: string | null;
+}
+
+/** What a new node starts with; everything else starts empty. */
+export type NewNode = Pick<NodeRecord, 'state' | 'provider' | 'pool' | 'labels'> & Partial<Omit<NodeRecord, 'id' | 'stateTime' | 'created'>>;
+
+/** Fields of a node that may change. Setting `state` also sets `stateTime`. */
+export type NodePatch = Partial<Omit<NodeRecord, 'id' | 'created' | 'stateTime'>>;
+
+/** States of a node request. */
+export const REQUEST_STATES = ['requested', 'pending', 'fulfilled', 'failed'] as const;
+export type RequestState = (typeof REQUEST_STATES)[number];
+
+/**
+ * A request for a set of nodes. `id` is `<priority, 3 digits>-<10-digit sequence>`, so ids
+ * sort by priority, then age. Lower priority values are served first (default 100).
+ */
+export interface NodeRequestRecord {
+  id: string;
+  priority: number;
+  state: RequestState;
+  stateTime: number;
+  created: number;
+  /** Labels asked for, in order; repeats allowed. */
+  labels: string[];
+  requestor: string;
+  /** May ready nodes be reused (false for min-ready requests). */
+  reuse: boolean;
+  /** A preferred provider: other providers yield to it while it has live launchers that have not declined. */
+  provider: string | null;
+  /** Launcher ids that declined the request. */
+  declinedBy: string[];
+  /** Node ids in the order of `labels`, once fulfilled. */
+  nodes: string[];
+  /** Why the request failed. */
+  reason: string | null;
+  /** When set, the request is removed once this session dies (an ephemeral request). */
+  requestorSession: string | null;
+}
+
+/** What a new request starts with. */
+export interface NewNodeRequest {
+  labels: string[];
+  requestor: string;
+  priority?: number;
+  reuse?: boolean;
+  provider?: string | null;
+  requestorSession?: string | null;
+}
+
+/** Fields of a request that may change. Setting `state` also sets `stateTime`. */
+export type NodeRequestPatch = Partial<Pick<NodeRequestRecord, 'state' | 'declinedBy' | 'nodes' | 'reason'>>;
+
+/**
+ * A store session: a process's liveness lease. Locks and launcher registrations belong to a
+ * session and lapse with it (ZooKeeper's ephemeral nodes, in any backend).
+ */
+export interface SessionRecord {
+  id: string;
+  /** What holds it, e.g. `nodepool-server`, `nodepool request`. */
+  owner: string;
+  hostname: string;
+  pid: number;
+  created: number;
+  /** Last renewal; the session is live while `now - renewed <= ttlMs`. */
+  renewed: number;
+  ttlMs: number;
+}
+
+/** A lock on `node:<id>` or `request:<id>`, held by a session. */
+export interface LockRecord {
+  resource: string;
+  sessionId: string;
+  acquired: number;
+  /** False when the holding session has lapsed (a stale lock: free to take). */
+  live: boolean;
+}
+
+/** A pool worker announcing which labels it can serve. */
+export interface LauncherRecord {
+  /** `<hostname>-<pid>-PoolWorker.<provider>-<pool>`. */
+  id: string;
+  sessionId: string;
+  provider: string;
+  pool: string;
+  /** Labels this pool can serve. */
+  supportedLabels: string[];
+  registered: number;
+}

@@ -6,8 +6,9 @@
  * The interface is split by entity so nodes, requests and locks join it later as siblings.
  */
 import type {
-  BuildPatch, BuildRecord, BuildRequest, BuildState, NewBuild, NewUpload, PauseRecord,
-  UploadPatch, UploadRecord, UploadState,
+  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
+  NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
+  PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from './models.js';
 
 /** Conditional update: apply the patch only while the record is in one of these states. */
@@ -64,8 +65,73 @@ export interface IntentStore {
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined>;
 }
 
+/** Nodes: cloud servers and static host slots. */
+export interface NodeStore {
+  /** Creates a node with the next node id (10 digits, never reused). */
+  createNode(input: NewNode): Promise<NodeRecord>;
+  getNode(id: string): Promise<NodeRecord | undefined>;
+  /** Nodes ordered by id; `label` matches any of a node's labels. */
+  listNodes(filter?: { provider?: string; pool?: string; label?: string; states?: readonly NodeState[]; allocatedTo?: string }): Promise<NodeRecord[]>;
+  /** As {@link BuildStore.updateBuild}. */
+  updateNode(id: string, patch: NodePatch, opts?: ExpectState<NodeState>): Promise<NodeRecord | undefined>;
+  /** Removes a node record (and its lock); false when there was none. */
+  deleteNode(id: string): Promise<boolean>;
+}
+
+/** Node requests. */
+export interface NodeRequestStore {
+  /** Creates a request in state `requested` with id `<priority>-<10-digit sequence>`. */
+  createRequest(input: NewNodeRequest): Promise<NodeRequestRecord>;
+  getRequest(id: string): Promise<NodeRequestRecord | undefined>;
+  /** Requests ordered by priority, then age (= by id). */
+  listRequests(filter?: { states?: readonly RequestState[]; requestor?: string }): Promise<NodeRequestRecord[]>;
+  /** As {@link BuildStore.updateBuild}. */
+  updateRequest(id: string, patch: NodeRequestPatch, opts?: ExpectState<RequestState>): Promise<NodeRequestRecord | undefined>;
+  /** Removes a request (and its lock); false when there was none. */
+  deleteRequest(id: string): Promise<boolean>;
+}
+
+/**
+ * Sessions, locks and launcher registrations: ZooKeeper's ephemeral nodes and lock recipe,
+ * for any backend. A session lapses when not renewed within its TTL; its locks become stale
+ * (free to take) and its launchers stop counting.
+ */
+export interface SessionStore {
+  openSession(input: { owner: string; hostname: string; pid: number; ttlMs: number }): Promise<SessionRecord>;
+  /** Extends a session's lease; false when the session is gone (lapsed and reaped, or closed). */
+  renewSession(id: string): Promise<boolean>;
+  /** Ends a session: its locks, launcher registrations and ephemeral requests go with it. Idempotent. */
+  closeSession(id: string): Promise<void>;
+  getSession(id: string): Promise<SessionRecord | undefined>;
+  /** Sessions, live or lapsed. */
+  listSessions(): Promise<SessionRecord[]>;
+  /** Whether a session exists and is within its TTL. */
+  isSessionLive(id: string): Promise<boolean>;
+  /**
+   * Takes `resource` (`node:<id>` / `request:<id>`) for the session without waiting. True when
+   * taken or already held by this session; a lock of a lapsed session is taken over.
+   * Thrown: StoreError when the session is not live.
+   */
+  tryLock(resource: string, sessionId: string): Promise<boolean>;
+  /** Releases the lock if this session holds it; false otherwise. */
+  unlock(resource: string, sessionId: string): Promise<boolean>;
+  getLock(resource: string): Promise<LockRecord | undefined>;
+  /** Locks whose resource starts with `prefix` (all when omitted). */
+  listLocks(prefix?: string): Promise<LockRecord[]>;
+  /**
+   * Deletes lapsed sessions with their locks, launchers and ephemeral requests (those whose
+   * `requestorSession` lapsed); returns how many of each went.
+   */
+  reapSessions(): Promise<{ sessions: number; locks: number; launchers: number; requests: number }>;
+  /** Registers (or refreshes) a launcher under a live session. */
+  registerLauncher(input: Omit<LauncherRecord, 'registered'>): Promise<LauncherRecord>;
+  unregisterLauncher(id: string): Promise<void>;
+  /** Launchers whose session is live. */
+  listLaunchers(): Promise<LauncherRecord[]>;
+}
+
 /** Everything one state store offers. */
-export interface Store extends BuildStore, UploadStore, IntentStore {
+export interface Store extends BuildStore, UploadStore, IntentStore, NodeStore, NodeRequestStore, SessionStore {
   /** Closes the store; further calls reject. Idempotent. */
   close(): Promise<void>;
 }

@@ -31,6 +31,8 @@ export interface ImageLifecycleDeps {
   log: Logger;
   /** Epoch ms (default Date.now). */
   clock?: () => number;
+  /** Whether this process may run the pass (one server at a time does); always when omitted. */
+  leader?: () => Promise<boolean>;
 }
 
 /** Events of {@link ImageLifecycle}. */
@@ -122,7 +124,7 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     while (this.state === 'running') {
       let delay = this.deps.config().imageLifecycle.interval * 1000;
       try {
-        await this.runPass();
+        if (!this.deps.leader || await this.deps.leader()) await this.runPass();
         this.failures = 0;
       } catch (raw) {
         const err = coerceError(raw);

@@ -9,16 +9,15 @@
  * its description (a {@link LoopbackCloud} without `stop`) and runs until SIGTERM/SIGINT.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadCloud } from '../../lib/drivers/openstack/clouds-yaml.js';
 import { KeystoneSession } from '../../lib/drivers/openstack/keystone.js';
-import { sleep } from '../../lib/lifecycle.js';
-import { freePort, startProcess, type TrackedProcess } from './processes.js';
+import { childEnv, DaemonGroup, PY, runOnce, waitHttp } from './openstack-daemons.js';
+import { freePort, type TrackedProcess } from './processes.js';
 
 /** A running loopback cloud. */
 export interface LoopbackCloud {
@@ -46,12 +45,16 @@ export interface StartLoopbackOptions {
   dir?: string;
   /** Progress lines. */
   log?: (line: string) => void;
+  /** More services for the catalog (public + internal endpoints), registered before start returns. */
+  services?: ReadonlyArray<{ type: string; name: string; url: string }>;
 }
 
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-const PY = '/usr/bin/python3';
 const REGION = 'RegionOne';
 const ADMIN_PW = 'loopback-admin';
+/** The password of `admin` (project admin) in every loopback cloud. */
+export const LOOPBACK_ADMIN_PASSWORD = ADMIN_PW;
+/** The one region of every loopback cloud. */
+export const LOOPBACK_REGION = REGION;
 const DEMO_PW = 'loopback-demo';
 
 /** WAL before the schema exists: readers never block the one writer (the mode is persistent). */
@@ -64,69 +67,6 @@ for argv in json.loads(sys.argv[2]):
     cli.CONF.clear()
     cli.main(argv=['keystone-manage'] + argv)
 `;
-
-/**
- * Daemons run in their own process groups (so a stop reaches uwsgi's workers), which also
- * means they outlive a test process that dies without stop(). This watchdog ($1 = our pid,
- * $2 = file of daemon pids) ends their groups within a second or so of that.
- */
-const WATCHDOG_SH = `g=
-while kill -0 "$1" 2>/dev/null; do g=$(cat "$2" 2>/dev/null) || true; sleep 1; done
-g=$(cat "$2" 2>/dev/null) || true
-for p in $g; do kill -TERM "-$p" 2>/dev/null; done
-sleep 5
-for p in $g; do kill -KILL "-$p" 2>/dev/null; done
-`;
-
-/** Debian's binaries and Python only: no pyenv shim, no venv, no OS_* from the caller. */
-function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, PATH: SYSTEM_PATH, ...extra };
-  for (const k of Object.keys(env)) {
-    if (k.startsWith('OS_') && !(k in extra)) delete env[k];
-  }
-  delete env.PYTHONPATH;
-  delete env.PYTHONHOME;
-  delete env.VIRTUAL_ENV;
-  return env;
-}
-
-async function tail(file: string, lines = 30): Promise<string> {
-  try {
-    return (await readFile(file, 'utf8')).trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-/** Runs a one-shot command to completion (bounded), output appended to `logFile`. */
-async function run(name: string, cmd: string, args: string[], logFile: string, timeoutMs = 120_000): Promise<void> {
-  const p = startProcess(name, cmd, args, { env: childEnv(), logFile, detached: true });
-  const timer = setTimeout(() => void p.stop(2000), timeoutMs);
-  const { code, signal } = await p.exited;
-  clearTimeout(timer);
-  if (code !== 0) throw new Error(`${name} failed (exit ${code ?? signal}); ${logFile}:\n${await tail(logFile)}`);
-}
-
-function httpAnswers(url: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { agent: false, timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(true);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
-  });
-}
-
-/** Waits until `url` answers HTTP at all; fails at once if the daemon died. */
-async function waitHttp(proc: TrackedProcess, url: string, logFile: string, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await httpAnswers(url))) {
-    if (!proc.alive()) throw new Error(`${proc.name} exited before answering on ${url}; ${logFile}:\n${await tail(logFile)}`);
-    if (Date.now() > deadline) throw new Error(`${proc.name} did not answer on ${url} within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 function keystoneConf(dir: string): string {
   return `[DEFAULT]
@@ -197,8 +137,8 @@ function cloudsYaml(authUrl: string): string {
   return `clouds:\n  loopback:\n${entry('demo', DEMO_PW, 'demo')}  loopback-admin:\n${entry('admin', ADMIN_PW, 'admin')}`;
 }
 
-/** The demo project and user, admin's domain role, the image service and its endpoints — plain Keystone v3 calls as admin. */
-async function register(cloudsYamlPath: string, glanceUrl: string): Promise<void> {
+/** The demo project and user, admin's domain role, the image service (and `services`) and their endpoints — plain Keystone v3 calls as admin. */
+async function register(cloudsYamlPath: string, glanceUrl: string, services: NonNullable<StartLoopbackOptions['services']>): Promise<void> {
   const ks = await KeystoneSession.authenticate(await loadCloud('loopback-admin', { path: cloudsYamlPath }));
   const base = ks.endpoint('identity');
   const post = async <T>(p: string, json: unknown, key: string): Promise<T> =>
@@ -218,9 +158,11 @@ async function register(cloudsYamlPath: string, glanceUrl: string): Promise<void
   // admin on the Default domain too, so domain-scoped tokens can be tested.
   const admins = JSON.parse((await ks.request(`${base}/users?name=admin`, { method: 'GET' })).body) as { users: Array<{ id: string }> };
   await ks.request(`${base}/domains/default/users/${admins.users[0]?.id ?? ''}/roles/${await roleId('admin')}`, { method: 'PUT' });
-  const svc = await post<{ id: string }>('/services', { service: { type: 'image', name: 'glance' } }, 'service');
-  for (const itf of ['public', 'internal']) {
-    await post('/endpoints', { endpoint: { service_id: svc.id, interface: itf, url: glanceUrl, region_id: REGION } }, 'endpoint');
+  for (const s of [{ type: 'image', name: 'glance', url: glanceUrl }, ...services]) {
+    const svc = await post<{ id: string }>('/services', { service: { type: s.type, name: s.name } }, 'service');
+    for (const itf of ['public', 'internal']) {
+      await post('/endpoints', { endpoint: { service_id: svc.id, interface: itf, url: s.url, region_id: REGION } }, 'endpoint');
+    }
   }
 }
 
@@ -247,18 +189,8 @@ async function start(opts: StartLoopbackOptions): Promise<Started> {
   await writeFile(ksConf, keystoneConf(dir));
   await writeFile(glConf, glanceConf(dir, glancePort, keystonePort));
   await writeFile(cloudsYamlPath, cloudsYaml(authUrl), { mode: 0o600 });
-  const processes: TrackedProcess[] = [];
-  const pgidFile = path.join(dir, 'daemon-pgids');
-  const track = async (p: TrackedProcess): Promise<void> => {
-    processes.push(p);
-    await appendFile(pgidFile, `${p.pid}\n`);
-  };
-  const watchdog = startProcess('loopback-watchdog', '/bin/sh', ['-c', WATCHDOG_SH, 'watchdog', String(process.pid), pgidFile],
-    { env: childEnv(), detached: true });
-  const stopAll = async (): Promise<void> => {
-    await watchdog.stop();
-    await Promise.all(processes.map((p) => p.stop()));
-  };
+  const daemons = new DaemonGroup(path.join(dir, 'daemon-pgids'));
+  const stopAll = (): Promise<void> => daemons.stop();
   const mlog = path.join(logDir, 'manage.log');
   try {
     const user = os.userInfo().username;
@@ -267,7 +199,7 @@ async function start(opts: StartLoopbackOptions): Promise<Started> {
     const keystoneReady = (async () => {
       // One interpreter for every keystone-manage step: importing keystone costs ~2.3 s of
       // CPU per process, and this machine has few cores.
-      await run('keystone-manage', PY, ['-c', KEYSTONE_SETUP_PY, path.join(dir, 'db', 'keystone.db'), JSON.stringify([
+      await runOnce('keystone-manage', PY, ['-c', KEYSTONE_SETUP_PY, path.join(dir, 'db', 'keystone.db'), JSON.stringify([
         [...ks, 'db_sync'],
         [...ks, 'fernet_setup', '--keystone-user', user, '--keystone-group', group],
         [...ks, 'credential_setup', '--keystone-user', user, '--keystone-group', group],
@@ -277,23 +209,21 @@ async function start(opts: StartLoopbackOptions): Promise<Started> {
       ])], mlog);
       say('keystone database, keys and admin bootstrapped');
       const klog = path.join(logDir, 'keystone-uwsgi.log');
-      const p = startProcess('keystone', 'uwsgi', ['--plugin', 'python3', '--master', '--processes', '1', '--threads', '1',
+      const p = await daemons.start('keystone', 'uwsgi', ['--plugin', 'python3', '--master', '--processes', '1', '--threads', '1',
         '--lazy-apps', '--die-on-term', '--buffer-size', '65535', '--add-header', 'Connection: close', '--disable-logging',
         '--http-socket', `127.0.0.1:${keystonePort}`, '--wsgi-file', '/usr/bin/keystone-wsgi-public', '--procname-prefix', 'keystone-'],
-      { env: childEnv({ OS_KEYSTONE_CONFIG_DIR: path.join(dir, 'keystone') }), logFile: klog, detached: true });
-      await track(p);
+      { env: { OS_KEYSTONE_CONFIG_DIR: path.join(dir, 'keystone') }, logFile: klog });
       await waitHttp(p, `${authUrl}/`, klog);
       say('keystone answers');
-      await register(cloudsYamlPath, glanceUrl);
+      await register(cloudsYamlPath, glanceUrl, opts.services ?? []);
       say('projects, users and the image endpoint registered');
     })();
     const glanceReady = (async () => {
-      await run('sqlite-wal', PY, ['-c', WAL_PY, path.join(dir, 'db', 'glance.db')], mlog);
-      await run('glance-manage db_sync', 'glance-manage', ['--config-file', glConf, 'db_sync'], mlog);
+      await runOnce('sqlite-wal', PY, ['-c', WAL_PY, path.join(dir, 'db', 'glance.db')], mlog);
+      await runOnce('glance-manage db_sync', 'glance-manage', ['--config-file', glConf, 'db_sync'], mlog);
       say('glance database ready');
       const glog = path.join(logDir, 'glance-api.stdout');
-      const p = startProcess('glance-api', 'glance-api', ['--config-file', glConf], { env: childEnv(), logFile: glog, detached: true });
-      await track(p);
+      const p = await daemons.start('glance-api', 'glance-api', ['--config-file', glConf], { logFile: glog });
       await waitHttp(p, `${glanceUrl}/`, path.join(logDir, 'glance.log'));
       say('glance answers');
     })();
@@ -315,7 +245,7 @@ async function start(opts: StartLoopbackOptions): Promise<Started> {
       if (ownDir) await rm(dir, { recursive: true, force: true });
     })()),
   };
-  return { cloud, processes };
+  return { cloud, processes: daemons.processes };
 }
 
 /**

@@ -1,15 +1,43 @@
 /**
- * The `openstack` driver's provider config: schema (defaults live here only), parsed type,
- * and value equality so a reload restarts only providers whose config changed.
+ * The `openstack` driver's provider config: schema (defaults live here only), the compiled
+ * readonly type, the pools the launcher sees, and the cross-checks against the rest of the
+ * file. Compiling resolves what depends on other keys: a pool's `host-key-checking` falls
+ * back to the provider's, and `connection-port` to 5986 for winrm, else 22.
  */
+import type { Problems, Schema } from '../../config/schema-kit.js';
 import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../../images/image-file.js';
-import { bool, int, list, object, oneOf, optional, record, required, scalarString, string } from '../../config/schema-kit.js';
+import { bool, int, list, num, object, oneOf, optional, record, required, scalarString, string } from '../../config/schema-kit.js';
+import { commonPoolFields, commonProviderFields } from '../common-config.js';
+import type { PoolInfo } from '../driver.js';
+
+/** How consumers connect to a node. */
+export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;
+
+/** Placeholders `hostname-format` may use. */
+export const HOSTNAME_FIELDS = ['label.name', 'provider.name', 'node.id', 'pool.name'] as const;
+
+const connectionFields = {
+  'connection-type': optional(oneOf(CONNECTION_TYPES), 'ssh'),
+  /** Absent: 5986 for winrm, else 22 (resolved when compiling). */
+  'connection-port': optional(int({ min: 1, max: 65535 })),
+};
 
 const providerDiskimage = object({
   name: required(string({ pattern: DISKIMAGE_NAME_RE, patternText: 'a diskimage name' })),
   pause: optional(bool(), false),
   meta: optional(record(scalarString()), {}),
   'config-drive': optional(bool(), true),
+  username: optional(string(), 'zuul'),
+  ...connectionFields,
+});
+
+const cloudImage = object({
+  name: required(string()),
+  'image-id': optional(string()),
+  'image-name': optional(string()),
+  username: optional(string()),
+  'config-drive': optional(bool()),
+  ...connectionFields,
 });
 
 const poolLabel = object({
@@ -22,35 +50,127 @@ const poolLabel = object({
   'boot-from-volume': optional(bool(), false),
   'volume-size': optional(int({ min: 1 }), 50),
   'console-log': optional(bool(), false),
+  'instance-properties': optional(record(scalarString()), {}),
+  userdata: optional(string({ allowEmpty: true })),
 });
 
 const pool = object({
-  name: required(string()),
-  'max-servers': optional(int({ min: 0 }), Number.MAX_SAFE_INTEGER),
+  ...commonPoolFields,
   'max-cores': optional(int({ min: 0 })),
   'max-ram': optional(int({ min: 0 })),
-  networks: optional(list(string()), []),
+  'ignore-provider-quota': optional(bool(), false),
   'availability-zones': optional(list(string()), []),
+  networks: optional(list(string()), []),
+  'security-groups': optional(list(string()), []),
+  /** Absent: the provider's `host-key-checking`. */
+  'host-key-checking': optional(bool()),
   labels: optional(list(poolLabel, { uniqueBy: (l) => l.name, what: 'label' }), []),
 });
 
-/** Schema of one `driver: openstack` provider. */
-export const openstackProviderSchema = object({
-  name: required(string()),
+const rawProviderSchema = object({
+  ...commonProviderFields,
   driver: required(oneOf(['openstack'] as const)),
   cloud: required(string()),
   'region-name': optional(string()),
   'image-format': optional(oneOf(IMAGE_FORMATS.filter((f) => f !== 'tar' && f !== 'squashfs')), 'qcow2'),
   'image-name-format': optional(string(), '{image_name}-{timestamp}'),
+  'hostname-format': optional(string(), '{label.name}-{provider.name}-{node.id}'),
   'launch-timeout': optional(int({ min: 1 }), 3600),
-  'launch-retries': optional(int({ min: 0 }), 3),
+  /** Total attempts per node. */
+  'launch-retries': optional(int({ min: 1 }), 3),
   'boot-timeout': optional(int({ min: 1 }), 60),
+  /** The default of every pool's `host-key-checking`. */
   'host-key-checking': optional(bool(), true),
-  rate: optional(int({ min: 0 }), 0),
+  /** Seconds between Nova calls (0: no throttle). */
+  rate: optional(num({ min: 0 }), 0),
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
+  'cloud-images': optional(list(cloudImage, { uniqueBy: (c) => c.name, what: 'cloud-image' }), []),
   pools: optional(list(pool, { uniqueBy: (p) => p.name, what: 'pool' }), []),
 });
 
 type Parsed<S> = S extends { parse(...args: never[]): infer T | undefined } ? Exclude<T, undefined> : never;
+type Raw = Parsed<typeof rawProviderSchema>;
+type Resolved<T> = Omit<T, 'connectionPort'> & { readonly connectionPort: number };
+
+/** A diskimage this provider uploads and boots. */
+export type OpenStackDiskimageConfig = Readonly<Resolved<Raw['diskimages'][number]>>;
+/** An image the cloud already has (not managed by nodepool). */
+export type OpenStackCloudImageConfig = Readonly<Resolved<Raw['cloudImages'][number]>>;
+/** One label of a pool. */
+export type OpenStackLabelConfig = Readonly<Raw['pools'][number]['labels'][number]>;
+/** One pool, with `host-key-checking` resolved. */
+export type OpenStackPoolConfig = Readonly<Omit<Raw['pools'][number], 'hostKeyChecking' | 'labels'>> & {
+  readonly hostKeyChecking: boolean;
+  readonly labels: readonly OpenStackLabelConfig[];
+};
 /** A loaded `driver: openstack` provider. */
-export type OpenStackProviderConfig = Parsed<typeof openstackProviderSchema>;
+export type OpenStackProviderConfig = Readonly<Omit<Raw, 'diskimages' | 'cloudImages' | 'pools'>> & {
+  readonly diskimages: OpenStackDiskimageConfig[];
+  readonly cloudImages: readonly OpenStackCloudImageConfig[];
+  readonly pools: readonly OpenStackPoolConfig[];
+};
+
+function resolvePort<T extends { connectionType: string; connectionPort: number | undefined }>(x: T): Resolved<T> {
+  return { ...x, connectionPort: x.connectionPort ?? (x.connectionType === 'winrm' ? 5986 : 22) };
+}
+
+/** The `{a.b}` placeholders of a format string. Pure. */
+function placeholders(format: string): string[] {
+  return [...format.matchAll(/\{([^{}]*)\}/g)].map((m) => m[1] as string);
+}
+
+/** Checks what one provider entry can check alone: formats and image references by id or name. */
+function checkLocal(c: Raw, path: string, p: Problems): void {
+  const unknown = placeholders(c.hostnameFormat).filter((f) => !(HOSTNAME_FIELDS as readonly string[]).includes(f));
+  if (unknown.length) p.add(`${path}.hostname-format`, `unknown placeholder {${unknown[0]}} (known: ${HOSTNAME_FIELDS.map((f) => `{${f}}`).join(', ')})`);
+  c.cloudImages.forEach((ci, i) => {
+    if (ci.imageId !== undefined && ci.imageName !== undefined) p.add(`${path}.cloud-images[${i}]`, 'expected image-id or image-name, got both');
+  });
+}
+
+/** Schema of one `driver: openstack` provider (parses, checks, compiles). */
+export const openstackProviderSchema: Schema<OpenStackProviderConfig> = {
+  expected: rawProviderSchema.expected,
+  parse(v, path, p) {
+    const raw = rawProviderSchema.parse(v, path, p);
+    if (raw === undefined) return undefined;
+    const before = p.list.length;
+    checkLocal(raw, path, p);
+    if (p.list.length > before) return undefined;
+    return {
+      ...raw,
+      diskimages: raw.diskimages.map(resolvePort),
+      cloudImages: raw.cloudImages.map(resolvePort),
+      pools: raw.pools.map((pl) => ({ ...pl, hostKeyChecking: pl.hostKeyChecking ?? raw.hostKeyChecking })),
+    };
+  },
+};
+
+/** Cross-checks of a provider's labels against the file (the loader checks pool labels exist). */
+export function checkOpenStackReferences(c: OpenStackProviderConfig, _known: { labels: ReadonlySet<string>; diskimages: ReadonlySet<string> }, at: string, p: Problems): void {
+  const provImages = new Set(c.diskimages.map((d) => d.name));
+  const cloudImages = new Set(c.cloudImages.map((ci) => ci.name));
+  c.pools.forEach((pool, k) => pool.labels.forEach((l, m) => {
+    const lat = `${at}.pools[${k}].labels[${m}]`;
+    if (l.diskimage === undefined && l.cloudImage === undefined) p.add(lat, 'expected diskimage or cloud-image, got neither');
+    if (l.diskimage !== undefined && l.cloudImage !== undefined) p.add(lat, 'expected diskimage or cloud-image, got both');
+    if (l.diskimage !== undefined && !provImages.has(l.diskimage)) {
+      p.add(`${lat}.diskimage`, `diskimage ${JSON.stringify(l.diskimage)} is not listed in ${at}.diskimages`);
+    }
+    if (l.cloudImage !== undefined && !cloudImages.has(l.cloudImage)) {
+      p.add(`${lat}.cloud-image`, `cloud-image ${JSON.stringify(l.cloudImage)} is not listed in ${at}.cloud-images`);
+    }
+    if (l.minRam === undefined && l.flavorName === undefined) p.add(lat, 'expected min-ram or flavor-name, got neither');
+  }));
+}
+
+/** The provider's pools as the launcher sees them. */
+export function openstackPools(c: OpenStackProviderConfig): PoolInfo[] {
+  return c.pools.map((pl) => ({ name: pl.name, maxServers: pl.maxServers, labels: pl.labels.map((l) => l.name), nodeAttributes: pl.nodeAttributes }));
+}
+
+/** Fills `hostname-format` (placeholders checked when the config was loaded). Pure. */
+export function formatHostname(format: string, v: { label: string; provider: string; node: string; pool: string }): string {
+  const values: Record<string, string> = { 'label.name': v.label, 'provider.name': v.provider, 'node.id': v.node, 'pool.name': v.pool };
+  return format.replace(/\{([^{}]*)\}/g, (m, key: string) => values[key] ?? m);
+}

@@ -1,33 +1,145 @@
 /**
- * The `static` driver's provider config: a list of hosts per pool (schema only; the
- * driver itself arrives with the launcher).
+ * The `static` driver's provider config: pools of pre-existing hosts. The schema holds every
+ * default (written only here); the parsed config is plain data compared by value, so a reload
+ * recreates the provider only when something changed. A host is identified by
+ * `name:connection-port`, unique across the provider's pools.
  */
-import { bool, int, list, object, oneOf, optional, required, string } from '../../config/schema-kit.js';
+import { normalizeHostKey } from '../../ssh/host-keys.js';
+import { int, list, num, object, oneOf, optional, required, string, type Problems, type Schema } from '../../config/schema-kit.js';
+import { commonPoolFields, commonProviderFields, configEquals, fingerprint } from '../common-config.js';
+
+/** Connection types consumers may use; only `ssh` and `network_cli` hosts are key-scanned. */
+export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;
+export type ConnectionType = (typeof CONNECTION_TYPES)[number];
+
+/** A string split on whitespace, or a list of strings: `labels: "a b"` = `labels: [a, b]`. */
+function wordsOrList(what: string): Schema<string[]> {
+  const item = string();
+  return {
+    expected: `a ${what} or a list of ${what}s`,
+    parse(v, path, p) {
+      if (typeof v === 'string') {
+        const words = v.trim().split(/\s+/).filter(Boolean);
+        if (words.length) return words;
+        p.add(path, `expected ${this.expected}, got ""`);
+        return undefined;
+      }
+      if (!Array.isArray(v) || v.length === 0) {
+        p.add(path, `expected ${this.expected}, got ${Array.isArray(v) ? 'an empty list' : String(v)}`);
+        return undefined;
+      }
+      const out: string[] = [];
+      v.forEach((raw, i) => { const s = item.parse(raw, `${path}[${i}]`, p); if (s !== undefined) out.push(s); });
+      return out.length === v.length ? out : undefined;
+    },
+  };
+}
+
+/** One `"<type> <base64>"` key, or a list of them; comments after the key are dropped. */
+function hostKeys(): Schema<string[]> {
+  const expected = 'an SSH public key "<type> <base64>" or a list of them';
+  const one = (raw: unknown, path: string, p: Problems): string | undefined => {
+    const key = typeof raw === 'string' ? normalizeHostKey(raw) : undefined;
+    if (key === undefined) p.add(path, `expected an SSH public key "<type> <base64>", got ${typeof raw === 'string' ? JSON.stringify(raw.slice(0, 40)) : String(raw)}`);
+    return key;
+  };
+  return {
+    expected,
+    parse(v, path, p) {
+      if (typeof v === 'string') {
+        const k = one(v, path, p);
+        return k === undefined ? undefined : [k];
+      }
+      if (!Array.isArray(v)) {
+        p.add(path, `expected ${expected}, got ${String(v)}`);
+        return undefined;
+      }
+      const out = v.map((raw, i) => one(raw, `${path}[${i}]`, p));
+      return out.every((k): k is string => k !== undefined) ? out : undefined;
+    },
+  };
+}
 
 const staticNode = object({
+  /** Hostname or IP address: the node's `hostname` and `interfaceIp`. */
   name: required(string()),
-  labels: required(list(string(), { minItems: 1, what: 'label' })),
+  labels: required(wordsOrList('label')),
   username: optional(string(), 'zuul'),
-  'connection-type': optional(oneOf(['ssh', 'winrm'] as const), 'ssh'),
+  /** Seconds a registration scan may take (and the liveness connect before reuse). */
+  timeout: optional(num({ min: 0.1 }), 5),
+  'host-key': optional(hostKeys(), []),
   'connection-port': optional(int({ min: 1, max: 65535 }), 22),
-  'host-key': optional(string()),
-  'host-key-checking': optional(bool(), true),
-  timeout: optional(int({ min: 1 }), 5),
+  'connection-type': optional(oneOf(CONNECTION_TYPES), 'ssh'),
   'max-parallel-jobs': optional(int({ min: 1 }), 1),
 });
 
+/** The identity of a configured host: `name:connection-port`. */
+export function hostId(node: { name: string; connectionPort: number }): string {
+  return `${node.name}:${node.connectionPort}`;
+}
+
 const pool = object({
-  name: required(string()),
-  nodes: optional(list(staticNode, { uniqueBy: (n) => `${n.name}:${n.connectionPort}`, what: 'node' }), []),
+  ...commonPoolFields,
+  nodes: optional(list(staticNode, { uniqueBy: hostId, what: 'node' }), []),
 });
 
-/** Schema of one `driver: static` provider. */
-export const staticProviderSchema = object({
-  name: required(string()),
+const providerObject = object({
+  ...commonProviderFields,
   driver: required(oneOf(['static'] as const)),
   pools: optional(list(pool, { uniqueBy: (p) => p.name, what: 'pool' }), []),
 });
 
 type Parsed<S> = S extends { parse(...args: never[]): infer T | undefined } ? Exclude<T, undefined> : never;
+
 /** A loaded `driver: static` provider. */
-export type StaticProviderConfig = Parsed<typeof staticProviderSchema>;
+export type StaticProviderConfig = Parsed<typeof providerObject>;
+/** One loaded pool of a static provider. */
+export type StaticPoolConfig = StaticProviderConfig['pools'][number];
+/** One loaded `nodes[]` entry. */
+export type StaticNodeConfig = StaticPoolConfig['nodes'][number];
+
+/** Schema of one `driver: static` provider; a host (`name:connection-port`) may appear in one pool only. */
+export const staticProviderSchema: Schema<StaticProviderConfig> = {
+  expected: providerObject.expected,
+  parse(v, path, p) {
+    const parsed = providerObject.parse(v, path, p);
+    if (parsed === undefined) return undefined;
+    const seen = new Map<string, string>();
+    let ok = true;
+    parsed.pools.forEach((pl, i) => pl.nodes.forEach((n, j) => {
+      const id = hostId(n);
+      const at = `${path}.pools[${i}].nodes[${j}]`;
+      const first = seen.get(id);
+      if (first !== undefined) {
+        p.add(at, `duplicate node ${JSON.stringify(id)} (also at ${first}); a host may be in one pool only`);
+        ok = false;
+      } else seen.set(id, at);
+    }));
+    return ok ? parsed : undefined;
+  },
+};
+
+/** A configured host with the pool it belongs to. */
+export interface StaticHost {
+  /** `name:connection-port`. */
+  id: string;
+  pool: string;
+  /** The pool's `node-attributes`, copied to the host's node records. */
+  attributes: Readonly<Record<string, string>>;
+  node: StaticNodeConfig;
+}
+
+/** Every configured host of the provider, in config order. */
+export function staticHosts(config: StaticProviderConfig): StaticHost[] {
+  return config.pools.flatMap((pl) => pl.nodes.map((node) => ({ id: hostId(node), pool: pl.name, attributes: pl.nodeAttributes, node })));
+}
+
+/** Value equality: the launcher recreates the provider only when this is false. */
+export function staticConfigEquals(a: StaticProviderConfig, b: StaticProviderConfig): boolean {
+  return configEquals(a, b);
+}
+
+/** Canonical text of the config (equal configs, equal fingerprints). */
+export function staticConfigFingerprint(config: StaticProviderConfig): string {
+  return fingerprint(config);
+}

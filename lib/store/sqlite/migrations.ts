@@ -70,6 +70,87 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // Nodes, node requests, and sessions with their locks and launcher registrations.
+    version: 2,
+    sql: `
+      CREATE TABLE nodes (
+        id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        state_time INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        pool TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        launcher TEXT,
+        allocated_to TEXT,
+        hostname TEXT,
+        interface_ip TEXT,
+        public_ipv4 TEXT,
+        public_ipv6 TEXT,
+        private_ipv4 TEXT,
+        connection_type TEXT NOT NULL,
+        connection_port INTEGER NOT NULL,
+        username TEXT,
+        host_keys TEXT NOT NULL,
+        external_id TEXT,
+        cloud TEXT,
+        region TEXT,
+        az TEXT,
+        image TEXT,
+        resources TEXT,
+        attributes TEXT NOT NULL,
+        reason TEXT,
+        hold_reason TEXT,
+        hold_expiration INTEGER,
+        consumer_session TEXT
+      );
+      CREATE INDEX nodes_by_provider ON nodes (provider, state);
+      CREATE INDEX nodes_by_state ON nodes (state);
+      CREATE INDEX nodes_by_allocation ON nodes (allocated_to) WHERE allocated_to IS NOT NULL;
+      CREATE TABLE node_requests (
+        id TEXT PRIMARY KEY,
+        priority INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        state_time INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        labels TEXT NOT NULL,
+        requestor TEXT NOT NULL,
+        reuse INTEGER NOT NULL,
+        provider TEXT,
+        declined_by TEXT NOT NULL,
+        nodes TEXT NOT NULL,
+        reason TEXT,
+        requestor_session TEXT
+      );
+      CREATE INDEX node_requests_by_state ON node_requests (state, id);
+      CREATE INDEX node_requests_by_session ON node_requests (requestor_session) WHERE requestor_session IS NOT NULL;
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        hostname TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        renewed INTEGER NOT NULL,
+        ttl_ms INTEGER NOT NULL
+      );
+      CREATE TABLE locks (
+        resource TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        acquired INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX locks_by_session ON locks (session_id);
+      CREATE TABLE launchers (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        pool TEXT NOT NULL,
+        supported_labels TEXT NOT NULL,
+        registered INTEGER NOT NULL
+      );
+      CREATE INDEX launchers_by_session ON launchers (session_id);
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

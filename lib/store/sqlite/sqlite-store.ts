@@ -7,14 +7,19 @@
 import Database from 'better-sqlite3';
 import { coerceError, StoreError } from '../../errors.js';
 import type {
-  BuildPatch, BuildRecord, BuildRequest, BuildState, NewBuild, NewUpload, PauseRecord,
-  UploadPatch, UploadRecord, UploadState,
+  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
+  NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
+  PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
 import type { ExpectState, Store, StoreOptions } from '../store.js';
 import { SqliteBuilds, type BuildFilter } from './builds.js';
 import { SqliteIntents } from './intents.js';
+import { SqliteLocks } from './locks.js';
 import { migrate } from './migrations.js';
+import { SqliteNodes, type NodeFilter } from './nodes.js';
+import { SqliteRequests, type RequestFilter } from './requests.js';
 import { Sequences } from './sequences.js';
+import { SqliteSessions, type NewSession, type ReapCounts } from './sessions.js';
 import { SqliteUploads, type UploadFilter } from './uploads.js';
 
 /** Options of {@link SqliteStore.open}. */
@@ -29,12 +34,20 @@ export class SqliteStore implements Store {
   private readonly builds: SqliteBuilds;
   private readonly uploads: SqliteUploads;
   private readonly intents: SqliteIntents;
+  private readonly nodes: SqliteNodes;
+  private readonly requests: SqliteRequests;
+  private readonly sessions: SqliteSessions;
+  private readonly locks: SqliteLocks;
 
   private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number) {
     const sequences = new Sequences(db);
     this.builds = new SqliteBuilds(db, clock, sequences);
     this.uploads = new SqliteUploads(db, clock, sequences);
     this.intents = new SqliteIntents(db, clock);
+    this.nodes = new SqliteNodes(db, clock, sequences);
+    this.requests = new SqliteRequests(db, clock, sequences);
+    this.sessions = new SqliteSessions(db, clock);
+    this.locks = new SqliteLocks(db, clock);
   }
 
   /**
@@ -130,6 +143,102 @@ export class SqliteStore implements Store {
 
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined> {
     return this.guard(`reading status ${key}`, () => this.intents.getStatus<T>(key));
+  }
+
+  createNode(input: NewNode): Promise<NodeRecord> {
+    return this.guard(`creating a node on ${input.provider}`, () => this.nodes.create(input));
+  }
+
+  getNode(id: string): Promise<NodeRecord | undefined> {
+    return this.guard(`reading node ${id}`, () => this.nodes.get(id));
+  }
+
+  listNodes(filter?: NodeFilter): Promise<NodeRecord[]> {
+    return this.guard('listing nodes', () => this.nodes.list(filter));
+  }
+
+  updateNode(id: string, patch: NodePatch, opts?: ExpectState<NodeState>): Promise<NodeRecord | undefined> {
+    return this.guard(`updating node ${id}`, () => this.nodes.update(id, patch, opts));
+  }
+
+  deleteNode(id: string): Promise<boolean> {
+    return this.guard(`deleting node ${id}`, () => this.nodes.delete(id));
+  }
+
+  createRequest(input: NewNodeRequest): Promise<NodeRequestRecord> {
+    return this.guard(`creating a node request for ${input.requestor}`, () => this.requests.create(input));
+  }
+
+  getRequest(id: string): Promise<NodeRequestRecord | undefined> {
+    return this.guard(`reading node request ${id}`, () => this.requests.get(id));
+  }
+
+  listRequests(filter?: RequestFilter): Promise<NodeRequestRecord[]> {
+    return this.guard('listing node requests', () => this.requests.list(filter));
+  }
+
+  updateRequest(id: string, patch: NodeRequestPatch, opts?: ExpectState<RequestState>): Promise<NodeRequestRecord | undefined> {
+    return this.guard(`updating node request ${id}`, () => this.requests.update(id, patch, opts));
+  }
+
+  deleteRequest(id: string): Promise<boolean> {
+    return this.guard(`deleting node request ${id}`, () => this.requests.delete(id));
+  }
+
+  openSession(input: NewSession): Promise<SessionRecord> {
+    return this.guard(`opening a session for ${input.owner}`, () => this.sessions.open(input));
+  }
+
+  renewSession(id: string): Promise<boolean> {
+    return this.guard(`renewing session ${id}`, () => this.sessions.renew(id));
+  }
+
+  closeSession(id: string): Promise<void> {
+    return this.guard(`closing session ${id}`, () => this.sessions.closeSession(id));
+  }
+
+  getSession(id: string): Promise<SessionRecord | undefined> {
+    return this.guard(`reading session ${id}`, () => this.sessions.get(id));
+  }
+
+  listSessions(): Promise<SessionRecord[]> {
+    return this.guard('listing sessions', () => this.sessions.list());
+  }
+
+  isSessionLive(id: string): Promise<boolean> {
+    return this.guard(`checking session ${id}`, () => this.sessions.isLive(id));
+  }
+
+  tryLock(resource: string, sessionId: string): Promise<boolean> {
+    return this.guard(`locking ${resource} for session ${sessionId}`, () => this.locks.tryLock(resource, sessionId));
+  }
+
+  unlock(resource: string, sessionId: string): Promise<boolean> {
+    return this.guard(`unlocking ${resource} for session ${sessionId}`, () => this.locks.unlock(resource, sessionId));
+  }
+
+  getLock(resource: string): Promise<LockRecord | undefined> {
+    return this.guard(`reading the lock on ${resource}`, () => this.locks.get(resource));
+  }
+
+  listLocks(prefix?: string): Promise<LockRecord[]> {
+    return this.guard('listing locks', () => this.locks.list(prefix));
+  }
+
+  reapSessions(): Promise<ReapCounts> {
+    return this.guard('reaping lapsed sessions', () => this.sessions.reapSessions());
+  }
+
+  registerLauncher(input: Omit<LauncherRecord, 'registered'>): Promise<LauncherRecord> {
+    return this.guard(`registering launcher ${input.id}`, () => this.sessions.registerLauncher(input));
+  }
+
+  unregisterLauncher(id: string): Promise<void> {
+    return this.guard(`unregistering launcher ${id}`, () => this.sessions.unregisterLauncher(id));
+  }
+
+  listLaunchers(): Promise<LauncherRecord[]> {
+    return this.guard('listing launchers', () => this.sessions.listLaunchers());
   }
 
   /** Closes the database (checkpointing the WAL when this is the last connection). Idempotent. */

@@ -62,7 +62,7 @@ describe('nodepool-server: builders that fail, vanish or hold strays', () => {
     const a = await sys.addBuilder('a', { process: true });
     await sys.startServer();
     const failures: Array<[string, string]> = [];
-    sys.server!.lifecycle.on('build:failed', (id, reason) => failures.push([id, reason]));
+    sys.server!.lifecycle!.on('build:failed', (id, reason) => failures.push([id, reason]));
     const building = await sys.waitForBuild('build running on builder-a', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 60_000);
     await sys.addBuilder('b');
     await a.process!.kill();

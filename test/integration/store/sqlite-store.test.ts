@@ -16,6 +16,7 @@ import { runningProcesses, startProcess, stopAllProcesses } from '../../support/
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const writerScript = path.join(repoRoot, 'test/fixtures/store-writer.ts');
+const contenderScript = path.join(repoRoot, 'test/fixtures/lock-contender.ts');
 
 const tempDir = (): Promise<string> => mkdtemp(path.join(os.tmpdir(), 'nodepool-store-'));
 
@@ -126,6 +127,62 @@ void describe('SqliteStore', () => {
     assert.deepEqual(allUploads, Array.from({ length: 2 * count }, (_, i) => String(i + 1).padStart(10, '0')));
     assert.equal((await store.listBuilds({ diskimage: 'shared' })).length, 2 * count);
     assert.equal((await store.listUploads({ provider: 'child' })).length, count);
+  });
+
+  void it('refuses in one store a lock that a session of another store on the same file holds', async () => {
+    const server = await openAt();
+    const cli = await openAt();
+    const a = await server.openSession({ owner: 'nodepool-server', hostname: 'h', pid: 1, ttlMs: 60_000 });
+    const b = await cli.openSession({ owner: 'nodepool', hostname: 'h', pid: 2, ttlMs: 60_000 });
+    assert.equal(await server.tryLock('node:0000000001', a.id), true);
+    assert.equal(await cli.tryLock('node:0000000001', b.id), false);
+    assert.equal((await cli.getLock('node:0000000001'))?.sessionId, a.id);
+    assert.equal(await cli.isSessionLive(a.id), true);
+    await server.closeSession(a.id);
+    assert.equal(await cli.tryLock('node:0000000001', b.id), true);
+  });
+
+  void it('gives each of 200 resources to exactly one of two processes locking them at the same time', async () => {
+    const count = 200;
+    const store = await openAt();
+    const mine = await store.openSession({ owner: 'test', hostname: os.hostname(), pid: process.pid, ttlMs: 600_000 });
+    const child = startProcess('lock-contender', process.execPath, ['--import', 'tsx', contenderScript, file, String(count)],
+      { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.child.stdout?.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+    await waitFor(() => stdout.includes('ready\n') || !child.alive(), { timeoutMs: 30_000, what: 'the lock contender to open its session' });
+    child.child.stdin?.end('go\n');
+    const won: string[] = [];
+    for (let i = 0; i < count; i++) {
+      if (await store.tryLock(`node:${i}`, mine.id)) won.push(`node:${i}`);
+    }
+    const exit = await within(child.exited, 30_000, 'the lock contender to exit');
+    assert.equal(exit.code, 0, `lock contender failed: ${stderr}`);
+    const theirs = JSON.parse(stdout.slice(stdout.indexOf('ready\n') + 6)) as { sessionId: string; won: string[] };
+    assert.equal(won.length + theirs.won.length, count);
+    const winner = new Map<string, string>();
+    for (const r of won) winner.set(r, mine.id);
+    for (const r of theirs.won) {
+      assert.equal(winner.has(r), false, `${r} was won by both processes`);
+      winner.set(r, theirs.sessionId);
+    }
+    const locks = await store.listLocks('node:');
+    assert.equal(locks.length, count);
+    for (const lock of locks) assert.equal(lock.sessionId, winner.get(lock.resource), `holder of ${lock.resource}`);
+  });
+
+  void it('migrates a version 1 database to the current schema, keeping its builds', async () => {
+    const db = new Database(file);
+    migrate(db, file, MIGRATIONS.slice(0, 1));
+    db.prepare(`INSERT INTO builds (id, diskimage, state, state_time, created, formats, files)
+                VALUES ('debian-0000000001', 'debian', 'ready', 1, 1, '["qcow2"]', '[]')`).run();
+    db.close();
+    const store = await openAt();
+    assert.equal(pragmaOf(file, 'user_version'), SCHEMA_VERSION);
+    assert.equal((await store.getBuild('debian-0000000001'))?.state, 'ready');
+    assert.equal((await store.createNode({ state: 'building', provider: 'p', pool: 'main', labels: ['small'] })).id, '0000000001');
   });
 
   void it('keeps every record and sequence when the file is reopened', async () => {

@@ -1,0 +1,31 @@
+/**
+ * Config keys every driver shares (Nodepool's common provider and pool schema). Drivers
+ * spread these into their own schemas, so defaults are written once.
+ */
+import { int, optional, record, required, scalarString, string } from '../config/schema-kit.js';
+
+/** Provider keys: `name` and `max-concurrency` (-1 unlimited, 0 handles no requests). */
+export const commonProviderFields = {
+  name: required(string()),
+  'max-concurrency': optional(int({ min: -1 }), -1),
+};
+
+/** Pool keys: `name`, `max-servers` (unlimited; 0 disables the pool), `node-attributes`. */
+export const commonPoolFields = {
+  name: required(string()),
+  'max-servers': optional(int({ min: 0 }), Number.MAX_SAFE_INTEGER),
+  'node-attributes': optional(record(scalarString()), {}),
+};
+
+/** Canonical JSON (sorted keys), so equal configs give equal strings. */
+export function fingerprint(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+}
+
+/** Value equality of two configs: a provider restarts on reload only when this is false. */
+export function configEquals(a: unknown, b: unknown): boolean {
+  return fingerprint(a) === fingerprint(b);
+}

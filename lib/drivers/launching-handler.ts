@@ -1,0 +1,86 @@
+/**
+ * Launch bookkeeping for drivers that create resources: `launch` runs the driver's
+ * `launchNode` in the background and writes the outcome to the store (ready, failed, or
+ * aborted when over quota); `launchesComplete` tells when every launch has an outcome.
+ * Quota and reuse hooks default to "yes"; drivers override what they know better.
+ */
+import { coerceError, QuotaExceededError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
+import type { Store } from '../store/store.js';
+import type { PoolInfo, RequestHandler } from './driver.js';
+
+/** What a launching handler works with. */
+export interface LaunchingHandlerContext {
+  store: Store;
+  log: Logger;
+  pool: PoolInfo;
+  request: NodeRequestRecord;
+}
+
+export abstract class LaunchingHandler implements RequestHandler {
+  readonly canLaunch = true;
+  private running = 0;
+
+  constructor(protected readonly hctx: LaunchingHandlerContext) {}
+
+  get aliveCount(): number {
+    return this.running;
+  }
+
+  /**
+   * Creates the resource for a `building` node and resolves with the fields of the ready node
+   * (addresses, external id, host keys). Thrown: QuotaExceededError (→ aborted) or any error
+   * (→ failed with its message). The driver removes what a failed attempt created.
+   */
+  protected abstract launchNode(node: NodeRecord): Promise<NodePatch>;
+
+  imagesAvailable(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  hasProviderQuota(_labels: readonly string[]): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  hasRemainingQuota(_label: string): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  checkReusableNode(_node: NodeRecord): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  nodeMetadata(_label: string): NodePatch {
+    return {};
+  }
+
+  launch(node: NodeRecord): void {
+    this.running += 1;
+    const log = this.hctx.log.child({ node: node.id, request: this.hctx.request.id });
+    void (async () => {
+      let outcome: NodePatch;
+      try {
+        const patch = await this.launchNode(node);
+        outcome = { ...patch, state: 'ready', reason: null };
+        log.info('node ready', { externalId: patch.externalId ?? node.externalId, ip: patch.interfaceIp ?? null });
+      } catch (err) {
+        const e = coerceError(err);
+        const state = e instanceof QuotaExceededError ? 'aborted' : 'failed';
+        outcome = { state, reason: e.message };
+        log.warn(`node launch ${state}`, { reason: e.message });
+      }
+      try {
+        await this.hctx.store.updateNode(node.id, outcome, { expectStates: ['building'] });
+      } catch (err) {
+        log.warn('could not record the launch outcome', { error: coerceError(err).message });
+      }
+    })().finally(() => {
+      this.running -= 1;
+    });
+  }
+
+  launchesComplete(): boolean {
+    return this.running === 0;
+  }
+}

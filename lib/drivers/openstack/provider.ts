@@ -1,0 +1,283 @@
+/**
+ * One `driver: openstack` provider at run time: all cloud I/O (Nova through the provider's
+ * Keystone session, Glance for cloud images by name), the short-lived caches (flavors,
+ * networks, image lookups, the quota snapshot), server deletion, listing and leak cleanup.
+ * Request decisions and the launch live in handler.ts.
+ */
+import { CloudError, coerceError } from '../../errors.js';
+import { waitFor } from '../../lifecycle.js';
+import type { Logger } from '../../log.js';
+import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
+import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
+import type { ImageService } from '../image-service.js';
+import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
+import { openstackPools } from './config.js';
+import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
+import { OpenStackHandler } from './handler.js';
+import { OpenStackImageService } from './image-service.js';
+import { findLeakedServers } from './leaks.js';
+import { NovaClient } from './nova.js';
+import { cloudLimits, unmanagedUsage } from './quota.js';
+
+/** Tunables of {@link OpenStackProvider}. */
+export interface OpenStackProviderOptions {
+  /** How long the cloud quota snapshot (limits and foreign usage) is reused (default 5 s). */
+  quotaCacheMs?: number;
+  /** How long a cloud image lookup by name is reused (default 10 s). */
+  imageCacheMs?: number;
+  /** Bound of waiting for a deleted server to disappear (default 120 s). */
+  deleteTimeoutMs?: number;
+}
+
+/** The image a label boots and the node fields that come with it. */
+export interface BootImage {
+  /** Glance id. */
+  imageId: string;
+  /** Upload id (diskimage) or cloud-image name: the node's `image`. */
+  ref: string;
+  /** For the `nodepool_image_name` metadata. */
+  name: string;
+  username: string | null;
+  connectionType: string;
+  connectionPort: number;
+  configDrive: boolean | undefined;
+}
+
+/** The cloud's room for nodepool: project maximums and what servers nodepool does not account for use. */
+export interface CloudQuota {
+  limits: NodeResources;
+  unmanaged: NodeResources;
+}
+
+export class OpenStackProvider implements Provider {
+  readonly name: string;
+  readonly log: Logger;
+  /** Glance through the provider's clouds.yaml entry (uploads, deletes, alien-image-list). */
+  readonly images: ImageService;
+  private readonly abort = new AbortController();
+  private readonly opts: Required<OpenStackProviderOptions>;
+  private state: 'created' | 'running' | 'stopped' = 'created';
+  private novaClient?: Promise<NovaClient>;
+  private flavorList?: Promise<Flavor[]>;
+  private readonly networks = new Map<string, Promise<string>>();
+  private readonly cloudImageIds = new Map<string, { at: number; id: string | undefined }>();
+  private quota?: { at: number; value: Promise<CloudQuota> };
+
+  constructor(readonly config: OpenStackProviderConfig, readonly ctx: ProviderContext, opts: OpenStackProviderOptions = {}) {
+    this.name = config.name;
+    this.log = ctx.log.child({ component: 'openstack', provider: config.name });
+    this.opts = { quotaCacheMs: opts.quotaCacheMs ?? 5000, imageCacheMs: opts.imageCacheMs ?? 10_000, deleteTimeoutMs: opts.deleteTimeoutMs ?? 120_000 };
+    const svc = (): Promise<ImageService> => ctx.imageServices(config);
+    this.images = {
+      upload: async (req) => (await svc()).upload(req),
+      delete: async (id) => (await svc()).delete(id),
+      list: async (filter) => (await svc()).list(filter),
+    };
+  }
+
+  /** Aborted by stop(): launches in flight end. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  start(): Promise<void> {
+    if (this.state === 'created') this.state = 'running';
+    this.log.info('provider started', { cloud: this.config.cloud, region: this.config.regionName ?? null });
+    return Promise.resolve();
+  }
+
+  stop(): Promise<void> {
+    if (this.state !== 'stopped') {
+      this.state = 'stopped';
+      this.abort.abort(new CloudError(`provider ${this.name} is stopping`));
+      this.log.info('provider stopped');
+    }
+    return Promise.resolve();
+  }
+
+  /** Nova through the provider's authenticated session (a failed attempt is not cached). */
+  nova(): Promise<NovaClient> {
+    this.novaClient ??= (async () => {
+      const svc = await this.ctx.imageServices(this.config);
+      if (!(svc instanceof OpenStackImageService)) throw new CloudError(`provider ${this.name}: its image service is not an OpenStack one, so Nova is out of reach`);
+      return new NovaClient(svc.session, { log: this.log, rate: this.config.rate });
+    })();
+    const p = this.novaClient;
+    p.catch(() => { if (this.novaClient === p) this.novaClient = undefined; });
+    return p;
+  }
+
+  /** A pool of this provider. Thrown: Error for an unknown pool (a launcher bug). */
+  pool(name: string): OpenStackPoolConfig {
+    const pool = this.config.pools.find((p) => p.name === name);
+    if (!pool) throw new Error(`provider ${this.name} has no pool ${JSON.stringify(name)}`);
+    return pool;
+  }
+
+  /** The label's config in the first pool that serves it. */
+  labelConfig(label: string): OpenStackLabelConfig | undefined {
+    for (const pool of this.config.pools) {
+      const l = pool.labels.find((x) => x.name === label);
+      if (l) return l;
+    }
+    return undefined;
+  }
+
+  /** The project's flavors (cached until a create answers 400). */
+  flavors(): Promise<Flavor[]> {
+    this.flavorList ??= this.nova().then((n) => n.listFlavors());
+    const p = this.flavorList;
+    p.catch(() => { if (this.flavorList === p) this.flavorList = undefined; });
+    return p;
+  }
+
+  /** Forgets cached flavors, networks and image lookups (after Nova refused a create). */
+  invalidateCaches(): void {
+    this.flavorList = undefined;
+    this.networks.clear();
+    this.cloudImageIds.clear();
+  }
+
+  /** The flavor of a label. Thrown: {@link CloudError} when none matches. */
+  async flavorFor(label: OpenStackLabelConfig): Promise<Flavor> {
+    const wish = { minRam: label.minRam, flavorName: label.flavorName };
+    const f = chooseFlavor(await this.flavors(), wish);
+    if (!f) throw new CloudError(`no flavor in cloud ${this.config.cloud} matches ${describeWish(wish)} (label ${label.name})`);
+    return f;
+  }
+
+  /** Network ids of a pool's `networks` (names or ids). */
+  async networkIds(pool: OpenStackPoolConfig): Promise<string[]> {
+    return Promise.all(pool.networks.map((n) => {
+      let id = this.networks.get(n);
+      if (!id) {
+        id = this.nova().then((nova) => nova.networkId(n));
+        this.networks.set(n, id);
+        id.catch(() => this.networks.delete(n));
+      }
+      return id;
+    }));
+  }
+
+  /** What a label boots: the newest ready upload of its diskimage, or its cloud image; undefined when there is none. */
+  async bootImage(label: OpenStackLabelConfig): Promise<BootImage | undefined> {
+    if (label.diskimage !== undefined) {
+      const d = this.config.diskimages.find((x) => x.name === label.diskimage);
+      if (!d) return undefined;
+      const uploads = (await this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] })).filter((u) => u.externalId);
+      const newest = uploads.reduce<(typeof uploads)[number] | undefined>((a, u) => (!a || u.id > a.id ? u : a), undefined);
+      if (!newest?.externalId) return undefined;
+      return {
+        imageId: newest.externalId, ref: newest.id, name: d.name, username: d.username,
+        connectionType: d.connectionType, connectionPort: d.connectionPort, configDrive: d.configDrive,
+      };
+    }
+    const ci = this.config.cloudImages.find((x) => x.name === label.cloudImage);
+    if (!ci) return undefined;
+    const imageId = ci.imageId ?? (await this.cloudImageId(ci.imageName ?? ci.name));
+    if (imageId === undefined) return undefined;
+    return {
+      imageId, ref: ci.name, name: ci.name, username: ci.username ?? null,
+      connectionType: ci.connectionType, connectionPort: ci.connectionPort, configDrive: ci.configDrive,
+    };
+  }
+
+  /** The id of an active Glance image by name (cached briefly, also when absent). */
+  private async cloudImageId(name: string): Promise<string | undefined> {
+    const hit = this.cloudImageIds.get(name);
+    if (hit && this.ctx.clock() - hit.at < this.opts.imageCacheMs) return hit.id;
+    const svc = await this.ctx.imageServices(this.config);
+    const found = svc instanceof OpenStackImageService
+      ? (await svc.glance.listImages({ name })).find((i) => i.status === 'active')?.id
+      : (await svc.list()).find((i) => i.name === name && i.status === 'active')?.externalId;
+    this.cloudImageIds.set(name, { at: this.ctx.clock(), id: found });
+    return found;
+  }
+
+  async labelReady(label: string): Promise<boolean> {
+    const l = this.labelConfig(label);
+    if (!l) return false;
+    try {
+      return (await this.bootImage(l)) !== undefined;
+    } catch (err) {
+      this.log.warn('could not tell whether the label is ready', { label, error: coerceError(err).message });
+      return false;
+    }
+  }
+
+  /** The cloud's quota snapshot, reused for `quotaCacheMs`. */
+  cloudQuota(): Promise<CloudQuota> {
+    const now = this.ctx.clock();
+    if (!this.quota || now - this.quota.at >= this.opts.quotaCacheMs) {
+      const value = this.fetchQuota();
+      const entry = { at: now, value };
+      this.quota = entry;
+      value.catch(() => { if (this.quota === entry) this.quota = undefined; });
+    }
+    return this.quota.value;
+  }
+
+  /** Drops the quota snapshot (after the cloud said "quota exceeded"). */
+  invalidateQuota(): void {
+    this.quota = undefined;
+  }
+
+  private async fetchQuota(): Promise<CloudQuota> {
+    const nova = await this.nova();
+    const [limits, servers] = await Promise.all([nova.getLimits(), nova.listServers()]);
+    const nodes = await this.ctx.store.listNodes({ provider: this.name });
+    const usage = servers.map((s) => ({ metadata: s.metadata, resources: s.flavor ? flavorResources(s.flavor) : null }));
+    return { limits: cloudLimits(limits), unmanaged: unmanagedUsage(usage, this.name, new Set(nodes.map((n) => n.id))) };
+  }
+
+  async listNodes(): Promise<ExternalNode[]> {
+    const servers = await (await this.nova()).listServers();
+    return servers.filter((s) => s.metadata.nodepool_provider_name === this.name).map((s) => ({
+      externalId: s.id, name: s.name, provider: this.name, nodeId: s.metadata.nodepool_node_id ?? null, status: s.status,
+    }));
+  }
+
+  async cleanupNode(node: NodeRecord): Promise<void> {
+    if (!node.externalId) return;
+    await this.deleteServer(node.externalId);
+  }
+
+  /** Deletes a server and waits until Nova no longer knows it. Thrown: {@link CloudError}. */
+  async deleteServer(id: string): Promise<void> {
+    const nova = await this.nova();
+    if (!(await nova.deleteServer(id))) return;
+    try {
+      await waitFor(async () => {
+        const s = await nova.getServer(id);
+        return !s || s.status === 'DELETED';
+      }, { timeoutMs: this.opts.deleteTimeoutMs, what: `server ${id} to be deleted`, intervalMs: 250 });
+    } catch (err) {
+      throw new CloudError(`server ${id} was not gone within ${this.opts.deleteTimeoutMs / 1000} s of its delete`, { cause: err });
+    }
+  }
+
+  async cleanupLeakedResources(): Promise<void> {
+    // Servers first, records second: a server listed was created after its record, so the record is seen.
+    const servers = await (await this.nova()).listServers();
+    const nodes = await this.ctx.store.listNodes({ provider: this.name });
+    for (const leak of findLeakedServers(servers, this.name, nodes)) {
+      const rec = await this.ctx.store.createNode({
+        state: 'deleting', provider: this.name, pool: leak.pool, labels: leak.labels, externalId: leak.externalId,
+        hostname: leak.name, reason: 'leaked', cloud: this.config.cloud, region: this.config.regionName ?? null,
+      });
+      this.log.warn('leaked server: marked for deletion', { externalId: leak.externalId, server: leak.name, formerNode: leak.nodeId, node: rec.id });
+    }
+  }
+
+  nodeDeleted(_node: NodeRecord): Promise<void> {
+    return Promise.resolve();
+  }
+
+  getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler {
+    const info = openstackPools(this.config).find((p) => p.name === pool);
+    if (!info) throw new Error(`provider ${this.name} has no pool ${JSON.stringify(pool)}`);
+    return new OpenStackHandler(this, this.pool(pool), {
+      store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: info, request,
+    });
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Quota arithmetic (pure): resources as {cores, ram, instances}, with Infinity for
+ * "unlimited". The handler adds up what nodes and servers use and asks whether a new
+ * demand fits under a limit (Nodepool's QuotaInformation).
+ */
+import type { NodeResources } from '../../store/models.js';
+
+/** No resources. */
+export const ZERO: Readonly<NodeResources> = Object.freeze({ cores: 0, ram: 0, instances: 0 });
+
+/** No limit. */
+export const UNLIMITED: Readonly<NodeResources> = Object.freeze({ cores: Infinity, ram: Infinity, instances: Infinity });
+
+/** Sum of resources. */
+export function sum(items: Iterable<Readonly<NodeResources>>): NodeResources {
+  const out = { ...ZERO };
+  for (const r of items) {
+    out.cores += r.cores;
+    out.ram += r.ram;
+    out.instances += r.instances;
+  }
+  return out;
+}
+
+/** Whether `used + needed` stays within `limit` in every dimension. */
+export function fits(limit: Readonly<NodeResources>, used: Readonly<NodeResources>, needed: Readonly<NodeResources>): boolean {
+  return used.cores + needed.cores <= limit.cores
+    && used.ram + needed.ram <= limit.ram
+    && used.instances + needed.instances <= limit.instances;
+}
+
+/** A pool's limits: `max-servers`, `max-cores`, `max-ram` (absent → unlimited). */
+export function poolLimits(pool: { maxServers: number; maxCores?: number | undefined; maxRam?: number | undefined }): NodeResources {
+  return {
+    instances: pool.maxServers >= Number.MAX_SAFE_INTEGER ? Infinity : pool.maxServers,
+    cores: pool.maxCores ?? Infinity,
+    ram: pool.maxRam ?? Infinity,
+  };
+}
+
+/** Nova's absolute limits (`GET /limits`); -1 means unlimited. */
+export interface ComputeLimits {
+  maxTotalInstances: number;
+  maxTotalCores: number;
+  maxTotalRAMSize: number;
+  totalInstancesUsed: number;
+  totalCoresUsed: number;
+  totalRAMUsed: number;
+}
+
+/** The project's maximums as resources (-1 → Infinity). */
+export function cloudLimits(l: ComputeLimits): NodeResources {
+  const lim = (n: number): number => (n < 0 ? Infinity : n);
+  return { instances: lim(l.maxTotalInstances), cores: lim(l.maxTotalCores), ram: lim(l.maxTotalRAMSize) };
+}
+
+/** A server as quota accounting sees it. */
+export interface ServerUsage {
+  metadata: Readonly<Record<string, string>>;
+  /** From the server's embedded flavor; null when unknown (counted as one instance). */
+  resources: NodeResources | null;
+}
+
+/**
+ * What servers nodepool does not account for use: servers of other providers or of
+ * none, and ours whose `nodepool_node_id` has no record (leaked; the cleanup removes them).
+ */
+export function unmanagedUsage(servers: readonly ServerUsage[], provider: string, knownNodeIds: ReadonlySet<string>): NodeResources {
+  return sum(servers
+    .filter((s) => s.metadata.nodepool_provider_name !== provider || !knownNodeIds.has(s.metadata.nodepool_node_id ?? ''))
+    .map((s) => s.resources ?? { ...ZERO, instances: 1 }));
+}

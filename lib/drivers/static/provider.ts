@@ -1,0 +1,212 @@
+/**
+ * The static provider: all host and store I/O of the `static` driver. It keeps one READY
+ * node record per free slot of every configured host (`max-parallel-jobs` slots): start and
+ * every cleanup pass scan the hosts and sync the records with the config (register,
+ * deregister, update); a deleted node's slot is registered again as a fresh record.
+ * Deregistering means marking a ready, unallocated record `deleting` under its lock; in-use
+ * nodes are never touched.
+ */
+import { StateConflictError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
+import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
+import { staticHosts, type StaticHost, type StaticProviderConfig } from './config.js';
+import { StaticRequestHandler } from './handler.js';
+import { HostScanner } from './host-scanner.js';
+import { acceptScan, planRegistration, recordHostId, registrationFields, type RegistrationAction } from './registration-plan.js';
+import { SyncGate } from './sync-gate.js';
+
+/** Tunables of {@link StaticProvider} (tests and benchmarks; the defaults suit production). */
+export interface StaticProviderOptions {
+  /** Hosts scanned at once during a sync (default 16). */
+  scanConcurrency?: number;
+  /** Pause between scan attempts on a host that refuses (default 500 ms). */
+  scanRetryMs?: number;
+}
+
+export class StaticProvider implements Provider {
+  readonly name: string;
+  private readonly log: Logger;
+  private readonly hosts: readonly StaticHost[];
+  private readonly hostsById: ReadonlyMap<string, StaticHost>;
+  private readonly abort = new AbortController();
+  private readonly scanner: HostScanner;
+  private readonly gate = new SyncGate();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private stopping: Promise<void> | undefined;
+
+  constructor(readonly config: StaticProviderConfig, private readonly ctx: ProviderContext, opts: StaticProviderOptions = {}) {
+    this.name = config.name;
+    this.log = ctx.log.child({ component: 'static-provider', provider: config.name });
+    this.hosts = staticHosts(config);
+    this.hostsById = new Map(this.hosts.map((h) => [h.id, h]));
+    this.scanner = new HostScanner({ signal: this.abort.signal, concurrency: opts.scanConcurrency, retryMs: opts.scanRetryMs });
+  }
+
+  /** Registers the configured hosts (see {@link cleanupLeakedResources}). */
+  start(): Promise<void> {
+    return this.track(() => this.sync('start'));
+  }
+
+  /** Stops scanning (running scans are killed) and waits for running work to settle. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.abort.abort(new Error(`static provider ${this.name} stopped`));
+      await Promise.allSettled([...this.inflight]);
+    })();
+    return this.stopping;
+  }
+
+  /** One entry per configured host that has node records (`externalId` = `name:port`). */
+  async listNodes(): Promise<ExternalNode[]> {
+    const seen = new Map<string, ExternalNode>();
+    for (const r of await this.ctx.store.listNodes({ provider: this.name })) {
+      const host = this.hostsById.get(recordHostId(r));
+      if (!host || seen.has(host.id)) continue;
+      seen.set(host.id, { externalId: host.id, name: host.node.name, provider: this.name, nodeId: r.id, status: 'registered' });
+    }
+    return [...seen.values()];
+  }
+
+  /** A static host is not deleted: its slot is registered again by {@link nodeDeleted}. */
+  cleanupNode(_node: NodeRecord): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /**
+   * Re-syncs every host with the config: registers hosts that came back or whose records
+   * vanished, deregisters hosts that stopped answering or are no longer configured.
+   */
+  cleanupLeakedResources(): Promise<void> {
+    return this.track(() => this.sync('cleanup'));
+  }
+
+  /** Registers one fresh READY record for the deleted node's host while it has a free slot. */
+  nodeDeleted(node: NodeRecord): Promise<void> {
+    return this.track(async () => {
+      const host = node.provider === this.name ? this.hostsById.get(recordHostId(node)) : undefined;
+      if (!host) return;
+      const scan = await this.scanner.scan(host);
+      const accepted = acceptScan(host, scan);
+      if (!accepted.ok) {
+        this.logProblem(accepted.kind, `${accepted.message} (slot of deleted node ${node.id} stays free until the next cleanup pass)`, host.id);
+        return;
+      }
+      await this.gate.forHost(host.id, async () => {
+        const count = (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === host.id).length;
+        if (count >= host.node.maxParallelJobs) return;
+        const created = await this.ctx.store.createNode(registrationFields(this.name, host, accepted.keys));
+        this.log.info('registered', { host: host.id, nodes: [created.id], after: node.id });
+      });
+    });
+  }
+
+  /** Static labels need no image. */
+  labelReady(_label: string): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler {
+    return new StaticRequestHandler(this, pool, request, this.log);
+  }
+
+  /** The configured host a node record belongs to. */
+  hostOf(node: Pick<NodeRecord, 'hostname' | 'connectionPort'>): StaticHost | undefined {
+    return this.hostsById.get(recordHostId(node));
+  }
+
+  /**
+   * Deregisters one ready, unallocated, unlocked record of the node's host: the node itself
+   * when possible, else another. Returns the id deregistered, if any.
+   */
+  async deregisterOne(node: NodeRecord, reason: string): Promise<string | undefined> {
+    const host = recordHostId(node);
+    if (await this.deregisterRecord(node.id, reason)) return node.id;
+    const others = (await this.ctx.store.listNodes({ provider: this.name, states: ['ready'] }))
+      .filter((r) => r.id !== node.id && recordHostId(r) === host);
+    for (const r of others) if (await this.deregisterRecord(r.id, reason)) return r.id;
+    return undefined;
+  }
+
+  /** Runs provider work unless stopped, so stop() can wait for it. */
+  private track(fn: () => Promise<void>): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    const p = fn().catch((err: unknown) => {
+      if (this.abort.signal.aborted) return; // a scan killed by stop()
+      throw err;
+    });
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  /** Scans every host, then plans and applies registrations with no other write running. */
+  private async sync(why: 'start' | 'cleanup'): Promise<void> {
+    const scans = await this.scanner.scanAll(this.hosts);
+    if (this.abort.signal.aborted) return;
+    await this.gate.exclusively(async () => {
+      const records = await this.ctx.store.listNodes({ provider: this.name });
+      const plan = planRegistration({ provider: this.name, hosts: this.hosts, records, scans });
+      for (const problem of plan.problems) this.logProblem(problem.kind, problem.message, problem.hostId);
+      for (const action of plan.actions) await this.apply(action);
+      this.log.debug('static hosts synced', { why, hosts: this.hosts.length, actions: plan.actions.length, problems: plan.problems.length });
+    });
+  }
+
+  private async apply(action: RegistrationAction): Promise<void> {
+    const { store } = this.ctx;
+    switch (action.kind) {
+      case 'register': {
+        const ids: string[] = [];
+        for (let i = 0; i < action.count; i++) ids.push((await store.createNode(action.node)).id);
+        this.log.info('registered', { host: action.hostId, nodes: ids });
+        return;
+      }
+      case 'deregister': {
+        const ids: string[] = [];
+        for (const id of action.candidates) {
+          if (ids.length >= action.count) break;
+          if (await this.deregisterRecord(id, action.reason)) ids.push(id);
+        }
+        if (ids.length) this.log.info('deregistered', { host: action.hostId, nodes: ids, reason: action.reason });
+        if (ids.length < action.count) this.log.debug('records busy, left for a later pass', { host: action.hostId, wanted: action.count, done: ids.length });
+        return;
+      }
+      case 'update': {
+        if (await this.withNodeLock(action.nodeId, async (r) => {
+          await store.updateNode(r.id, action.patch, { expectStates: ['ready'] });
+        })) this.log.info('updated from config', { host: action.hostId, node: action.nodeId, fields: Object.keys(action.patch) });
+      }
+    }
+  }
+
+  /** Marks a ready, unallocated record `deleting` under its lock; false when it is busy or gone. */
+  private deregisterRecord(id: string, reason: string): Promise<boolean> {
+    return this.withNodeLock(id, async (r) => {
+      await this.ctx.store.updateNode(r.id, { state: 'deleting', reason }, { expectStates: ['ready'] });
+    });
+  }
+
+  /** Runs `fn` on the re-read record while holding its lock, if it is still ready and unallocated. */
+  private async withNodeLock(id: string, fn: (r: NodeRecord) => Promise<void>): Promise<boolean> {
+    const { store, sessionId } = this.ctx;
+    const resource = `node:${id}`;
+    if (!(await store.tryLock(resource, sessionId))) return false;
+    try {
+      const r = await store.getNode(id);
+      if (!r || r.state !== 'ready' || r.allocatedTo !== null) return false;
+      await fn(r);
+      return true;
+    } catch (err) {
+      if (err instanceof StateConflictError) return false;
+      throw err;
+    } finally {
+      await store.unlock(resource, sessionId);
+    }
+  }
+
+  private logProblem(kind: 'unreachable' | 'host-key', message: string, host: string): void {
+    if (kind === 'host-key') this.log.error(message, { host });
+    else this.log.warn(message, { host });
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * SSH host key scanning through OpenSSH's `ssh-keyscan`: a real key exchange with the host,
+ * one connection per key type. Retries until the deadline while the host refuses or drops
+ * connections (it may be booting or rate-limiting unauthenticated connections).
+ */
+import { spawn } from 'node:child_process';
+import { lookup } from 'node:dns/promises';
+import { sleep } from '../lifecycle.js';
+import { parseKeyscanOutput } from './host-keys.js';
+import { HostScanError } from './keyscan-error.js';
+import { tcpProbe } from './tcp-probe.js';
+
+export { HostScanError } from './keyscan-error.js';
+
+/** Options of {@link keyscan}. */
+export interface KeyscanOptions {
+  /** Give up after this long (the static node's `timeout`). */
+  timeoutMs: number;
+  /** Pause between attempts (default 500 ms). */
+  retryMs?: number;
+  /** Aborting kills a running ssh-keyscan and rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** The ssh-keyscan executable (default `ssh-keyscan` from PATH). */
+  command?: string;
+}
+
+/**
+ * The host's SSH host keys as sorted `"<type> <base64>"` lines.
+ * Thrown: HostScanError — `unresolvable` (DNS), `unreachable` (no TCP connection before the
+ * deadline) or `no-keys` (connections accepted but no key exchange completed).
+ */
+export async function keyscan(host: string, port: number, opts: KeyscanOptions): Promise<string[]> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const retryMs = opts.retryMs ?? 500;
+  try {
+    await lookup(host);
+  } catch (err) {
+    throw new HostScanError(host, port, 'unresolvable', `cannot resolve ${host}: ${(err as Error).message}`, { cause: err });
+  }
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    const remaining = Math.max(1, deadline - Date.now());
+    const out = await runKeyscan(host, port, remaining, opts);
+    const keys = parseKeyscanOutput(out);
+    if (keys.length) return keys;
+    opts.signal?.throwIfAborted();
+    if (Date.now() + retryMs >= deadline) {
+      // One connect tells "refused" from "answers but no key exchange" for the message.
+      const probe = await tcpProbe(host, port, Math.min(1000, opts.timeoutMs), opts.signal);
+      if (!probe.ok) throw new HostScanError(host, port, 'unreachable', `no SSH connection within ${opts.timeoutMs} ms (${probe.reason})`);
+      throw new HostScanError(host, port, 'no-keys', `no SSH host key received within ${opts.timeoutMs} ms`);
+    }
+    await sleep(retryMs, opts.signal);
+  }
+}
+
+/** Runs ssh-keyscan once and resolves with its stdout (empty when nothing answered); killed at the deadline. */
+function runKeyscan(host: string, port: number, remainingMs: number, opts: KeyscanOptions): Promise<string> {
+  const args = ['-p', String(port), '-T', String(Math.max(1, Math.ceil(remainingMs / 1000))), host];
+  return new Promise((resolve, reject) => {
+    const child = spawn(opts.command ?? 'ssh-keyscan', args, { stdio: ['ignore', 'pipe', 'ignore'], signal: opts.signal, killSignal: 'SIGKILL' });
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => child.kill('SIGKILL'), remainingMs + 250);
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      if (opts.signal?.aborted) reject(opts.signal.reason as Error);
+      else reject(new HostScanError(host, port, 'unreachable', `cannot run ssh-keyscan: ${err.message}`, { cause: err }));
+    });
+    child.once('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+  });
+}

@@ -1,0 +1,100 @@
+/**
+ * Pure decisions of the launcher: which requests a pool worker takes, why it declines,
+ * whether a declined request fails, what the deleter and the cleanup worker act on, and how
+ * many min-ready requests a label needs. No I/O here; the workers feed in store snapshots.
+ */
+import type { PoolInfo } from '../../lib/drivers/driver.js';
+import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
+
+/** The requestor name of the launcher's own min-ready requests. */
+export const MIN_READY_REQUESTOR = 'NodePool:min-ready';
+
+/** `<hostname>-<pid>-PoolWorker.<provider>-<pool>`, as Nodepool names its launchers. */
+export function launcherId(hostname: string, pid: number, provider: string, pool: string): string {
+  return `${hostname}-${pid}-PoolWorker.${provider}-${pool}`;
+}
+
+/**
+ * Whether a pool worker should leave a request to the provider the request prefers: that
+ * provider has live launchers and not all of them have declined it.
+ */
+export function yieldsToPreferredProvider(req: NodeRequestRecord, provider: string, launchers: readonly LauncherRecord[]): boolean {
+  if (!req.provider || req.provider === provider) return false;
+  const preferred = launchers.filter((l) => l.provider === req.provider);
+  return preferred.length > 0 && preferred.some((l) => !req.declinedBy.includes(l.id));
+}
+
+/** Why a pool declines a request outright, or null when it can try (images and quota are asked later). */
+export function declineReason(req: NodeRequestRecord, pool: PoolInfo): string | null {
+  if (pool.maxServers <= 0) return 'pool is disabled by max-servers';
+  const missing = [...new Set(req.labels.filter((l) => !pool.labels.includes(l)))];
+  if (missing.length) return `node type(s) [${missing.join(', ')}] not available`;
+  return null;
+}
+
+/** After a decline: failed when every live launcher has declined, else back to requested. */
+export function stateAfterDecline(declinedBy: readonly string[], launchers: readonly LauncherRecord[]): 'failed' | 'requested' {
+  const declined = new Set(declinedBy);
+  return launchers.every((l) => declined.has(l.id)) ? 'failed' : 'requested';
+}
+
+/**
+ * What the deleter does with a node it found unlocked (or locked by a lapsed session):
+ * delete it, or leave it. Building/init nodes without a live lock were abandoned by a dead
+ * launcher; an in-use node is abandoned when its consumer session has lapsed.
+ */
+export function deleterVerdict(node: NodeRecord, consumerLive: boolean): 'delete' | 'keep' {
+  switch (node.state) {
+    case 'used': case 'failed': case 'aborted': case 'deleting': case 'building': case 'init':
+      return 'delete';
+    case 'in-use':
+      return node.consumerSession !== null && !consumerLive ? 'delete' : 'keep';
+    default:
+      return 'keep';
+  }
+}
+
+/** Ready nodes older than `max-ready-age` (seconds; 0 = never) and not allocated. */
+export function expiredReadyNodes(nodes: readonly NodeRecord[], maxReadyAge: ReadonlyMap<string, number>, now: number): NodeRecord[] {
+  return nodes.filter((n) => {
+    if (n.state !== 'ready' || n.allocatedTo !== null) return false;
+    const ages = n.labels.map((l) => maxReadyAge.get(l) ?? 0).filter((a) => a > 0);
+    return ages.length > 0 && now - n.stateTime > Math.min(...ages) * 1000;
+  });
+}
+
+/** Held nodes past their own expiration or `max-hold-age` (seconds; 0 = unlimited). */
+export function expiredHeldNodes(nodes: readonly NodeRecord[], maxHoldAge: number, now: number): NodeRecord[] {
+  return nodes.filter((n) => {
+    if (n.state !== 'hold') return false;
+    const limits = [n.holdExpiration ?? Infinity, maxHoldAge > 0 ? n.stateTime + maxHoldAge * 1000 : Infinity];
+    return now > Math.min(...limits);
+  });
+}
+
+/**
+ * How many min-ready requests each label needs now: min-ready minus its ready, unallocated
+ * nodes, for labels that have no outstanding min-ready request and can be served.
+ */
+export function minReadyNeeds(
+  labels: ReadonlyArray<{ name: string; minReady: number }>,
+  nodes: readonly NodeRecord[],
+  requests: readonly NodeRequestRecord[],
+  servable: (label: string) => boolean,
+): Map<string, number> {
+  const outstanding = new Set(requests
+    .filter((r) => r.requestor === MIN_READY_REQUESTOR && (r.state === 'requested' || r.state === 'pending'))
+    .flatMap((r) => r.labels));
+  const needs = new Map<string, number>();
+  for (const { name, minReady } of labels) {
+    if (minReady <= 0 || outstanding.has(name) || !servable(name)) continue;
+    const ready = nodes.filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(name)).length;
+    if (minReady > ready) needs.set(name, minReady - ready);
+  }
+  return needs;
+}
+
+/** Nodes of a pool that count against `max-servers` (everything that may still exist in the provider). */
+export function poolNodeCount(nodes: readonly NodeRecord[], provider: string, pool: string): number {
+  return nodes.filter((n) => n.provider === provider && n.pool === pool).length;
+}

@@ -1,0 +1,185 @@
+/**
+ * The launcher service in nodepool-server: runs one Provider per configured provider (or
+ * only those named with `--provider`) and a PoolWorker per provider-pool, plus the deleter,
+ * the cleanup worker and the min-ready top-up. A config reload restarts only the providers
+ * whose config changed (value equality) and stops removed ones.
+ */
+import type { Config } from '../../lib/config/schema.js';
+import { configEquals } from '../../lib/drivers/common-config.js';
+import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
+import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import { driverOf, providerPools, type ProviderConfig } from '../../lib/drivers/registry.js';
+import { coerceError } from '../../lib/errors.js';
+import { sleep } from '../../lib/lifecycle.js';
+import type { Logger } from '../../lib/log.js';
+import type { Store } from '../../lib/store/store.js';
+import { CleanupWorker } from './cleanup-worker.js';
+import { launcherId } from './decisions.js';
+import { topUpMinReady } from './min-ready.js';
+import { NodeDeleter } from './node-deleter.js';
+import { PoolWorker } from './pool-worker.js';
+
+/** What the launcher needs. */
+export interface LauncherDeps {
+  store: Store;
+  log: Logger;
+  /** The current config (reloads: call {@link Launcher.reconfigure}). */
+  config: () => Config;
+  imageServices: ImageServiceFactory;
+  /** The process's store session. */
+  sessionId: () => string;
+  hostname: string;
+  pid: number;
+  /** Only these providers (`--provider`); all when omitted. */
+  only?: readonly string[];
+  clock?: () => number;
+}
+
+interface Running {
+  config: ProviderConfig;
+  provider: Provider;
+  pools: PoolInfo[];
+  workers: PoolWorker[];
+}
+
+export class Launcher {
+  private readonly running = new Map<string, Running>();
+  private readonly log: Logger;
+  private readonly deleter: NodeDeleter;
+  private readonly cleanup: CleanupWorker;
+  private readonly loops: Array<Promise<void>> = [];
+  private readonly wake = new AbortController();
+  private active = false;
+  private reconciling: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: LauncherDeps) {
+    this.log = deps.log.child({ component: 'launcher' });
+    const providers = (): ReadonlyMap<string, Provider> => new Map([...this.running].map(([k, v]) => [k, v.provider]));
+    this.deleter = new NodeDeleter({ store: deps.store, log: deps.log, providers, sessionId: deps.sessionId });
+    this.cleanup = new CleanupWorker({
+      store: deps.store, log: deps.log, config: deps.config, providers, sessionId: deps.sessionId, clock: deps.clock ?? Date.now,
+    });
+  }
+
+  /** Names of the providers running here. */
+  get providerNames(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** The running provider of that name, if any. */
+  provider(name: string): Provider | undefined {
+    return this.running.get(name)?.provider;
+  }
+
+  /** Starts the providers and the loops. */
+  async start(): Promise<void> {
+    this.active = true;
+    await this.reconfigure();
+    const cfg = (): Config['launcher'] => this.deps.config().launcher;
+    this.loops.push(
+      this.every('min-ready', () => cfg().interval, () => this.topUp()),
+      this.every('deleter', () => cfg().deleteInterval, () => this.deleter.pass()),
+      this.every('cleanup', () => cfg().cleanupInterval, () => this.cleanup.pass()),
+    );
+  }
+
+  /** Applies the current config: restarts changed providers, stops removed ones, starts new ones. */
+  reconfigure(): Promise<void> {
+    this.reconciling = this.reconciling.then(() => this.reconcile()).catch((err: unknown) => {
+      this.log.error('applying the provider config failed', { error: coerceError(err).message });
+    });
+    return this.reconciling;
+  }
+
+  /** Stops the loops, the pool workers and the providers. Idempotent. */
+  async stop(): Promise<void> {
+    if (!this.active) return;
+    this.active = false;
+    this.wake.abort();
+    await Promise.all(this.loops);
+    await this.reconciling;
+    for (const name of [...this.running.keys()]) await this.stopProvider(name);
+    await this.deleter.settled();
+    this.log.info('launcher stopped');
+  }
+
+  /** Runs one deleter pass and waits for its deletes (tests, `delete --now`-like flows). */
+  async deleteNow(): Promise<void> {
+    await this.deleter.pass();
+    await this.deleter.settled();
+  }
+
+  private async reconcile(): Promise<void> {
+    const config = this.deps.config();
+    const only = this.deps.only;
+    const wanted = new Map(config.providers.filter((p) => !only?.length || only.includes(p.name)).map((p) => [p.name, p]));
+    for (const name of only ?? []) {
+      if (!config.providers.some((p) => p.name === name)) this.log.warn('--provider names a provider that is not in the config', { provider: name });
+    }
+    for (const [name, r] of [...this.running]) {
+      const next = wanted.get(name);
+      if (next && configEquals(next, r.config)) continue;
+      this.log.info(next ? 'provider config changed: restarting it' : 'provider removed: stopping it', { provider: name });
+      await this.stopProvider(name);
+    }
+    if (!this.active) return;
+    for (const [name, pc] of wanted) {
+      if (this.running.has(name)) continue;
+      await this.startProvider(pc, config);
+    }
+  }
+
+  private async startProvider(pc: ProviderConfig, config: Config): Promise<void> {
+    const { store, log } = this.deps;
+    const provider = driverOf(pc).createProvider(pc, {
+      store, log: log.child({ provider: pc.name }), clock: this.deps.clock ?? Date.now, config,
+      sessionId: this.deps.sessionId(), imageServices: this.deps.imageServices,
+    });
+    const pools = providerPools(pc);
+    const entry: Running = { config: pc, provider, pools, workers: [] };
+    this.running.set(pc.name, entry);
+    try {
+      await provider.start();
+    } catch (err) {
+      this.log.error('provider failed to start; its pools run anyway and it is retried by the cleanup', { provider: pc.name, error: coerceError(err).message });
+    }
+    const alive = (): number => entry.workers.reduce((n, w) => n + w.aliveCount, 0);
+    for (const pool of pools) {
+      const worker = new PoolWorker({
+        store, log, provider, pool, launcherId: launcherId(this.deps.hostname, this.deps.pid, pc.name, pool.name),
+        sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
+        maxConcurrency: pc.maxConcurrency, providerAlive: alive,
+      });
+      entry.workers.push(worker);
+      worker.start();
+    }
+    this.log.info('provider started', { provider: pc.name, driver: pc.driver, pools: pools.map((p) => p.name) });
+  }
+
+  private async stopProvider(name: string): Promise<void> {
+    const r = this.running.get(name);
+    if (!r) return;
+    this.running.delete(name);
+    for (const w of r.workers) await w.stop();
+    await r.provider.stop().catch((err: unknown) => this.log.warn('provider stop failed', { provider: name, error: coerceError(err).message }));
+    this.log.info('provider stopped', { provider: name });
+  }
+
+  private async topUp(): Promise<void> {
+    await topUpMinReady({
+      store: this.deps.store, log: this.log, config: this.deps.config(), sessionId: this.deps.sessionId(),
+      providers: [...this.running.values()].map((r) => ({ provider: r.provider, pools: r.pools })),
+    });
+  }
+
+  private async every(what: string, seconds: () => number, fn: () => Promise<void>): Promise<void> {
+    while (this.active) {
+      try {
+        await fn();
+      } catch (err) {
+        this.log.error(`${what} pass failed`, { error: coerceError(err).message });
+      }
+      await sleep(seconds() * 1000, this.wake.signal).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Keeps `labels[].min-ready` topped up: reaps the launcher's own finished min-ready requests
+ * (their nodes become generic ready stock) and creates one-node requests (reuse off) for
+ * labels short of ready nodes. One process at a time does this, under the store lock
+ * `min-ready`, so split servers do not double the requests.
+ */
+import type { Config } from '../../lib/config/schema.js';
+import type { Provider, PoolInfo } from '../../lib/drivers/driver.js';
+import type { Logger } from '../../lib/log.js';
+import type { Store } from '../../lib/store/store.js';
+import { MIN_READY_REQUESTOR, minReadyNeeds } from './decisions.js';
+
+/** What the top-up needs. */
+export interface MinReadyDeps {
+  store: Store;
+  log: Logger;
+  config: Config;
+  /** This process's providers and their pools. */
+  providers: ReadonlyArray<{ provider: Provider; pools: readonly PoolInfo[] }>;
+  sessionId: string;
+}
+
+/** One top-up; returns how many requests it created. */
+export async function topUpMinReady(deps: MinReadyDeps): Promise<number> {
+  const { store, log, config, sessionId } = deps;
+  if (!config.labels.some((l) => l.minReady > 0)) return 0;
+  if (!await store.tryLock('min-ready', sessionId)) return 0;
+  try {
+    const own = await store.listRequests({ requestor: MIN_READY_REQUESTOR });
+    for (const r of own) {
+      if (r.state === 'fulfilled') {
+        for (const id of r.nodes) {
+          const n = await store.getNode(id);
+          if (n?.allocatedTo === r.id) await store.updateNode(id, { allocatedTo: null });
+        }
+        await store.deleteRequest(r.id);
+      } else if (r.state === 'failed') {
+        log.warn('min-ready request failed', { request: r.id, labels: r.labels, reason: r.reason });
+        await store.deleteRequest(r.id);
+      }
+    }
+    const servable = new Map<string, boolean>();
+    for (const l of config.labels.filter((x) => x.minReady > 0)) servable.set(l.name, await canServe(deps, l.name));
+    const needs = minReadyNeeds(config.labels, await store.listNodes({ states: ['ready'] }),
+      own.filter((r) => r.state === 'requested' || r.state === 'pending'), (l) => servable.get(l) === true);
+    let created = 0;
+    for (const [label, count] of needs) {
+      for (let i = 0; i < count; i++) {
+        await store.createRequest({ labels: [label], requestor: MIN_READY_REQUESTOR, reuse: false });
+        created += 1;
+      }
+      log.info('min-ready requests created', { label, count });
+    }
+    return created;
+  } finally {
+    await store.unlock('min-ready', sessionId);
+  }
+}
+
+/** A local pool that launches nodes serves the label and its image is there. */
+async function canServe(deps: MinReadyDeps, label: string): Promise<boolean> {
+  for (const { provider, pools } of deps.providers) {
+    for (const pool of pools) {
+      if (!pool.labels.includes(label) || pool.maxServers <= 0) continue;
+      const probe = provider.getRequestHandler(pool.name, {
+        id: 'min-ready-probe', priority: 100, state: 'requested', stateTime: 0, created: 0, labels: [label],
+        requestor: MIN_READY_REQUESTOR, reuse: false, provider: null, declinedBy: [], nodes: [], reason: null, requestorSession: null,
+      });
+      if (probe.canLaunch && await provider.labelReady(label)) return true;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,104 @@
+/**
+ * The deleter (Nodepool's DeletedNodeWorker): every `launcher.delete-interval` seconds it
+ * deletes nodes of this process's providers that are used, failed, aborted, marked deleting,
+ * or abandoned (building without a live lock, in-use by a consumer session that lapsed):
+ * lock → deleting → the provider's cleanupNode → record removed → nodeDeleted (a static slot
+ * is registered again). Ready nodes allocated to a request that no longer exists go back to
+ * stock. A failed delete is retried at the next pass.
+ */
+import type { Provider } from '../../lib/drivers/driver.js';
+import { coerceError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { NodeRecord } from '../../lib/store/models.js';
+import type { Store } from '../../lib/store/store.js';
+import { deleterVerdict } from './decisions.js';
+
+/** What the deleter needs. */
+export interface NodeDeleterDeps {
+  store: Store;
+  log: Logger;
+  /** This process's running providers by name. */
+  providers: () => ReadonlyMap<string, Provider>;
+  sessionId: () => string;
+  /** Deletes in flight at most (default 10). */
+  maxParallel?: number;
+}
+
+export class NodeDeleter {
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly log: Logger;
+
+  constructor(private readonly deps: NodeDeleterDeps) {
+    this.log = deps.log.child({ component: 'node-deleter' });
+  }
+
+  /** One pass: starts deletes (up to the cap) and deallocates orphaned ready nodes. */
+  async pass(): Promise<void> {
+    const { store } = this.deps;
+    const providers = this.deps.providers();
+    const [nodes, requests] = await Promise.all([store.listNodes(), store.listRequests()]);
+    const requestIds = new Set(requests.map((r) => r.id));
+    const liveness = new Map<string, boolean>();
+    const consumerLive = async (id: string | null): Promise<boolean> => {
+      if (id === null) return true;
+      if (!liveness.has(id)) liveness.set(id, await store.isSessionLive(id));
+      return liveness.get(id) as boolean;
+    };
+    for (const node of nodes) {
+      const provider = providers.get(node.provider);
+      if (!provider || this.inFlight.has(node.id)) continue;
+      if (node.state === 'ready' && node.allocatedTo !== null && !requestIds.has(node.allocatedTo)) {
+        await this.deallocate(node);
+        continue;
+      }
+      if (deleterVerdict(node, await consumerLive(node.consumerSession)) !== 'delete') continue;
+      if (this.inFlight.size >= (this.deps.maxParallel ?? 10)) break;
+      const p = this.delete(node, provider).finally(() => this.inFlight.delete(node.id));
+      this.inFlight.set(node.id, p);
+    }
+  }
+
+  /** Resolves when every delete started so far has finished. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.inFlight.values()]);
+  }
+
+  private async delete(node: NodeRecord, provider: Provider): Promise<void> {
+    const { store } = this.deps;
+    const sessionId = this.deps.sessionId();
+    const lock = `node:${node.id}`;
+    if (!await store.tryLock(lock, sessionId)) return; // owned by a live launcher or consumer
+    const log = this.log.child({ node: node.id, provider: node.provider });
+    try {
+      const fresh = await store.getNode(node.id);
+      if (!fresh || deleterVerdict(fresh, fresh.consumerSession === null || await store.isSessionLive(fresh.consumerSession)) !== 'delete') {
+        await store.unlock(lock, sessionId);
+        return;
+      }
+      const deleting = fresh.state === 'deleting' ? fresh : await store.updateNode(fresh.id, { state: 'deleting' }) ?? fresh;
+      log.info('deleting node', { was: fresh.state, externalId: fresh.externalId, reason: fresh.reason });
+      await provider.cleanupNode(deleting);
+      await store.deleteNode(fresh.id);
+      await provider.nodeDeleted(deleting);
+      log.info('node deleted');
+    } catch (err) {
+      log.warn('node delete failed; retrying at the next pass', { error: coerceError(err).message });
+      await store.unlock(lock, sessionId).catch(() => undefined);
+    }
+  }
+
+  private async deallocate(node: NodeRecord): Promise<void> {
+    const { store } = this.deps;
+    const sessionId = this.deps.sessionId();
+    if (!await store.tryLock(`node:${node.id}`, sessionId)) return;
+    try {
+      const fresh = await store.getNode(node.id);
+      if (fresh?.state === 'ready' && fresh.allocatedTo === node.allocatedTo) {
+        await store.updateNode(node.id, { allocatedTo: null });
+        this.log.info('node returned to stock: its request is gone', { node: node.id, request: node.allocatedTo });
+      }
+    } finally {
+      await store.unlock(`node:${node.id}`, sessionId);
+    }
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * A PoolWorker per provider-pool: registers itself as a launcher, takes requested node
+ * requests in order (priority, then age) under a store lock, runs the generic request
+ * handler for each, and polls the running ones until they finish. A paused handler (no room)
+ * blocks new requests for this pool until it can go on — the pool pauses instead of failing.
+ */
+import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
+import { coerceError } from '../../lib/errors.js';
+import { sleep } from '../../lib/lifecycle.js';
+import type { Logger } from '../../lib/log.js';
+import type { NodeRecord } from '../../lib/store/models.js';
+import type { Store } from '../../lib/store/store.js';
+import { poolNodeCount, yieldsToPreferredProvider } from './decisions.js';
+import { NodeRequestHandler } from './request-handler.js';
+
+/** What a pool worker needs. */
+export interface PoolWorkerDeps {
+  store: Store;
+  log: Logger;
+  provider: Provider;
+  pool: PoolInfo;
+  launcherId: string;
+  /** The process's store session (read at every use: it may be renewed as a new one). */
+  sessionId: () => string;
+  /** Seconds between passes while idle. */
+  interval: () => number;
+  /** The provider's max-concurrency (-1 unlimited, 0 handles nothing). */
+  maxConcurrency: number;
+  /** Launches in flight across all pools of the provider. */
+  providerAlive: () => number;
+}
+
+export class PoolWorker {
+  private readonly handlers: NodeRequestHandler[] = [];
+  private paused: NodeRequestHandler | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly wake = new AbortController();
+  private readonly log: Logger;
+  private lastRegistered = 0;
+
+  constructor(private readonly deps: PoolWorkerDeps) {
+    this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
+  }
+
+  get id(): string {
+    return this.deps.launcherId;
+  }
+
+  /** Launches in flight in this pool. */
+  get aliveCount(): number {
+    return this.handlers.reduce((n, h) => n + h.aliveCount, 0);
+  }
+
+  start(): void {
+    this.running = true;
+    this.loop = this.run();
+    this.log.info('pool worker started', { launcher: this.deps.launcherId, labels: this.deps.pool.labels });
+  }
+
+  /** Stops: running requests are handed back (requested again) and the registration removed. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake.abort();
+    await this.loop;
+    for (const h of this.handlers) await h.abandon().catch((e: unknown) => this.log.warn('abandoning a request failed', { error: coerceError(e).message }));
+    this.handlers.length = 0;
+    await this.deps.store.unregisterLauncher(this.deps.launcherId).catch(() => undefined);
+    this.log.info('pool worker stopped');
+  }
+
+  /** One pass; returns whether anything happened (the loop then goes again at once). */
+  async pass(): Promise<boolean> {
+    await this.register();
+    let busy = false;
+    if (this.paused) {
+      await this.paused.run();
+      if (!this.paused.paused) this.paused = undefined;
+      busy = true;
+    }
+    if (!this.paused) busy = await this.assign() || busy;
+    for (const h of [...this.handlers]) {
+      if (await h.poll()) {
+        this.handlers.splice(this.handlers.indexOf(h), 1);
+        busy = true;
+      } else if (h.paused && !this.paused) {
+        this.paused = h;
+      }
+    }
+    return busy;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      let busy = false;
+      try {
+        busy = await this.pass();
+        failures = 0;
+      } catch (err) {
+        failures += 1;
+        this.log.error('pool worker pass failed', { error: coerceError(err).message, consecutiveFailures: failures });
+      }
+      if (!this.running) break;
+      const idle = this.deps.interval() * 1000;
+      await sleep(busy ? 0 : failures ? Math.min(idle * 2 ** failures, 30_000) : idle, this.wake.signal).catch(() => undefined);
+    }
+  }
+
+  private async register(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastRegistered < 5000) return;
+    await this.deps.store.registerLauncher({
+      id: this.deps.launcherId, sessionId: this.deps.sessionId(), provider: this.deps.provider.name,
+      pool: this.deps.pool.name, supportedLabels: [...this.deps.pool.labels],
+    });
+    this.lastRegistered = now;
+  }
+
+  /** Takes requested requests in order until one pauses or max-concurrency is reached. */
+  private async assign(): Promise<boolean> {
+    const { store, provider, pool, launcherId, maxConcurrency } = this.deps;
+    if (maxConcurrency === 0) return false;
+    const requests = await store.listRequests({ states: ['requested'] });
+    const mine = requests.filter((r) => !r.declinedBy.includes(launcherId));
+    if (mine.length === 0) return false;
+    const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
+    let ready: NodeRecord[] | undefined;
+    const candidates = (label: string): NodeRecord[] =>
+      (ready ?? []).filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(label));
+    let busy = false;
+    for (const r of mine) {
+      if (!this.running) break;
+      if (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency) break;
+      if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
+      const sessionId = this.deps.sessionId();
+      if (!await store.tryLock(`request:${r.id}`, sessionId)) continue;
+      const fresh = await store.getRequest(r.id);
+      if (fresh?.state !== 'requested') {
+        await store.unlock(`request:${r.id}`, sessionId);
+        continue;
+      }
+      ready ??= await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready'] });
+      const handler = new NodeRequestHandler({
+        store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: candidates,
+        poolNodeCount: async () => poolNodeCount(await store.listNodes({ provider: provider.name, pool: pool.name }), provider.name, pool.name),
+      }, fresh);
+      await handler.run();
+      busy = true;
+      if (!handler.done) this.handlers.push(handler);
+      if (handler.paused) {
+        this.paused = handler;
+        break;
+      }
+    }
+    return busy;
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * The generic request algorithm (Nodepool's NodeRequestHandler), shared by every driver: a
+ * pool worker runs one of these per request it has locked. `run()` declines what the pool
+ * cannot serve, else marks the request pending and fills its node set — reusing ready nodes
+ * first, launching new ones while there is room, pausing when there is none; `poll()`
+ * finishes it once every launch has an outcome: fulfilled, paused for a relaunch of aborted
+ * nodes, or declined after a failure (another provider may try; it fails only when every
+ * launcher has declined). Re-entrant: a paused handler's `run()` is called again.
+ */
+import type { PoolInfo, Provider, RequestHandler } from '../../lib/drivers/driver.js';
+import { coerceError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
+import type { Store } from '../../lib/store/store.js';
+import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
+
+/** What a handler works with (from its pool worker). */
+export interface RequestHandlerDeps {
+  store: Store;
+  log: Logger;
+  launcherId: string;
+  sessionId: string;
+  provider: Provider;
+  pool: PoolInfo;
+  /** Ready, unallocated nodes of this pool, from the pool worker's snapshot of this pass. */
+  readyCandidates(label: string): NodeRecord[];
+  /** Nodes of this pool that count against max-servers, now. */
+  poolNodeCount(): Promise<number>;
+}
+
+export class NodeRequestHandler {
+  /** True while waiting for room; the pool worker takes no new requests meanwhile. */
+  paused = false;
+  done = false;
+  /** Node ids per requested label slot; null until filled. */
+  private readonly slots: Array<string | null>;
+  private readonly driver: RequestHandler;
+  private readonly log: Logger;
+  private started = false;
+
+  constructor(private readonly deps: RequestHandlerDeps, private request: NodeRequestRecord) {
+    this.slots = request.labels.map(() => null);
+    this.driver = deps.provider.getRequestHandler(deps.pool.name, request);
+    this.log = deps.log.child({ request: request.id });
+  }
+
+  get id(): string {
+    return this.request.id;
+  }
+
+  /** Launches still running (for max-concurrency). */
+  get aliveCount(): number {
+    return this.driver.aliveCount;
+  }
+
+  /** Declines, or marks pending and fills the node set. Any error declines. */
+  async run(): Promise<void> {
+    try {
+      if (!this.started) {
+        this.started = true;
+        const reason = declineReason(this.request, this.deps.pool)
+          ?? (await this.driver.imagesAvailable() ? null : 'images are not available')
+          ?? (await this.driver.hasProviderQuota(this.request.labels) ? null : 'it would exceed quota');
+        if (reason) return await this.decline(reason);
+        const pending = await this.deps.store.updateRequest(this.request.id, { state: 'pending' }, { expectStates: ['requested'] });
+        if (!pending) return await this.finish();
+        this.request = pending;
+      }
+      await this.fillNodeSet();
+    } catch (err) {
+      const e = coerceError(err);
+      this.log.error('request handling failed; declining', { error: e.message });
+      this.paused = false;
+      await this.decline(`error: ${e.message}`).catch((e2: unknown) => this.log.error('decline failed', { error: coerceError(e2).message }));
+    }
+  }
+
+  /** True when the request is finished (fulfilled, declined or gone). */
+  async poll(): Promise<boolean> {
+    if (this.done) return true;
+    if (this.paused || !this.driver.launchesComplete()) return false;
+    try {
+      return await this.complete();
+    } catch (err) {
+      this.log.error('finishing the request failed; declining', { error: coerceError(err).message });
+      await this.decline(`error: ${coerceError(err).message}`);
+      return true;
+    }
+  }
+
+  /** Gives up the request without deciding (pool worker stopping): nodes and request are unlocked. */
+  async abandon(): Promise<void> {
+    if (this.done) return;
+    const { store } = this.deps;
+    await this.releaseNodes(true);
+    await store.updateRequest(this.request.id, { state: 'requested', nodes: [] }, { expectStates: ['pending'] }).catch(() => undefined);
+    await this.finish();
+  }
+
+  private async fillNodeSet(): Promise<void> {
+    const { store, pool, provider, sessionId, launcherId } = this.deps;
+    this.paused = false;
+    for (let i = 0; i < this.slots.length; i++) {
+      if (this.slots[i] !== null) continue;
+      const label = this.request.labels[i] as string;
+      if (this.request.reuse && await this.reuse(i, label)) continue;
+      const room = this.driver.canLaunch
+        && await this.deps.poolNodeCount() < pool.maxServers
+        && await this.driver.hasRemainingQuota(label);
+      if (!room) {
+        if (this.request.requestor === MIN_READY_REQUESTOR) return this.decline('no capacity for a min-ready node');
+        this.paused = true;
+        this.log.debug('pausing: no room for a node', { label });
+        if (this.driver.canLaunch) await this.freeOldestUnused();
+        return;
+      }
+      const node = await store.createNode({
+        state: 'init', provider: provider.name, pool: pool.name, labels: [label], launcher: launcherId,
+        allocatedTo: this.request.id, attributes: { ...pool.nodeAttributes }, ...this.driver.nodeMetadata(label),
+      });
+      await store.tryLock(`node:${node.id}`, sessionId);
+      const building = await store.updateNode(node.id, { state: 'building' }, { expectStates: ['init'] });
+      this.slots[i] = node.id;
+      this.log.info('launching node', { node: node.id, label });
+      this.driver.launch(building ?? node);
+    }
+  }
+
+  /** Takes a ready, unallocated node of the label for slot `i`; false when there is none. */
+  private async reuse(i: number, label: string): Promise<boolean> {
+    const { store, sessionId } = this.deps;
+    for (const candidate of this.deps.readyCandidates(label)) {
+      if (this.slots.includes(candidate.id)) continue;
+      // The snapshot is shared by the pass's handlers: mark what is taken or unusable.
+      if (!await store.tryLock(`node:${candidate.id}`, sessionId)) {
+        candidate.allocatedTo = 'locked';
+        continue;
+      }
+      const fresh = await store.getNode(candidate.id);
+      if (!fresh || fresh.state !== 'ready' || fresh.allocatedTo !== null || !await this.driver.checkReusableNode(fresh)) {
+        candidate.allocatedTo = 'unusable';
+        await store.unlock(`node:${candidate.id}`, sessionId);
+        continue;
+      }
+      await store.updateNode(fresh.id, { allocatedTo: this.request.id }, { expectStates: ['ready'] });
+      candidate.allocatedTo = this.request.id;
+      this.slots[i] = fresh.id;
+      return true;
+    }
+    return false;
+  }
+
+  /** A wedged pool frees room: its oldest ready, unallocated, unlocked node is deleted (one at a time). */
+  private async freeOldestUnused(): Promise<void> {
+    const { store, provider, pool, sessionId } = this.deps;
+    const nodes = await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready', 'deleting'] });
+    if (nodes.some((n) => n.state === 'deleting')) return;
+    const oldest = nodes.filter((n) => n.allocatedTo === null).sort((a, b) => a.stateTime - b.stateTime)[0];
+    if (!oldest || !await store.tryLock(`node:${oldest.id}`, sessionId)) return;
+    try {
+      await store.updateNode(oldest.id, { state: 'deleting', reason: 'freeing room for a request' }, { expectStates: ['ready'] });
+      this.log.info('deleting the oldest unused node to free room', { node: oldest.id });
+    } catch { /* taken meanwhile */ } finally {
+      await store.unlock(`node:${oldest.id}`, sessionId);
+    }
+  }
+
+  private async complete(): Promise<boolean> {
+    const { store } = this.deps;
+    const current = await store.getRequest(this.request.id);
+    if (!current) {
+      this.log.info('request vanished; releasing its nodes');
+      await this.releaseNodes(true);
+      await this.finish();
+      return true;
+    }
+    const failed: NodeRecord[] = [];
+    let aborted = false;
+    for (let i = 0; i < this.slots.length; i++) {
+      const id = this.slots[i] ?? null;
+      if (id === null) continue;
+      const node = await store.getNode(id);
+      if (node?.state === 'ready') continue;
+      if (node?.state === 'aborted') {
+        aborted = true;
+        this.slots[i] = null;
+        await store.unlock(`node:${id}`, this.deps.sessionId);
+        continue;
+      }
+      if (node) failed.push(node);
+      else this.slots[i] = null;
+    }
+    if (failed.length) {
+      const reasons = failed.map((n) => `node ${n.id}: ${n.reason ?? n.state}`).join('; ');
+      await this.decline(`launch failed: ${reasons}`);
+      return true;
+    }
+    if (aborted || this.slots.includes(null)) {
+      this.paused = true; // relaunch at the next pass
+      return false;
+    }
+    const nodes = this.slots as string[];
+    await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: ['pending'] });
+    this.log.info('request fulfilled', { nodes, labels: this.request.labels });
+    await this.releaseNodes(false);
+    await this.finish();
+    return true;
+  }
+
+  /** Adds this launcher to declinedBy; the request fails when every live launcher declined it. */
+  private async decline(reason: string): Promise<void> {
+    const { store, launcherId } = this.deps;
+    await this.releaseNodes(true);
+    const current = await store.getRequest(this.request.id);
+    if (current && (current.state === 'requested' || current.state === 'pending')) {
+      const declinedBy = [...new Set([...current.declinedBy, launcherId])];
+      const state = stateAfterDecline(declinedBy, await store.listLaunchers());
+      await store.updateRequest(current.id, { state, declinedBy, nodes: [], reason: state === 'failed' ? reason : current.reason ?? reason });
+      this.log.info(state === 'failed' ? 'request failed: declined by every launcher' : 'request declined', { reason });
+    }
+    await this.finish();
+  }
+
+  /** Unlocks the node set; with `deallocate`, ready nodes go back to stock and the rest is left for the deleter. */
+  private async releaseNodes(deallocate: boolean): Promise<void> {
+    const { store, sessionId } = this.deps;
+    for (let i = 0; i < this.slots.length; i++) {
+      const id = this.slots[i] ?? null;
+      if (id === null) continue;
+      if (deallocate) {
+        const node = await store.getNode(id);
+        if (node?.state === 'ready') await store.updateNode(id, { allocatedTo: null }).catch(() => undefined);
+        else if (node && (node.state === 'building' || node.state === 'init')) {
+          await store.updateNode(id, { state: 'deleting', allocatedTo: null, reason: 'request given up' }).catch(() => undefined);
+        }
+        this.slots[i] = null;
+      }
+      await store.unlock(`node:${id}`, sessionId);
+    }
+  }
+
+  private async finish(): Promise<void> {
+    this.done = true;
+    this.paused = false;
+    await this.deps.store.unlock(`request:${this.request.id}`, this.deps.sessionId);
+  }
+}
