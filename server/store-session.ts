@@ -26,7 +26,7 @@ export class StoreSession {
   private constructor(private readonly opts: StoreSessionOptions, private current: string) {}
 
   static async open(opts: StoreSessionOptions): Promise<StoreSession> {
-    const s = await opts.store.openSession({ owner: opts.owner, hostname: opts.hostname, pid: opts.pid, ttlMs: opts.ttlSeconds() * 1000 });
+    const s = await opts.store.openSession({ owner: opts.owner, hostname: opts.hostname, pid: opts.pid, ttlMs: Math.round(opts.ttlSeconds() * 1000) });
     const session = new StoreSession(opts, s.id);
     session.schedule();
     return session;
@@ -52,7 +52,7 @@ export class StoreSession {
     const { store, log } = this.opts;
     try {
       if (!await store.renewSession(this.current)) {
-        const s = await store.openSession({ owner: this.opts.owner, hostname: this.opts.hostname, pid: this.opts.pid, ttlMs: this.opts.ttlSeconds() * 1000 });
+        const s = await store.openSession({ owner: this.opts.owner, hostname: this.opts.hostname, pid: this.opts.pid, ttlMs: Math.round(this.opts.ttlSeconds() * 1000) });
         log.error('store session lapsed and was replaced; locks held under it are gone', { old: this.current, new: s.id });
         this.current = s.id;
       }

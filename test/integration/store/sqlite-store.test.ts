@@ -3,6 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -153,7 +154,10 @@ void describe('SqliteStore', () => {
     child.child.stdout?.on('data', (d: Buffer) => { stdout += d.toString(); });
     child.child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
     await waitFor(() => stdout.includes('ready\n') || !child.alive(), { timeoutMs: 30_000, what: 'the lock contender to open its session' });
-    child.child.stdin?.end('go\n');
+    // A start barrier, not a wait for a condition: both sides begin at startAt so they really contend.
+    const startAt = Date.now() + 100;
+    child.child.stdin?.end(`${startAt}\n`);
+    await delay(startAt - Date.now());
     const won: string[] = [];
     for (let i = 0; i < count; i++) {
       if (await store.tryLock(`node:${i}`, mine.id)) won.push(`node:${i}`);
