@@ -38,6 +38,8 @@ export class PoolWorker {
   private readonly wake = new AbortController();
   private readonly log: Logger;
   private lastRegistered = 0;
+  /** Ready nodes of the pool, read once per pass when a handler first asks. */
+  private snapshot: NodeRecord[] | undefined;
 
   constructor(private readonly deps: PoolWorkerDeps) {
     this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
@@ -73,11 +75,14 @@ export class PoolWorker {
   /** One pass; returns whether anything happened (the loop then goes again at once). */
   async pass(): Promise<boolean> {
     await this.register();
+    this.snapshot = undefined;
     let busy = false;
     if (this.paused) {
       await this.paused.run();
-      if (!this.paused.paused) this.paused = undefined;
-      busy = true;
+      if (!this.paused.paused) {
+        this.paused = undefined;
+        busy = true;
+      }
     }
     if (!this.paused) busy = await this.assign() || busy;
     for (const h of [...this.handlers]) {
@@ -118,6 +123,12 @@ export class PoolWorker {
     this.lastRegistered = now;
   }
 
+  private async readyCandidates(label: string): Promise<NodeRecord[]> {
+    const { store, provider, pool } = this.deps;
+    this.snapshot ??= await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready'] });
+    return this.snapshot.filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(label));
+  }
+
   /** Takes requested requests in order until one pauses or max-concurrency is reached. */
   private async assign(): Promise<boolean> {
     const { store, provider, pool, launcherId, maxConcurrency } = this.deps;
@@ -126,9 +137,6 @@ export class PoolWorker {
     const mine = requests.filter((r) => !r.declinedBy.includes(launcherId));
     if (mine.length === 0) return false;
     const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
-    let ready: NodeRecord[] | undefined;
-    const candidates = (label: string): NodeRecord[] =>
-      (ready ?? []).filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(label));
     let busy = false;
     for (const r of mine) {
       if (!this.running) break;
@@ -141,9 +149,8 @@ export class PoolWorker {
         await store.unlock(`request:${r.id}`, sessionId);
         continue;
       }
-      ready ??= await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready'] });
       const handler = new NodeRequestHandler({
-        store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: candidates,
+        store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
         poolNodeCount: async () => poolNodeCount(await store.listNodes({ provider: provider.name, pool: pool.name }), provider.name, pool.name),
       }, fresh);
       await handler.run();

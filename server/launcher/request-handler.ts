@@ -23,7 +23,7 @@ export interface RequestHandlerDeps {
   provider: Provider;
   pool: PoolInfo;
   /** Ready, unallocated nodes of this pool, from the pool worker's snapshot of this pass. */
-  readyCandidates(label: string): NodeRecord[];
+  readyCandidates(label: string): Promise<NodeRecord[]>;
   /** Nodes of this pool that count against max-servers, now. */
   poolNodeCount(): Promise<number>;
 }
@@ -129,7 +129,7 @@ export class NodeRequestHandler {
   /** Takes a ready, unallocated node of the label for slot `i`; false when there is none. */
   private async reuse(i: number, label: string): Promise<boolean> {
     const { store, sessionId } = this.deps;
-    for (const candidate of this.deps.readyCandidates(label)) {
+    for (const candidate of await this.deps.readyCandidates(label)) {
       if (this.slots.includes(candidate.id)) continue;
       // The snapshot is shared by the pass's handlers: mark what is taken or unusable.
       if (!await store.tryLock(`node:${candidate.id}`, sessionId)) {

@@ -1,0 +1,152 @@
+/**
+ * The launcher with the static driver, end to end: real sshd hosts on loopback, nodepool-server
+ * (in this process, or as processes sharing one store), consumers through the client library.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { LauncherSystem } from '../../support/launcher-system.js';
+import { startSshd, type SshdHandle } from '../../support/sshd.js';
+import { stopAllProcesses } from '../../support/processes.js';
+
+function staticProvider(name: string, hosts: Array<{ sshd: SshdHandle; labels: string[]; jobs?: number }>): Record<string, unknown> {
+  return {
+    name, driver: 'static',
+    pools: [{
+      name: 'main',
+      nodes: hosts.map((h) => ({
+        name: h.sshd.host, 'connection-port': h.sshd.port, labels: h.labels, 'host-key': h.sshd.hostKey('ed25519'),
+        'max-parallel-jobs': h.jobs ?? 1, timeout: 2,
+      })),
+    }],
+  };
+}
+
+void describe('launcher: static provider in nodepool-server', () => {
+  let a: SshdHandle;
+  let b: SshdHandle;
+  let c: SshdHandle;
+  let sys: LauncherSystem;
+
+  before(async () => {
+    [a, b, c] = await Promise.all([startSshd(), startSshd(), startSshd()]);
+    sys = await LauncherSystem.create({
+      labels: [{ name: 'small' }, { name: 'big' }, { name: 'other' }],
+      providers: [
+        staticProvider('hosts', [{ sshd: a, labels: ['small'] }, { sshd: b, labels: ['small'] }, { sshd: c, labels: ['big'] }]),
+        staticProvider('others', []),
+      ],
+    });
+    await sys.startServer();
+    await sys.waitForNodes('3 ready static nodes', (ns) => ns.filter((n) => n.state === 'ready').length === 3, 30_000);
+  });
+  after(async () => {
+    await sys?.stop();
+    for (const s of [a, b, c]) await s?.stop();
+    await stopAllProcesses();
+  });
+
+  it('fulfils a request from a registered host and gives the host back as a new ready node on release', async () => {
+    const client = await sys.client();
+    const [node] = await client.requestNodes(['small'], { timeoutMs: 20_000 });
+    assert.ok(node);
+    assert.equal(node.state, 'in-use');
+    assert.equal(node.provider, 'hosts');
+    assert.ok([a.port, b.port].includes(node.connectionPort));
+    assert.deepEqual(node.hostKeys.includes(a.hostKey('ed25519')) || node.hostKeys.includes(b.hostKey('ed25519')), true);
+    assert.equal((await sys.store.listRequests()).length, 0, 'the accepted request is gone');
+    await client.release(node.id);
+    const back = await sys.waitForNodes('the host back in stock', (ns) =>
+      !ns.some((n) => n.id === node.id) && ns.some((n) => n.state === 'ready' && n.connectionPort === node.connectionPort), 20_000);
+    assert.equal(back.filter((n) => n.connectionPort === node.connectionPort).length, 1);
+  });
+
+  it('fulfils a two-label request from one pool, nodes in label order', async () => {
+    const client = await sys.client();
+    const nodes = await client.requestNodes(['big', 'small'], { timeoutMs: 20_000 });
+    assert.deepEqual(nodes.map((n) => n.labels[0]), ['big', 'small']);
+    assert.equal(nodes[0]?.connectionPort, c.port);
+    for (const n of nodes) await client.release(n.id);
+    await sys.waitForNodes('3 ready nodes again', (ns) => ns.filter((n) => n.state === 'ready').length === 3, 20_000);
+  });
+
+  it('fails a request no launcher can serve, with the reason', async () => {
+    const client = await sys.client();
+    const req = await client.request(['gpu']);
+    const done = await sys.waitForRequest(req.id, ['failed'], 20_000);
+    assert.match(done.reason ?? '', /node type\(s\) \[gpu\] not available/);
+    assert.equal(done.declinedBy.length, 2, 'both pools declined');
+  });
+
+  it('deregisters a host whose sshd stopped and serves the request from another host', async () => {
+    await a.pause();
+    try {
+      const client = await sys.client();
+      for (let i = 0; i < 2; i++) {
+        const [n] = await client.requestNodes(['small'], { timeoutMs: 30_000 });
+        assert.equal(n?.connectionPort, b.port, 'served by the host that answers');
+        await client.release(n.id);
+      }
+      await waitFor(async () => !(await sys.store.listNodes({ states: ['ready'] })).some((n) => n.connectionPort === a.port),
+        { timeoutMs: 20_000, what: "the stopped host's node deregistered" });
+    } finally {
+      await a.restart();
+    }
+    await sys.waitForNodes('the host registered again once back', (ns) => ns.some((n) => n.state === 'ready' && n.connectionPort === a.port), 30_000);
+  });
+
+  it('applies a max-parallel-jobs change on reload, and stops the pool of a removed provider', async () => {
+    await sys.rewrite((p) => ({
+      ...p,
+      providers: [
+        staticProvider('hosts', [{ sshd: a, labels: ['small'] }, { sshd: b, labels: ['small'], jobs: 3 }, { sshd: c, labels: ['big'] }]),
+        staticProvider('others', []),
+      ],
+    }));
+    await sys.waitForNodes('3 slots for host b', (ns) => ns.filter((n) => n.state === 'ready' && n.connectionPort === b.port).length === 3, 20_000);
+    await sys.rewrite((p) => ({ ...p, providers: [staticProvider('others', [])] }));
+    await waitFor(async () => !(await sys.store.listLaunchers()).some((l) => l.provider === 'hosts'),
+      { timeoutMs: 20_000, what: "the removed provider's launcher to go" });
+    const client = await sys.client();
+    const req = await client.request(['small']);
+    const done = await sys.waitForRequest(req.id, ['failed'], 20_000);
+    assert.match(done.reason ?? '', /not available/);
+  });
+});
+
+void describe('launcher: providers split across two servers sharing one store', () => {
+  let x: SshdHandle;
+  let y: SshdHandle;
+  let sys: LauncherSystem;
+
+  before(async () => {
+    [x, y] = await Promise.all([startSshd(), startSshd()]);
+    sys = await LauncherSystem.create({
+      labels: [{ name: 'lx' }, { name: 'ly' }],
+      providers: [staticProvider('px', [{ sshd: x, labels: ['lx'] }]), staticProvider('py', [{ sshd: y, labels: ['ly'] }])],
+    });
+    sys.startServerProcess('server-x', ['px']);
+    sys.startServerProcess('server-y', ['py']);
+    await waitFor(async () => (await sys.store.listLaunchers()).length === 2, { timeoutMs: 30_000, what: 'both launchers registered' });
+    await sys.waitForNodes('one ready node per provider', (ns) => ns.filter((n) => n.state === 'ready').length === 2, 30_000);
+  });
+  after(async () => {
+    await sys?.stop();
+    for (const s of [x, y]) await s?.stop();
+    await stopAllProcesses();
+  });
+
+  it('each server serves its own provider; the other declines; a label neither serves fails', async () => {
+    const nodes = await sys.store.listNodes();
+    assert.deepEqual(nodes.map((n) => n.provider).sort(), ['px', 'py'], 'each server registered only its provider');
+    const client = await sys.client();
+    const [nx] = await client.requestNodes(['lx'], { timeoutMs: 20_000 });
+    const [ny] = await client.requestNodes(['ly'], { timeoutMs: 20_000 });
+    assert.equal(nx?.provider, 'px');
+    assert.equal(ny?.provider, 'py');
+    const req = await client.request(['lz']);
+    const failed = await sys.waitForRequest(req.id, ['failed'], 20_000);
+    assert.equal(failed.declinedBy.length, 2);
+    assert.ok(failed.declinedBy.some((l) => l.startsWith('server-x-')) && failed.declinedBy.some((l) => l.startsWith('server-y-')));
+  });
+});
