@@ -3,6 +3,7 @@
  * nodepool: the operator CLI. Each command lives in cli/commands/ and returns its output and
  * exit code; parsing argv, printing, signals and exiting happen only here.
  */
+import { createInterface } from 'node:readline/promises';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { configValidate } from '../cli/commands/config-validate.js';
@@ -13,7 +14,19 @@ import { imageDelete } from '../cli/commands/image-delete.js';
 import { imageList } from '../cli/commands/image-list.js';
 import { imagePause } from '../cli/commands/image-pause.js';
 import { imageUnpause } from '../cli/commands/image-unpause.js';
-import { EXIT, EXIT_CODES_HELP, type CommandResult, type LiveOutput } from '../cli/commands/shared.js';
+import { EXIT, EXIT_CODES_HELP, type CommandResult, type ImageServicesFor, type LiveOutput } from '../cli/commands/shared.js';
+import { alienImageList } from '../cli/commands/alien-image-list.js';
+import { deleteNode } from '../cli/commands/delete.js';
+import { erase } from '../cli/commands/erase.js';
+import { hold } from '../cli/commands/hold.js';
+import { info } from '../cli/commands/info.js';
+import { labelList } from '../cli/commands/label-list.js';
+import { list } from '../cli/commands/list.js';
+import { release } from '../cli/commands/release.js';
+import { request } from '../cli/commands/request.js';
+import { requestList } from '../cli/commands/request-list.js';
+import { createRootLogger } from '../lib/log.js';
+import { hostImageServices } from './daemon.js';
 
 const NO_COMMAND = 'Name a command (see the list above)';
 
@@ -40,6 +53,20 @@ function interruptSignal(): AbortSignal {
   process.on('SIGTERM', onSignal);
   return ac.signal;
 }
+
+/** Messages of providers and cloud clients the CLI creates (delete --now, alien-image-list). */
+const cliLog = () => createRootLogger({ level: process.env.NODEPOOL_LOG_LEVEL ?? 'warn', format: 'pretty' });
+const imageServices: ImageServicesFor = (config, log) => hostImageServices(() => config, log);
+
+/** Asks on the terminal; undefined when stdin is not one (erase then refuses). */
+const confirm = process.stdin.isTTY === true ? async (question: string): Promise<boolean> => {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+} : undefined;
 
 const JSON_OPTION = { type: 'boolean', default: false, describe: 'print JSON instead of a table' } as const;
 const str = (v: unknown): string | undefined => (v === undefined ? undefined : String(v));
@@ -88,6 +115,54 @@ await yargs(hideBin(process.argv))
     .positional('diskimage', { type: 'string', demandOption: true })
     .option('provider', { type: 'string', describe: 'unpause only the uploads to this provider' }),
   async (a) => finish(await imageUnpause({ configFile: a.config, diskimage: String(a.diskimage), provider: str(a.provider) })))
+  .command('list', 'list nodes', (y) => y
+    .option('detail', { type: 'boolean', default: false, describe: 'add pool, hostname, private IPv4, AZ, port, launcher, allocation and hold' })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await list({ configFile: a.config, detail: a.detail, json: a.json })))
+  .command('delete <id>', 'delete a node (the launcher deletes it, or --now here)', (y) => y
+    .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
+    .option('now', { type: 'boolean', default: false, describe: 'delete the server and the record now, from this process' })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await deleteNode({
+    configFile: a.config, id: String(a.id), immediately: a.now, json: a.json, imageServices, log: cliLog(),
+  })))
+  .command('hold <id>', 'hold a node until released or expired', (y) => y
+    .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
+    .option('reason', { type: 'string', describe: 'shown by list --detail' })
+    .option('expire', { type: 'number', describe: 'seconds until the held node is deleted' })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await hold({ configFile: a.config, id: String(a.id), reason: str(a.reason), expireSeconds: a.expire, json: a.json })))
+  .command('release <id>', 'hand back a node (in use, held or ready)', (y) => y
+    .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await release({ configFile: a.config, id: String(a.id), json: a.json })))
+  .command('request <labels..>', 'request nodes; --wait takes them in use when fulfilled', (y) => y
+    .positional('labels', { type: 'string', array: true, demandOption: true, describe: 'labels, in order (repeats allowed)' })
+    .option('wait', { type: 'boolean', default: false, describe: 'wait for the nodes (the request vanishes if interrupted)' })
+    .option('timeout', { type: 'number', describe: 'seconds to wait (default 600)' })
+    .option('priority', { type: 'number', describe: 'lower is served first (default 100)' })
+    .option('provider', { type: 'string', describe: 'preferred provider' })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await request({
+    configFile: a.config, labels: (a.labels as unknown[]).map(String), wait: a.wait, timeoutSeconds: a.timeout,
+    priority: a.priority, provider: str(a.provider), json: a.json, live, signal: a.wait ? interruptSignal() : undefined,
+  })))
+  .command('request-list', 'list node requests', (y) => y.option('json', JSON_OPTION),
+    async (a) => finish(await requestList({ configFile: a.config, json: a.json })))
+  .command('label-list', 'list labels with their node counts', (y) => y.option('json', JSON_OPTION),
+    async (a) => finish(await labelList({ configFile: a.config, json: a.json })))
+  .command('info <provider>', "show a provider's image builds and nodes", (y) => y
+    .positional('provider', { type: 'string', demandOption: true })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await info({ configFile: a.config, provider: String(a.provider), json: a.json })))
+  .command('erase <provider>', "forget a provider's records (not its cloud resources)", (y) => y
+    .positional('provider', { type: 'string', demandOption: true })
+    .option('force', { type: 'boolean', default: false, describe: 'do not ask' }),
+  async (a) => finish(await erase({ configFile: a.config, provider: String(a.provider), force: a.force, confirm })))
+  .command('alien-image-list [provider]', 'list cloud images no upload record accounts for', (y) => y
+    .positional('provider', { type: 'string' })
+    .option('json', JSON_OPTION),
+  async (a) => finish(await alienImageList({ configFile: a.config, provider: str(a.provider), json: a.json, imageServices, log: cliLog() })))
   .command('config-validate', 'validate the configuration file', {}, (a) => finish(configValidate(String(a.config))))
   .demandCommand(1, NO_COMMAND)
   .strict()

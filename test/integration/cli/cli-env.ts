@@ -141,3 +141,26 @@ export function diskimageStatus(diskimage: string, over: Partial<DiskimageStatus
 export function targetStatus(diskimage: string, provider: string, over: Partial<UploadTargetStatus> = {}): UploadTargetStatus {
   return { diskimage, provider, paused: null, waiting: null, failures: 0, lastFailure: null, retryAt: null, ...over };
 }
+
+/**
+ * The nodepool.yaml of the node and request tests: labels small (min-ready 2), large and gpu
+ * (no pool serves it), an openstack provider with one pool, a static provider, and a short
+ * session TTL so lapsed sessions show quickly.
+ */
+export const NODES_TEST_CONFIG = (stateDir: string): string => `
+state-dir: ${stateDir}
+labels: [{name: small, min-ready: 2}, {name: large}, {name: gpu}]
+launcher: {session-ttl: 5}
+providers:
+  - name: cloud-a
+    cloud: cloud-a
+    cloud-images: [{name: ubuntu, image-name: ubuntu-22.04}]
+    pools:
+      - name: main
+        labels: [{name: small, cloud-image: ubuntu, min-ram: 1024}, {name: large, cloud-image: ubuntu, min-ram: 8192}]
+  - name: static-1
+    driver: static
+    pools:
+      - name: hosts
+        nodes: [{name: host1.example.org, labels: [small]}]
+`;

@@ -1,0 +1,78 @@
+/**
+ * `nodepool alien-image-list [provider] [--json]`: images in the clouds of image-managing
+ * providers that carry nodepool's build/upload properties but that no upload record accounts
+ * for (`Provider, Name, Image ID`). It only lists; the server's leak check deletes them.
+ */
+import { alienImages, type AlienImage } from '../../lib/client/alien-images.js';
+import { SessionKeeper } from '../../lib/client/session-keeper.js';
+import type { Config } from '../../lib/config/schema.js';
+import type { ImageService } from '../../lib/drivers/image-service.js';
+import { driverOf, type ProviderConfig } from '../../lib/drivers/registry.js';
+import { coerceError } from '../../lib/errors.js';
+import { silentLogger } from '../../lib/log.js';
+import { renderTable } from '../../lib/status/table.js';
+import type { Store } from '../../lib/store/store.js';
+import {
+  commandConfig, EXIT, NO_IMAGE_SERVICES, requireProvider, runCommand, withStore, type CommandContext, type CommandResult,
+  type ProviderAccess,
+} from './shared.js';
+
+/** Options of {@link alienImageList}. */
+export interface AlienImageListOptions extends CommandContext, ProviderAccess {
+  /** Only this provider. */
+  provider?: string;
+  json?: boolean;
+}
+
+/** Alien images found, and one message per provider whose images could not be listed. */
+interface Scan {
+  aliens: AlienImage[];
+  failures: string[];
+}
+
+/**
+ * Lists each provider's images through the clouds.yaml image service (openstack) or the
+ * unstarted provider's own `images` (created under a session opened on first need), then
+ * reads its uploads: images first, so an upload that starts meanwhile is never called alien.
+ */
+async function scan(providers: readonly ProviderConfig[], config: Config, store: Store, opts: AlienImageListOptions): Promise<Scan> {
+  const result: Scan = { aliens: [], failures: [] };
+  let keeper: Promise<SessionKeeper> | undefined;
+  const sessionId = async (): Promise<string> => (await (keeper ??= SessionKeeper.open(store, {
+    owner: 'nodepool alien-image-list', ttlMs: config.launcher.sessionTtl * 1000, log: opts.log ?? silentLogger(),
+  }))).id;
+  try {
+    for (const p of providers) {
+      const log = (opts.log ?? silentLogger()).child({ component: 'alien-image-list', provider: p.name });
+      const services = (opts.imageServices ?? NO_IMAGE_SERVICES)(config, log);
+      try {
+        const service: ImageService | undefined = p.driver === 'openstack'
+          ? await services(p)
+          : driverOf(p).createProvider(p, { store, log, clock: Date.now, config, sessionId: await sessionId(), imageServices: services }).images;
+        if (!service) continue;
+        const images = await service.list();
+        result.aliens.push(...alienImages(p.name, images, await store.listUploads({ provider: p.name })));
+      } catch (err) {
+        result.failures.push(`Listing images of provider ${p.name} failed: ${coerceError(err).message}`);
+      }
+    }
+  } finally {
+    if (keeper) await (await keeper).close();
+  }
+  return result;
+}
+
+/** Lists alien images; exit 0, 1 when a provider's images could not be listed, 3 for an unknown provider. */
+export function alienImageList(opts: AlienImageListOptions): Promise<CommandResult> {
+  return runCommand(async (out) => {
+    const config = commandConfig(opts);
+    const providers = opts.provider === undefined ? config.providers : [requireProvider(config, opts.provider)];
+    const managing = providers.filter((p) => driverOf(p).manageImages(p));
+    if (opts.provider !== undefined && managing.length === 0) out.err(`Provider ${opts.provider} does not manage images\n`);
+    const { aliens, failures } = await withStore(config, (store) => scan(managing, config, store, opts));
+    for (const f of failures) out.err(`${f}\n`);
+    if (opts.json) out.out(`${JSON.stringify(aliens, null, 2)}\n`);
+    else out.out(renderTable(['Provider', 'Name', 'Image ID'], aliens.map((a) => [a.provider, a.name, a.externalId])));
+    return failures.length ? EXIT.failed : EXIT.ok;
+  });
+}
