@@ -4,10 +4,17 @@
  * `ssh-keyscan` output, and explain why configured keys are not among scanned ones.
  */
 
-/** `ssh-ed25519 AAAA... comment` → `ssh-ed25519 AAAA...`; undefined when it is not "<type> <base64>". */
+/**
+ * `ssh-ed25519 AAAA... comment` → `ssh-ed25519 AAAA...`; undefined when it is not a public key.
+ * The blob must be base64 of an SSH key whose embedded type name is the stated type.
+ */
 export function normalizeHostKey(text: string): string | undefined {
   const [type, blob] = text.trim().split(/\s+/);
   if (!type || !blob || !/^[a-z0-9@.+-]+$/i.test(type) || !/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) return undefined;
+  const raw = Buffer.from(blob, 'base64');
+  if (raw.length < 4) return undefined;
+  const len = raw.readUInt32BE(0);
+  if (len !== type.length || raw.length < 4 + len || raw.toString('latin1', 4, 4 + len) !== type) return undefined;
   return `${type} ${blob}`;
 }
 

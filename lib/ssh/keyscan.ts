@@ -12,6 +12,12 @@ import { tcpProbe } from './tcp-probe.js';
 
 export { HostScanError } from './keyscan-error.js';
 
+/**
+ * Host key types asked for, one connection each. ssh-keyscan's default adds the security-key
+ * (sk-*) types, which cannot be host keys: asking for them only costs two key exchanges.
+ */
+const KEY_TYPES = 'rsa,ecdsa,ed25519';
+
 /** Options of {@link keyscan}. */
 export interface KeyscanOptions {
   /** Give up after this long (the static node's `timeout`). */
@@ -56,7 +62,7 @@ export async function keyscan(host: string, port: number, opts: KeyscanOptions):
 
 /** Runs ssh-keyscan once and resolves with its stdout (empty when nothing answered); killed at the deadline. */
 function runKeyscan(host: string, port: number, remainingMs: number, opts: KeyscanOptions): Promise<string> {
-  const args = ['-p', String(port), '-T', String(Math.max(1, Math.ceil(remainingMs / 1000))), host];
+  const args = ['-t', KEY_TYPES, '-p', String(port), '-T', String(Math.max(1, Math.ceil(remainingMs / 1000))), host];
   return new Promise((resolve, reject) => {
     const child = spawn(opts.command ?? 'ssh-keyscan', args, { stdio: ['ignore', 'pipe', 'ignore'], signal: opts.signal, killSignal: 'SIGKILL' });
     const chunks: Buffer[] = [];

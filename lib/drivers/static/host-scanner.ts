@@ -1,11 +1,13 @@
 /**
  * Scans configured static hosts: an SSH key exchange (ssh-keyscan) for ssh and network_cli
  * hosts, a TCP connect for winrm hosts, each retried until the host's `timeout`. Concurrent
- * scans of one host share one attempt, and a sync scans a bounded number of hosts at once.
+ * scans of one host share one attempt, a sync scans a bounded number of hosts at once, and a
+ * slot refill may reuse keys scanned moments ago after one TCP connect.
  */
+import { setMaxListeners } from 'node:events';
 import { coerceError } from '../../errors.js';
 import { HostScanError, keyscan } from '../../ssh/keyscan.js';
-import { waitForTcp } from '../../ssh/tcp-probe.js';
+import { tcpProbe, waitForTcp } from '../../ssh/tcp-probe.js';
 import type { StaticHost } from './config.js';
 import { gathersKeys, type ScanOutcome } from './registration-plan.js';
 
@@ -13,7 +15,7 @@ import { gathersKeys, type ScanOutcome } from './registration-plan.js';
 export interface HostScannerOptions {
   /** Aborting kills running scans (provider stop). */
   signal: AbortSignal;
-  /** Hosts scanned at once during a sync (default 16). */
+  /** Hosts scanned at once during a sync (default 8: a key exchange costs the scanning host CPU too). */
   concurrency?: number;
   /** Pause between attempts on a host that refuses (default 500 ms). */
   retryMs?: number;
@@ -21,16 +23,35 @@ export interface HostScannerOptions {
 
 export class HostScanner {
   private readonly inflight = new Map<string, Promise<ScanOutcome>>();
+  /** Keys of each host's last successful scan, with when it finished (epoch ms). */
+  private readonly lastKeys = new Map<string, { keys: string[]; at: number }>();
 
-  constructor(private readonly opts: HostScannerOptions) {}
+  constructor(private readonly opts: HostScannerOptions) {
+    // Every running ssh-keyscan and retry pause listens on the provider's one signal.
+    setMaxListeners(0, opts.signal);
+  }
 
-  /** Scans one host. Resolves with the outcome; rejects only when aborted. */
+  /** Scans one host (a full key scan). Resolves with the outcome; rejects only when aborted. */
   scan(host: StaticHost): Promise<ScanOutcome> {
     const running = this.inflight.get(host.id);
     if (running) return running;
     const p = this.scanOnce(host).finally(() => this.inflight.delete(host.id));
     this.inflight.set(host.id, p);
     return p;
+  }
+
+  /**
+   * Like {@link scan}, but when the host's keys were scanned within `maxAgeMs` one TCP connect
+   * stands in for the key exchange (a slot refill after every returned node would otherwise
+   * cost a full scan per node). Full syncs always scan, so the cached keys stay fresh.
+   */
+  async recheck(host: StaticHost, maxAgeMs: number): Promise<ScanOutcome> {
+    const last = this.lastKeys.get(host.id);
+    if (!last || Date.now() - last.at > maxAgeMs || this.inflight.has(host.id)) return this.scan(host);
+    const probe = await tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000, this.opts.signal);
+    this.opts.signal.throwIfAborted();
+    if (probe.ok) return { ok: true, keys: last.keys };
+    return this.scan(host);
   }
 
   /** Scans every host, at most `concurrency` at once; rejects only when aborted. */
@@ -43,7 +64,7 @@ export class HostScanner {
         out.set(host.id, await this.scan(host));
       }
     };
-    await Promise.all(Array.from({ length: Math.min(hosts.length, this.opts.concurrency ?? 16) }, worker));
+    await Promise.all(Array.from({ length: Math.min(hosts.length, this.opts.concurrency ?? 8) }, worker));
     return out;
   }
 
@@ -55,8 +76,11 @@ export class HostScanner {
         await waitForTcp(name, port, common);
         return { ok: true, keys: [] };
       }
-      return { ok: true, keys: await keyscan(name, port, common) };
+      const keys = await keyscan(name, port, common);
+      this.lastKeys.set(host.id, { keys, at: Date.now() });
+      return { ok: true, keys };
     } catch (err) {
+      this.lastKeys.delete(host.id);
       if (this.opts.signal.aborted) throw err;
       return { ok: false, reason: err instanceof HostScanError ? err.detail : coerceError(err).message };
     }

@@ -18,10 +18,15 @@ import { SyncGate } from './sync-gate.js';
 
 /** Tunables of {@link StaticProvider} (tests and benchmarks; the defaults suit production). */
 export interface StaticProviderOptions {
-  /** Hosts scanned at once during a sync (default 16). */
+  /** Hosts scanned at once during a sync (default 8). */
   scanConcurrency?: number;
   /** Pause between scan attempts on a host that refuses (default 500 ms). */
   scanRetryMs?: number;
+  /**
+   * A slot refill (nodeDeleted) reuses host keys scanned this recently, checking the host with
+   * one TCP connect instead of a key exchange (default 60 s, the cleanup interval; 0: always scan).
+   */
+  keyReuseMs?: number;
 }
 
 export class StaticProvider implements Provider {
@@ -34,6 +39,11 @@ export class StaticProvider implements Provider {
   private readonly gate = new SyncGate();
   private readonly inflight = new Set<Promise<unknown>>();
   private stopping: Promise<void> | undefined;
+  private readonly keyReuseMs: number;
+  /** Record ids per host id, from the last sync plus registrations since (see countRecords). */
+  private readonly known = new Map<string, Set<string>>();
+  /** Whether {@link known} has been filled by a sync. */
+  private synced = false;
 
   constructor(readonly config: StaticProviderConfig, private readonly ctx: ProviderContext, opts: StaticProviderOptions = {}) {
     this.name = config.name;
@@ -41,6 +51,7 @@ export class StaticProvider implements Provider {
     this.hosts = staticHosts(config);
     this.hostsById = new Map(this.hosts.map((h) => [h.id, h]));
     this.scanner = new HostScanner({ signal: this.abort.signal, concurrency: opts.scanConcurrency, retryMs: opts.scanRetryMs });
+    this.keyReuseMs = opts.keyReuseMs ?? 60_000;
   }
 
   /** Registers the configured hosts (see {@link cleanupLeakedResources}). */
@@ -57,13 +68,13 @@ export class StaticProvider implements Provider {
     return this.stopping;
   }
 
-  /** One entry per configured host that has node records (`externalId` = `name:port`). */
+  /** One entry per host that has node records (`externalId` = `name:port`, `nodeId` = its first record). */
   async listNodes(): Promise<ExternalNode[]> {
     const seen = new Map<string, ExternalNode>();
     for (const r of await this.ctx.store.listNodes({ provider: this.name })) {
-      const host = this.hostsById.get(recordHostId(r));
-      if (!host || seen.has(host.id)) continue;
-      seen.set(host.id, { externalId: host.id, name: host.node.name, provider: this.name, nodeId: r.id, status: 'registered' });
+      const id = recordHostId(r);
+      if (r.hostname === null || seen.has(id)) continue;
+      seen.set(id, { externalId: id, name: r.hostname, provider: this.name, nodeId: r.id, status: 'registered' });
     }
     return [...seen.values()];
   }
@@ -86,16 +97,16 @@ export class StaticProvider implements Provider {
     return this.track(async () => {
       const host = node.provider === this.name ? this.hostsById.get(recordHostId(node)) : undefined;
       if (!host) return;
-      const scan = await this.scanner.scan(host);
+      const scan = await this.scanner.recheck(host, this.keyReuseMs);
       const accepted = acceptScan(host, scan);
       if (!accepted.ok) {
         this.logProblem(accepted.kind, `${accepted.message} (slot of deleted node ${node.id} stays free until the next cleanup pass)`, host.id);
         return;
       }
       await this.gate.forHost(host.id, async () => {
-        const count = (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === host.id).length;
-        if (count >= host.node.maxParallelJobs) return;
+        if ((await this.countRecords(host.id)) >= host.node.maxParallelJobs) return;
         const created = await this.ctx.store.createNode(registrationFields(this.name, host, accepted.keys));
+        this.remember(host.id, created.id);
         this.log.info('registered', { host: host.id, nodes: [created.id], after: node.id });
       });
     });
@@ -128,6 +139,25 @@ export class StaticProvider implements Provider {
     return undefined;
   }
 
+  /**
+   * How many records the host has, any state: the ones seen by the last sync or registered
+   * since, re-read by id (a refill after every returned node must not list all nodes).
+   * Records registered for this host by another process since the last sync are not seen;
+   * one launcher per static provider is assumed, as in Nodepool.
+   */
+  private async countRecords(hostId: string): Promise<number> {
+    if (!this.synced) return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId).length;
+    const ids = this.known.get(hostId) ?? new Set<string>();
+    for (const id of [...ids]) if (!(await this.ctx.store.getNode(id))) ids.delete(id);
+    return ids.size;
+  }
+
+  private remember(hostId: string, id: string): void {
+    const ids = this.known.get(hostId) ?? new Set<string>();
+    ids.add(id);
+    this.known.set(hostId, ids);
+  }
+
   /** Runs provider work unless stopped, so stop() can wait for it. */
   private track(fn: () => Promise<void>): Promise<void> {
     if (this.stopping) return Promise.resolve();
@@ -146,6 +176,9 @@ export class StaticProvider implements Provider {
     if (this.abort.signal.aborted) return;
     await this.gate.exclusively(async () => {
       const records = await this.ctx.store.listNodes({ provider: this.name });
+      this.known.clear();
+      for (const r of records) this.remember(recordHostId(r), r.id);
+      this.synced = true;
       const plan = planRegistration({ provider: this.name, hosts: this.hosts, records, scans });
       for (const problem of plan.problems) this.logProblem(problem.kind, problem.message, problem.hostId);
       for (const action of plan.actions) await this.apply(action);
@@ -159,6 +192,7 @@ export class StaticProvider implements Provider {
       case 'register': {
         const ids: string[] = [];
         for (let i = 0; i < action.count; i++) ids.push((await store.createNode(action.node)).id);
+        for (const id of ids) this.remember(action.hostId, id);
         this.log.info('registered', { host: action.hostId, nodes: ids });
         return;
       }
@@ -191,6 +225,9 @@ export class StaticProvider implements Provider {
   private async withNodeLock(id: string, fn: (r: NodeRecord) => Promise<void>): Promise<boolean> {
     const { store, sessionId } = this.ctx;
     const resource = `node:${id}`;
+    // tryLock is re-entrant per session: a lock this process already holds (a pool worker
+    // allocating the node) would be "taken" and then released by us, so it counts as busy.
+    if ((await store.getLock(resource))?.live) return false;
     if (!(await store.tryLock(resource, sessionId))) return false;
     try {
       const r = await store.getNode(id);

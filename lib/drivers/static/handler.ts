@@ -1,0 +1,62 @@
+/**
+ * Request decisions for the static driver: it never launches anything, so a request is served
+ * only from pre-registered READY records (no remaining quota → the request waits for a slot).
+ * Before a ready node is handed out, one TCP connect checks that its host still answers; a
+ * host that does not loses one ready record (marked deleting) and the node is not used.
+ */
+import type { Logger } from '../../log.js';
+import type { NodePatch, NodeRecord, NodeRequestRecord } from '../../store/models.js';
+import { tcpProbe } from '../../ssh/tcp-probe.js';
+import type { RequestHandler } from '../driver.js';
+import type { StaticProvider } from './provider.js';
+
+export class StaticRequestHandler implements RequestHandler {
+  readonly canLaunch = false;
+  readonly aliveCount = 0;
+
+  constructor(
+    private readonly provider: StaticProvider,
+    readonly pool: string,
+    readonly request: NodeRequestRecord,
+    private readonly log: Logger,
+  ) {}
+
+  imagesAvailable(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  hasProviderQuota(_labels: readonly string[]): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  /** Nothing can be created: only registered slots serve requests. */
+  hasRemainingQuota(_label: string): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  /** One TCP connect to the node within its host's `timeout`; on failure one record of the host is deregistered. */
+  async checkReusableNode(node: NodeRecord): Promise<boolean> {
+    const host = this.provider.hostOf(node);
+    if (!host) return false;
+    const address = node.interfaceIp ?? host.node.name;
+    const probe = await tcpProbe(address, node.connectionPort, host.node.timeout * 1000);
+    if (probe.ok) return true;
+    const reason = `${host.id}: liveness check failed: ${probe.reason}`;
+    const deregistered = await this.provider.deregisterOne(node, reason);
+    this.log.warn(reason, { host: host.id, node: node.id, request: this.request.id, deregistered: deregistered ?? null });
+    return false;
+  }
+
+  nodeMetadata(_label: string): NodePatch {
+    return {};
+  }
+
+  /** Never called: {@link canLaunch} is false. Thrown: always. */
+  launch(node: NodeRecord): void {
+    throw new Error(`static provider ${this.provider.name} cannot launch node ${node.id}: static nodes are registered, not launched`);
+  }
+
+  launchesComplete(): boolean {
+    return true;
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Shared set-up of the static driver's integration tests: a SQLite store in a temp dir, a
+ * live session, a config written as YAML and checked by the real loader, and a logger that
+ * also keeps its lines so tests can assert what an operator would read.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { parseConfig } from '../../../../lib/config/load.js';
+import type { Config } from '../../../../lib/config/schema.js';
+import type { ProviderContext } from '../../../../lib/drivers/driver.js';
+import type { StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
+import { createRootLogger } from '../../../../lib/log.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import type { Store } from '../../../../lib/store/store.js';
+
+/** One `nodes[]` entry of the test config. */
+export interface TestHost {
+  name: string;
+  port: number;
+  labels?: string[];
+  hostKey?: string[];
+  maxParallelJobs?: number;
+  timeout?: number;
+  connectionType?: string;
+}
+
+/** A static provider config named `lab` with pool `main` serving labels small and big. */
+export function staticConfigYaml(hosts: readonly TestHost[]): string {
+  const node = (h: TestHost): string => JSON.stringify({
+    name: h.name,
+    'connection-port': h.port,
+    labels: h.labels ?? ['small'],
+    timeout: h.timeout ?? 2,
+    ...(h.hostKey ? { 'host-key': h.hostKey } : {}),
+    ...(h.maxParallelJobs ? { 'max-parallel-jobs': h.maxParallelJobs } : {}),
+    ...(h.connectionType ? { 'connection-type': h.connectionType } : {}),
+  });
+  return [
+    'labels: [{name: small}, {name: big}]',
+    'providers:',
+    '  - name: lab',
+    '    driver: static',
+    '    pools:',
+    '      - name: main',
+    '        node-attributes: {rack: r1}',
+    `        nodes: [${hosts.map(node).join(', ')}]`,
+    '',
+  ].join('\n');
+}
+
+/** A store, session and log for one test file. */
+export class StaticEnv {
+  readonly lines: string[] = [];
+  private constructor(readonly dir: string, readonly store: Store, readonly sessionId: string) {}
+
+  static async create(): Promise<StaticEnv> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'static-driver-'));
+    const store = await SqliteStore.open(path.join(dir, 'nodepool.db'));
+    const session = await store.openSession({ owner: 'static-driver-test', hostname: 'localhost', pid: process.pid, ttlMs: 600_000 });
+    return new StaticEnv(dir, store, session.id);
+  }
+
+  /** Loads the YAML with the real loader; returns the whole config and the `lab` provider. */
+  config(hosts: readonly TestHost[]): { config: Config; provider: StaticProviderConfig } {
+    const config = parseConfig(staticConfigYaml(hosts), path.join(this.dir, 'nodepool.yaml'));
+    const provider = config.providers.find((p) => p.name === 'lab');
+    if (provider?.driver !== 'static') throw new Error('test config has no static provider lab');
+    return { config, provider };
+  }
+
+  /** The provider context; log lines are kept in {@link lines} (JSON). */
+  ctx(config: Config): ProviderContext {
+    const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => { this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)); cb(); } });
+    return {
+      store: this.store,
+      log: createRootLogger({ level: 'debug', format: 'json', stream: sink }),
+      clock: Date.now,
+      config,
+      sessionId: this.sessionId,
+      imageServices: () => Promise.reject(new Error('not used: static providers have no image service')),
+    };
+  }
+
+  /** Log lines (parsed) at a level. */
+  logged(level: string): Array<{ message: string; host?: string } & Record<string, unknown>> {
+    return this.lines.map((l) => JSON.parse(l) as { level: string; message: string }).filter((l) => l.level === level);
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

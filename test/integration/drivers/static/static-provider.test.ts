@@ -1,0 +1,179 @@
+/**
+ * The static provider against real sshd processes on loopback: registration with scanned
+ * host keys, host key mismatch, a host going down and coming back, returned nodes,
+ * max-parallel-jobs changes and host removal through a recreated provider.
+ */
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { staticConfigEquals, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
+import { staticDriver } from '../../../../lib/drivers/static/index.js';
+import type { StaticProvider } from '../../../../lib/drivers/static/provider.js';
+import type { Provider } from '../../../../lib/drivers/driver.js';
+import type { NodeRecord } from '../../../../lib/store/models.js';
+import { freePort, runningProcesses } from '../../../support/processes.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
+import { StaticEnv, type TestHost } from './static-env.js';
+
+/** A valid ed25519 public key that no fixture sshd has. */
+const FOREIGN_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM1qNexya9cNGntI0Mw7ddjnvYrt4B9xRaz50xQ7c2+r';
+
+describe('static provider', () => {
+  let env: StaticEnv;
+  const sshds: SshdHandle[] = [];
+  const providers: Provider[] = [];
+
+  beforeEach(async () => {
+    env = await StaticEnv.create();
+  });
+  afterEach(async () => {
+    await Promise.all(providers.splice(0).map((p) => p.stop()));
+    await Promise.all(sshds.splice(0).map((s) => s.stop()));
+    await env.close();
+    assert.deepEqual(runningProcesses().map((p) => p.name), [], 'no process left running');
+  });
+
+  async function sshd(host: string): Promise<SshdHandle> {
+    const s = await startSshd({ host });
+    sshds.push(s);
+    return s;
+  }
+
+  /** Creates and starts the `lab` provider for these hosts (as the launcher does on a config change). */
+  async function provider(hosts: TestHost[]): Promise<{ p: StaticProvider; config: StaticProviderConfig }> {
+    const { config, provider: pc } = env.config(hosts);
+    const p = staticDriver.createProvider(pc, env.ctx(config)) as StaticProvider;
+    providers.push(p);
+    await p.start();
+    return { p, config: pc };
+  }
+
+  const nodes = (states?: NodeRecord['state'][]) => env.store.listNodes({ provider: 'lab', ...(states ? { states } : {}) });
+  const ofHost = (rs: NodeRecord[], s: SshdHandle) => rs.filter((r) => r.hostname === s.host && r.connectionPort === s.port);
+
+  /** What the launcher's deleter does with a `deleting` node of a static provider. */
+  async function deleteLikeTheLauncher(p: Provider, r: NodeRecord): Promise<void> {
+    await p.cleanupNode(r);
+    await env.store.deleteNode(r.id);
+    await p.nodeDeleted(r);
+  }
+
+  it('registers max-parallel-jobs ready records carrying the scanned host keys', async () => {
+    const s = await sshd('127.0.0.2');
+    const { p } = await provider([{ name: s.host, port: s.port, maxParallelJobs: 2, labels: ['small', 'big'], hostKey: [s.hostKey('ed25519')] }]);
+    const ready = await nodes(['ready']);
+    assert.equal(ready.length, 2);
+    for (const r of ready) {
+      assert.deepEqual(r.hostKeys, [...s.hostKeys]);
+      assert.deepEqual([r.hostname, r.interfaceIp, r.publicIpv4, r.connectionPort, r.connectionType], [s.host, s.host, s.host, s.port, 'ssh']);
+      assert.deepEqual([r.pool, r.labels, r.username, r.launcher, r.attributes, r.allocatedTo], ['main', ['small', 'big'], 'zuul', 'static:lab', { rack: 'r1' }, null]);
+    }
+    assert.deepEqual((await p.listNodes()).map((n) => [n.externalId, n.name, n.provider, n.status]), [[`${s.host}:${s.port}`, s.host, 'lab', 'registered']]);
+    // A second start (another launcher pass with the same config) registers nothing more.
+    await provider([{ name: s.host, port: s.port, maxParallelJobs: 2, labels: ['small', 'big'], hostKey: [s.hostKey('ed25519')] }]);
+    assert.equal((await nodes()).length, 2);
+  });
+
+  it('refuses a host whose key is not the configured one, naming the host, and takes back its ready records', async () => {
+    const s = await sshd('127.0.0.3');
+    const closed = await freePort();
+    await provider([{ name: s.host, port: s.port, maxParallelJobs: 2, hostKey: [s.hostKey('ecdsa')] }]);
+    assert.equal((await nodes(['ready'])).length, 2);
+
+    await provider([
+      { name: s.host, port: s.port, maxParallelJobs: 2, hostKey: [FOREIGN_KEY] },
+      { name: '127.0.0.1', port: closed, timeout: 1 },
+    ]);
+    const all = await nodes();
+    assert.deepEqual(all.map((r) => r.state), ['deleting', 'deleting'], 'nothing registered, the old ready records taken back');
+    const errors = env.logged('error');
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]?.message, `${s.host}:${s.port}: host key mismatch: expected ssh-ed25519, scanned ecdsa-sha2-nistp256, ssh-ed25519 (the host's ssh-ed25519 key differs); not registered`);
+    assert.equal(errors[0]?.host, `${s.host}:${s.port}`);
+    assert.ok(env.logged('warn').some((l) => l.message.startsWith(`127.0.0.1:${closed}: unreachable, not registered: no SSH connection within 1000 ms (connection refused)`)));
+  });
+
+  it('takes a down host out of service and registers it again once it is back', async () => {
+    const s = await sshd('127.0.0.4');
+    const hosts = [{ name: s.host, port: s.port, maxParallelJobs: 3, timeout: 1 }];
+    const { p } = await provider(hosts);
+    const [first] = await nodes(['ready']);
+    assert.ok(first);
+    const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['small'], requestor: 'test' }));
+    assert.equal(await handler.checkReusableNode(first), true);
+    assert.equal(handler.canLaunch, false);
+    assert.equal(await handler.hasRemainingQuota('small'), false);
+
+    const keys = [...s.hostKeys];
+    await s.pause();
+    assert.equal(await handler.checkReusableNode(first), false);
+    assert.deepEqual((await nodes()).map((r) => r.state), ['deleting', 'ready', 'ready'], 'one record deregistered by the liveness check');
+    assert.match((await env.store.getNode(first.id))?.reason ?? '', /liveness check failed: connection refused/);
+
+    await p.cleanupLeakedResources();
+    const gone = await nodes();
+    assert.deepEqual(gone.map((r) => r.state), ['deleting', 'deleting', 'deleting'], 'the rest deregistered by the cleanup pass');
+    for (const r of gone) await deleteLikeTheLauncher(p, r);
+    assert.deepEqual(await nodes(), [], 'a down host gets no fresh records');
+    assert.deepEqual(await p.listNodes(), []);
+
+    await s.restart();
+    assert.deepEqual(s.hostKeys, keys, 'same keys after restart');
+    await p.cleanupLeakedResources();
+    const back = await nodes(['ready']);
+    assert.equal(back.length, 3);
+    assert.deepEqual(back[0]?.hostKeys, keys);
+  });
+
+  it('registers a fresh ready record when a returned node is deleted', async () => {
+    const s = await sshd('127.0.0.5');
+    const { p } = await provider([{ name: s.host, port: s.port }]);
+    const [node] = await nodes(['ready']);
+    assert.ok(node);
+    await env.store.updateNode(node.id, { state: 'in-use', allocatedTo: null });
+    await p.nodeDeleted(node); // a notification while the slot is still taken registers nothing
+    assert.equal((await nodes()).length, 1);
+    await env.store.updateNode(node.id, { state: 'used' });
+    await deleteLikeTheLauncher(p, node);
+    const fresh = await nodes();
+    assert.equal(fresh.length, 1);
+    assert.equal(fresh[0]?.state, 'ready');
+    assert.notEqual(fresh[0]?.id, node.id);
+    assert.deepEqual([fresh[0]?.hostname, fresh[0]?.connectionPort, fresh[0]?.hostKeys], [s.host, s.port, node.hostKeys]);
+  });
+
+  it('follows max-parallel-jobs 1 → 3 → 2 through recreated providers', async () => {
+    const s = await sshd('127.0.0.6');
+    const old = await provider([{ name: s.host, port: s.port, maxParallelJobs: 1 }]);
+    assert.equal((await nodes(['ready'])).length, 1);
+    const three = await provider([{ name: s.host, port: s.port, maxParallelJobs: 3 }]);
+    assert.equal(staticConfigEquals(old.config, three.config), false, 'the launcher sees a changed config');
+    await old.p.stop();
+    assert.equal((await nodes(['ready'])).length, 3);
+    await three.p.stop();
+    await provider([{ name: s.host, port: s.port, maxParallelJobs: 2 }]);
+    assert.equal((await nodes(['ready'])).length, 2);
+    assert.equal((await nodes(['deleting'])).length, 1);
+  });
+
+  it('deregisters the ready records of a host removed from the config, leaving its in-use node', async () => {
+    const [portA, portB] = [await freePort(), await freePort()];
+    const both = await startSshd({ addresses: [`127.0.0.7:${portA}`, `127.0.0.8:${portB}`] });
+    sshds.push(both);
+    const a = { name: '127.0.0.7', port: portA, maxParallelJobs: 2 };
+    const b = { name: '127.0.0.8', port: portB, connectionType: 'winrm' };
+    const first = await provider([a, b]);
+    const [busy] = (await nodes(['ready'])).filter((r) => r.hostname === a.name);
+    assert.ok(busy);
+    await env.store.updateNode(busy.id, { state: 'in-use' });
+    const winrm = (await nodes()).find((r) => r.hostname === b.name);
+    assert.deepEqual([winrm?.connectionType, winrm?.hostKeys], ['winrm', []], 'winrm hosts are connected to, not key-scanned');
+
+    await first.p.stop();
+    await provider([b]);
+    const left = await nodes();
+    assert.deepEqual(left.filter((r) => r.hostname === a.name).map((r) => [r.id === busy.id, r.state]).sort(), [[false, 'deleting'], [true, 'in-use']]);
+    assert.deepEqual(left.filter((r) => r.hostname === b.name).map((r) => r.state), ['ready']);
+    assert.ok(env.logged('info').some((l) => l.message === 'deregistered' && l.host === `${a.name}:${a.port}` && l.reason === `${a.name}:${a.port}: no longer configured`));
+    assert.deepEqual(ofHost(left, { host: a.name, port: a.port } as SshdHandle).length, 2);
+  });
+});
