@@ -6,6 +6,7 @@
  * them. No process state: bin/ passes the config, logger and signals.
  */
 import type { Config } from '../config/schema.js';
+import { splitNodeset, type NodesetPart } from './nodeset.js';
 import { sleep } from '../lifecycle.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../store/models.js';
@@ -174,24 +175,36 @@ export class NodepoolClient {
   }
 
   /**
-   * request + waitFor + accept. Thrown: RequestFailedError with the launchers' reason (the
-   * request is deleted), RequestTimeoutError or the signal's reason (the request is deleted
-   * first), and whatever {@link accept} throws.
+   * request + waitFor + accept. A request is served by one pool; when no live launcher serves
+   * every label, the nodeset is asked for in parts (see splitNodeset) and the nodes come back
+   * in label order all the same; if a part fails, the other parts are given up too.
+   * Thrown: RequestFailedError with the launchers' reason (the requests are deleted),
+   * RequestTimeoutError or the signal's reason (the requests are deleted first), and whatever
+   * {@link accept} throws.
    */
   async requestNodes(labels: readonly string[], opts: RequestNodesOptions): Promise<NodeRecord[]> {
-    const request = await this.request(labels, opts);
-    let done: NodeRequestRecord;
+    const parts = splitNodeset(labels, await this.store.listLaunchers());
+    const requests: NodeRequestRecord[] = [];
+    const done: NodeRequestRecord[] = [];
     try {
-      done = await this.waitFor(request.id, opts);
+      for (const part of parts) requests.push(await this.request(part.labels, opts));
+      for (const r of requests) done.push(await this.waitFor(r.id, opts));
     } catch (err) {
-      await this.store.deleteRequest(request.id).catch(() => undefined);
+      for (const r of requests) await this.store.deleteRequest(r.id).catch(() => undefined);
       throw err;
     }
-    if (done.state === 'failed') {
-      await this.store.deleteRequest(done.id);
-      throw new RequestFailedError(done.id, done.reason);
+    const failed = done.find((r) => r.state === 'failed');
+    if (failed) {
+      for (const r of done) await this.store.deleteRequest(r.id);
+      throw new RequestFailedError(failed.id, failed.reason);
     }
-    return this.accept(done, opts);
+    if (parts.length > 1) this.log.info('nodeset served in parts', { labels, requests: done.map((r) => r.id) });
+    const nodes: NodeRecord[] = new Array<NodeRecord>(labels.length);
+    for (let i = 0; i < done.length; i++) {
+      const taken = await this.accept(done[i] as NodeRequestRecord, opts);
+      taken.forEach((n, j) => { nodes[(parts[i] as NodesetPart).positions[j] as number] = n; });
+    }
+    return nodes;
   }
 
   /**

@@ -61,8 +61,8 @@ function checkReferences(c: Parsed, p: Problems): void {
     providerDiskimages(prov).forEach((d, j) => {
       if (!diskimages.has(d.name)) p.add(`providers[${i}].diskimages[${j}].name`, `diskimage ${JSON.stringify(d.name)} is not defined in diskimages`);
     });
-    providerPools(prov).forEach((pool) => pool.labels.forEach((l) => {
-      if (!labels.has(l)) p.add(`providers[${i}].pools.${pool.name}`, `label ${JSON.stringify(l)} is not defined in labels`);
+    providerPools(prov).forEach((pool, k) => pool.labels.forEach((l) => {
+      if (!labels.has(l)) p.add(`providers[${i}].pools[${k}]`, `label ${JSON.stringify(l)} (pool ${pool.name}) is not defined in labels`);
     }));
     driverOf(prov).checkReferences?.(prov, { labels, diskimages }, `providers[${i}]`, p);
   });

@@ -30,6 +30,9 @@ export interface PoolWorkerDeps {
   providerAlive: () => number;
 }
 
+/** Request handlers a pass runs at once. */
+const PARALLEL_RUNS = 8;
+
 export class PoolWorker {
   private readonly handlers: NodeRequestHandler[] = [];
   private paused: NodeRequestHandler | undefined;
@@ -129,7 +132,11 @@ export class PoolWorker {
     return this.snapshot.filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(label));
   }
 
-  /** Takes requested requests in order until one pauses or max-concurrency is reached. */
+  /**
+   * Takes requested requests in order until one pauses or max-concurrency is reached. Up to
+   * {@link PARALLEL_RUNS} handlers run at once (their reuse checks are I/O); a handler whose
+   * launches are already complete (reuse only) is finished at once.
+   */
   private async assign(): Promise<boolean> {
     const { store, provider, pool, launcherId, maxConcurrency } = this.deps;
     if (maxConcurrency === 0) return false;
@@ -138,8 +145,18 @@ export class PoolWorker {
     if (mine.length === 0) return false;
     const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
     let busy = false;
+    let batch: NodeRequestHandler[] = [];
+    const runBatch = async (): Promise<void> => {
+      await Promise.all(batch.map(async (h) => {
+        await h.run();
+        if (!h.paused && !h.done) await h.poll();
+        if (!h.done) this.handlers.push(h);
+      }));
+      this.paused ??= batch.find((h) => h.paused);
+      batch = [];
+    };
     for (const r of mine) {
-      if (!this.running) break;
+      if (!this.running || this.paused) break;
       if (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency) break;
       if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
       const sessionId = this.deps.sessionId();
@@ -153,14 +170,12 @@ export class PoolWorker {
         store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
         poolNodeCount: async () => poolNodeCount(await store.listNodes({ provider: provider.name, pool: pool.name }), provider.name, pool.name),
       }, fresh);
-      await handler.run();
+      batch.push(handler);
       busy = true;
-      if (!handler.done) this.handlers.push(handler);
-      if (handler.paused) {
-        this.paused = handler;
-        break;
-      }
+      // Handlers that may launch run one at a time, so max-servers and quota see each new node.
+      if (batch.length >= PARALLEL_RUNS || handler.canLaunch) await runBatch();
     }
+    if (batch.length) await runBatch();
     return busy;
   }
 }

@@ -48,6 +48,11 @@ export class NodeRequestHandler {
     return this.request.id;
   }
 
+  /** Whether the driver may launch nodes for it (else it only reuses registered ones). */
+  get canLaunch(): boolean {
+    return this.driver.canLaunch;
+  }
+
   /** Launches still running (for max-concurrency). */
   get aliveCount(): number {
     return this.driver.aliveCount;

@@ -144,6 +144,10 @@ void describe('launcher: providers split across two servers sharing one store', 
     const [ny] = await client.requestNodes(['ly'], { timeoutMs: 20_000 });
     assert.equal(nx?.provider, 'px');
     assert.equal(ny?.provider, 'py');
+    for (const n of [nx, ny]) if (n) await client.release(n.id);
+    await sys.waitForNodes('both slots back', (ns) => ns.filter((n) => n.state === 'ready').length === 2, 20_000);
+    const both = await client.requestNodes(['ly', 'lx'], { timeoutMs: 20_000 });
+    assert.deepEqual(both.map((n) => n.provider), ['py', 'px'], 'a nodeset across the two servers, in label order');
     const req = await client.request(['lz']);
     const failed = await sys.waitForRequest(req.id, ['failed'], 20_000);
     assert.equal(failed.declinedBy.length, 2);

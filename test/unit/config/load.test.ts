@@ -83,10 +83,10 @@ describe('config loader', () => {
     ].join('\n'));
     assert.deepEqual(lines, [
       'nodepool.yaml: providers[0].diskimages[0].name: diskimage "nope" is not defined in diskimages',
-      'nodepool.yaml: providers[0].pools[0].labels[0].name: label "big" is not defined in labels',
+      'nodepool.yaml: providers[0].pools[0]: label "big" (pool main) is not defined in labels',
       'nodepool.yaml: providers[0].pools[0].labels[0].diskimage: diskimage "d1" is not listed in providers[0].diskimages',
       'nodepool.yaml: providers[0].pools[0].labels[0]: expected min-ram or flavor-name, got neither',
-      'nodepool.yaml: providers[1].pools[0].nodes[0].labels[0]: label "huge" is not defined in labels',
+      'nodepool.yaml: providers[1].pools[0]: label "huge" (pool main) is not defined in labels',
     ]);
   });
 
