@@ -81,7 +81,8 @@ async function main(): Promise<void> {
   let server: TrackedProcess | undefined;
   try {
     const ref = await referenceRate(store, 1000);
-    server = startProcess('nodepool-server', process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn'],
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn'],
       { cwd: ROOT, logFile: path.join(dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     const regStart = performance.now();
     await waitFor(async () => (await store.listNodes({ states: ['ready'] })).length >= SLOTS, { timeoutMs: 600_000, what: `${SLOTS} ready slots`, intervalMs: 500 });

@@ -6,7 +6,6 @@
  */
 import type { Logger } from '../../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../../store/models.js';
-import { tcpProbe } from '../../ssh/tcp-probe.js';
 import type { RequestHandler } from '../driver.js';
 import type { StaticProvider } from './provider.js';
 
@@ -34,12 +33,12 @@ export class StaticRequestHandler implements RequestHandler {
     return Promise.resolve(false);
   }
 
-  /** One TCP connect to the node within its host's `timeout`; on failure one record of the host is deregistered. */
+  /** One TCP connect to the node within its host's `timeout` (shared, see hostAnswers); on failure one record of the host is deregistered. */
   async checkReusableNode(node: NodeRecord): Promise<boolean> {
     const host = this.provider.hostOf(node);
     if (!host) return false;
     const address = node.interfaceIp ?? host.node.name;
-    const probe = await tcpProbe(address, node.connectionPort, host.node.timeout * 1000);
+    const probe = await this.provider.hostAnswers(host, address, node.connectionPort);
     if (probe.ok) return true;
     const reason = `${host.id}: liveness check failed: ${probe.reason}`;
     const deregistered = await this.provider.deregisterOne(node, reason);

@@ -7,6 +7,7 @@
  * nodes are never touched.
  */
 import { StateConflictError } from '../../errors.js';
+import { tcpProbe } from '../../ssh/tcp-probe.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
@@ -40,6 +41,7 @@ export class StaticProvider implements Provider {
   private readonly inflight = new Set<Promise<unknown>>();
   private stopping: Promise<void> | undefined;
   private readonly keyReuseMs: number;
+  private readonly probing = new Map<string, ReturnType<typeof tcpProbe>>();
   /** Record ids per host id, from the last sync plus registrations since (see countRecords). */
   private readonly known = new Map<string, Set<string>>();
   /** Whether {@link known} has been filled by a sync. */
@@ -122,6 +124,20 @@ export class StaticProvider implements Provider {
   }
 
   /** The configured host a node record belongs to. */
+  /**
+   * Whether a host answers a TCP connect now. Concurrent checks of one host share one connect
+   * (each connect costs sshd a fork and exec). No answer is remembered: a host that stopped
+   * is never handed out on an old answer.
+   */
+  hostAnswers(host: StaticHost, address: string, port: number): ReturnType<typeof tcpProbe> {
+    let probe = this.probing.get(host.id);
+    if (!probe) {
+      probe = tcpProbe(address, port, host.node.timeout * 1000).finally(() => this.probing.delete(host.id));
+      this.probing.set(host.id, probe);
+    }
+    return probe;
+  }
+
   hostOf(node: Pick<NodeRecord, 'hostname' | 'connectionPort'>): StaticHost | undefined {
     return this.hostsById.get(recordHostId(node));
   }
