@@ -45,6 +45,7 @@ bench: deps
 	node --import tsx bench/planner.ts
 	node --import tsx bench/gearman-roundtrip.ts
 	node --import tsx bench/upload-throughput.ts --size-mib 2048
+	node --import tsx bench/static-requests.ts 100 10 200
 
 run: deps
 	node --import tsx scripts/run-quickstart.ts
