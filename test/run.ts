@@ -1,7 +1,9 @@
 /**
  * The test runner behind `make test`: selects test files (all, `unit`, `integration`, or
- * paths), starts one shared loopback Keystone+Glance for the integration tests, runs Node's
- * test runner, stops the cloud, and fails the run if a process it started is left behind.
+ * paths), starts one shared loopback Keystone+Glance for the integration tests and, in
+ * parallel, one shared full cloud (Nova, Neutron, Placement, MariaDB, RabbitMQ) when a
+ * selected test boots servers, runs Node's test runner, stops the clouds, and fails the run
+ * if a process it started is left behind.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -9,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
 
-const WATCHED = /^(gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img)/;
+const WATCHED = /^(sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq)/;
 
 function findTests(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -52,35 +54,52 @@ if (files.length === 0) {
 
 const before = watchedPids();
 const needsCloud = files.some((f) => f.includes(`${path.sep}integration${path.sep}`)) && !process.env.NODEPOOL_TEST_CLOUD;
+/** Tests that boot servers get the full cloud (its start takes a minute or more, so only then). */
+const bootsServers = (f: string): boolean => ['drivers/openstack', 'launcher'].some((d) => f.includes(`${path.sep}integration${path.sep}${d.split('/').join(path.sep)}${path.sep}`))
+  || f.endsWith('nova-cloud.test.ts');
+const needsNovaCloud = files.some(bootsServers) && !process.env.NODEPOOL_TEST_NOVA_CLOUD;
 const [markKey, markValue] = RUN_MARK.split('=') as [string, string];
 process.env[markKey] = markValue;
 const env = { ...process.env };
-let cloud: ReturnType<typeof spawn> | undefined;
+const clouds: Array<ReturnType<typeof spawn>> = [];
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodepool-test-run-'));
 
+/** Starts `script up <info>` in the background; resolves with the info file once it is written. */
+async function startCloud(what: string, script: string, info: string, timeoutMs: number): Promise<string> {
+  const started = Date.now();
+  console.log(`# starting the shared ${what}`);
+  const cloud = spawn(process.execPath, ['--import', 'tsx', script, 'up', info], { stdio: ['ignore', 'inherit', 'inherit'] });
+  clouds.push(cloud);
+  const exited = new Promise<void>((resolve) => cloud.once('exit', () => resolve()));
+  await Promise.race([
+    waitFor(() => existsSync(info), { timeoutMs, what: `the ${what} to start`, intervalMs: 200 }),
+    exited.then(() => { throw new Error(`the ${what} failed to start`); }),
+  ]);
+  console.log(`# ${what} up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return info;
+}
+
 async function main(): Promise<number> {
+  const starts: Array<Promise<void>> = [];
   if (needsCloud) {
-    const info = path.join(tmp, 'cloud.json');
-    const started = Date.now();
-    console.log('# starting the shared loopback cloud (Keystone + Glance)');
-    cloud = spawn(process.execPath, ['--import', 'tsx', 'test/support/openstack.ts', 'up', info], { stdio: ['ignore', 'inherit', 'inherit'] });
-    const exited = new Promise<void>((resolve) => cloud?.once('exit', () => resolve()));
-    await Promise.race([
-      waitFor(() => existsSync(info), { timeoutMs: 300_000, what: 'the loopback cloud to start', intervalMs: 200 }),
-      exited.then(() => { throw new Error('the loopback cloud failed to start'); }),
-    ]);
-    console.log(`# loopback cloud up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    env.NODEPOOL_TEST_CLOUD = info;
+    starts.push(startCloud('loopback cloud (Keystone + Glance)', 'test/support/openstack.ts', path.join(tmp, 'cloud.json'), 300_000)
+      .then((info) => { env.NODEPOOL_TEST_CLOUD = info; }));
   }
+  if (needsNovaCloud) {
+    starts.push(startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
+      .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; }));
+  }
+  const failed = (await Promise.allSettled(starts)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
   const runner = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit', env });
   return new Promise((resolve) => runner.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 
-async function stopCloud(): Promise<void> {
-  if (!cloud || cloud.exitCode !== null) return;
-  const exited = new Promise((resolve) => cloud?.once('exit', resolve));
+async function stopCloud(cloud: ReturnType<typeof spawn>): Promise<void> {
+  if (cloud.exitCode !== null || cloud.signalCode !== null) return;
+  const exited = new Promise((resolve) => cloud.once('exit', resolve));
   cloud.kill('SIGTERM');
-  const t = setTimeout(() => cloud?.kill('SIGKILL'), 60_000);
+  const t = setTimeout(() => cloud.kill('SIGKILL'), 60_000);
   await exited;
   clearTimeout(t);
 }
@@ -91,7 +110,7 @@ try {
 } catch (err) {
   console.error(`test run failed: ${(err as Error).message}`);
 } finally {
-  await stopCloud();
+  await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });
 }
 const leaked = [...watchedPids()].filter(([pid]) => !before.has(pid));

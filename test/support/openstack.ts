@@ -47,6 +47,8 @@ export interface StartLoopbackOptions {
   log?: (line: string) => void;
   /** More services for the catalog (public + internal endpoints), registered before start returns. */
   services?: ReadonlyArray<{ type: string; name: string; url: string }>;
+  /** Ports to use instead of free ones picked here (a caller that must know them before the start). */
+  ports?: { keystone?: number; glance?: number };
 }
 
 const REGION = 'RegionOne';
@@ -180,7 +182,7 @@ async function start(opts: StartLoopbackOptions): Promise<Started> {
   for (const d of ['log', 'db', 'keystone/fernet-keys', 'keystone/credential-keys', 'glance/images', 'glance/staging', 'glance/tasks', 'glance/lock']) {
     await mkdir(path.join(dir, d), { recursive: true });
   }
-  const [keystonePort, glancePort] = [await freePort(), await freePort()];
+  const [keystonePort, glancePort] = [opts.ports?.keystone ?? await freePort(), opts.ports?.glance ?? await freePort()];
   const authUrl = `http://127.0.0.1:${keystonePort}/v3`;
   const glanceUrl = `http://127.0.0.1:${glancePort}`;
   const ksConf = path.join(dir, 'keystone', 'keystone.conf');
