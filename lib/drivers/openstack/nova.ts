@@ -202,13 +202,13 @@ export class NovaClient {
     return toNovaServer(parse(res, `GET /servers/${id}`).server as Json);
   }
 
-  /** Every server of the project (detail), following Nova's `next` links. */
+  /** Every server of the project (detail) but those already DELETED, following Nova's `next` links. */
   async listServers(): Promise<NovaServer[]> {
     const out: NovaServer[] = [];
     let url: string | undefined = `${this.computeUrl}/servers/detail`;
     for (let page = 0; url && page < 1000; page++) {
       const body = parse(await this.call('GET', url), 'GET /servers/detail');
-      out.push(...((body.servers as Json[] | undefined) ?? []).map(toNovaServer));
+      out.push(...((body.servers as Json[] | undefined) ?? []).map(toNovaServer).filter((s) => s.status !== 'DELETED'));
       const next = ((body.servers_links as Json[] | undefined) ?? []).find((l) => l.rel === 'next');
       url = typeof next?.href === 'string' ? next.href : undefined;
     }

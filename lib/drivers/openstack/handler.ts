@@ -1,0 +1,246 @@
+/**
+ * Request decisions and the launch for one request in one pool of an openstack provider:
+ * images available, quota (pool limits and the cloud's, from quota.ts), one availability
+ * zone per request, and the launch itself — boot, record the server id at once, wait for
+ * ACTIVE, check the host, and retry with a fresh server up to `launch-retries` attempts.
+ */
+import { CloudError, coerceError, LaunchError, QuotaExceededError } from '../../errors.js';
+import { sleep } from '../../lifecycle.js';
+import { HostScanError, keyscan } from '../../ssh/keyscan.js';
+import { waitForTcp } from '../../ssh/tcp-probe.js';
+import type { Logger } from '../../log.js';
+import type { NodePatch, NodeRecord, NodeResources } from '../../store/models.js';
+import { LaunchingHandler, type LaunchingHandlerContext } from '../launching-handler.js';
+import { formatHostname, type OpenStackLabelConfig, type OpenStackPoolConfig } from './config.js';
+import { chooseFlavor, flavorResources } from './flavors.js';
+import type { NovaClient, NovaServer } from './nova.js';
+import type { BootImage, OpenStackProvider } from './provider.js';
+import { fits, poolLimits, sum } from './quota.js';
+
+/** Whether a cloud message says the project is over quota. */
+function isQuotaMessage(message: string): boolean {
+  return /quota exceeded|exceeds? .*quota|over quota/i.test(message);
+}
+
+export class OpenStackHandler extends LaunchingHandler {
+  /** The request's availability zone: undefined until chosen, null for "let Nova choose". */
+  private chosenAz: string | null | undefined;
+
+  constructor(private readonly provider: OpenStackProvider, private readonly poolConfig: OpenStackPoolConfig, hctx: LaunchingHandlerContext) {
+    super(hctx);
+  }
+
+  private label(name: string): OpenStackLabelConfig | undefined {
+    return this.poolConfig.labels.find((l) => l.name === name);
+  }
+
+  override async imagesAvailable(): Promise<boolean> {
+    for (const name of new Set(this.hctx.request.labels)) {
+      const l = this.label(name);
+      if (!l || !(await this.provider.bootImage(l))) return false;
+    }
+    return true;
+  }
+
+  /** The resources one node of each label takes; undefined when a label or its flavor is unknown. */
+  private async demand(labels: readonly string[]): Promise<NodeResources[] | undefined> {
+    const out: NodeResources[] = [];
+    for (const name of labels) {
+      const l = this.label(name);
+      if (!l) return undefined;
+      try {
+        out.push(flavorResources(await this.provider.flavorFor(l)));
+      } catch (err) {
+        this.hctx.log.warn('no flavor for label', { label: name, error: coerceError(err).message });
+        return undefined;
+      }
+    }
+    return out;
+  }
+
+  override async hasProviderQuota(labels: readonly string[]): Promise<boolean> {
+    const demand = await this.demand(labels);
+    if (!demand) return false;
+    const needed = sum(demand);
+    if (!fits(poolLimits(this.poolConfig), sum([]), needed)) return false;
+    if (this.poolConfig.ignoreProviderQuota) return true;
+    const q = await this.provider.cloudQuota();
+    return fits(q.limits, q.unmanaged, needed);
+  }
+
+  override async hasRemainingQuota(label: string): Promise<boolean> {
+    const demand = await this.demand([label]);
+    if (!demand) return false;
+    const needed = sum(demand);
+    const nodes = await this.hctx.store.listNodes({ provider: this.provider.name });
+    const flavors = await this.provider.flavors();
+    const usage = (n: NodeRecord): NodeResources | undefined => {
+      if (n.resources) return n.resources;
+      const l = this.provider.labelConfig(n.labels[0] ?? '');
+      const f = l && chooseFlavor(flavors, { minRam: l.minRam, flavorName: l.flavorName });
+      return f ? flavorResources(f) : undefined;
+    };
+    const used = (list: NodeRecord[]): NodeResources => sum(list.flatMap((n) => usage(n) ?? []));
+    if (!fits(poolLimits(this.poolConfig), used(nodes.filter((n) => n.pool === this.poolConfig.name)), needed)) return false;
+    if (this.poolConfig.ignoreProviderQuota) return true;
+    const q = await this.provider.cloudQuota();
+    return fits(q.limits, sum([q.unmanaged, used(nodes)]), needed);
+  }
+
+  override checkReusableNode(node: NodeRecord): Promise<boolean> {
+    if (this.chosenAz === undefined || this.chosenAz === null) {
+      // Adopt the reused node's zone, so the rest of the request lands next to it.
+      if (node.az) this.chosenAz = node.az;
+      return Promise.resolve(true);
+    }
+    return Promise.resolve(node.az === this.chosenAz);
+  }
+
+  override nodeMetadata(_label: string): NodePatch {
+    if (this.chosenAz === undefined) {
+      const zones = this.poolConfig.availabilityZones;
+      this.chosenAz = zones.length ? (zones[Math.floor(Math.random() * zones.length)] as string) : null;
+    }
+    return { cloud: this.provider.config.cloud, region: this.provider.config.regionName ?? null, az: this.chosenAz };
+  }
+
+  protected async launchNode(node: NodeRecord): Promise<NodePatch> {
+    const p = this.provider;
+    const label = this.label(node.labels[0] ?? '');
+    if (!label) throw new LaunchError(`label ${JSON.stringify(node.labels[0])} is not served by pool ${this.poolConfig.name}`);
+    const attempts = p.config.launchRetries;
+    const log = this.hctx.log.child({ node: node.id, label: label.name });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.attempt(node, label, log.child({ attempt }));
+      } catch (err) {
+        const e = coerceError(err);
+        if (p.signal.aborted) throw new LaunchError(`launch abandoned: provider ${p.name} is stopping`, { cause: e });
+        if (e instanceof QuotaExceededError) {
+          p.invalidateQuota();
+          throw e;
+        }
+        if (attempt >= attempts) throw new LaunchError(attempts > 1 ? `launch failed after ${attempts} attempts: ${e.message}` : e.message, { cause: e });
+        log.warn('launch attempt failed, retrying', { attempt, attempts, reason: e.message });
+      }
+    }
+  }
+
+  /** One attempt: a new server, or an error after the server it created (if any) is gone. */
+  private async attempt(node: NodeRecord, label: OpenStackLabelConfig, log: Logger): Promise<NodePatch> {
+    const p = this.provider;
+    const image = await p.bootImage(label);
+    if (!image) throw new LaunchError(`no image for label ${label.name} in provider ${p.name}`);
+    const [nova, flavor, networkIds] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(this.poolConfig)]);
+    const hostname = formatHostname(p.config.hostnameFormat, { label: label.name, provider: p.name, node: node.id, pool: this.poolConfig.name });
+    const metadata: Record<string, string> = {
+      ...label.instanceProperties,
+      nodepool_provider_name: p.name,
+      nodepool_pool_name: this.poolConfig.name,
+      nodepool_node_id: node.id,
+      nodepool_image_name: image.name,
+      nodepool_node_label: label.name,
+    };
+    let id: string;
+    try {
+      id = await nova.createServer({
+        name: hostname, imageId: image.imageId, flavorId: flavor.id, networkIds, metadata,
+        keyName: label.keyName, availabilityZone: node.az ?? undefined, securityGroups: this.poolConfig.securityGroups,
+        userdata: label.userdata, configDrive: image.configDrive, volumeSize: label.bootFromVolume ? label.volumeSize : undefined,
+      });
+    } catch (err) {
+      const e = coerceError(err);
+      if (isQuotaMessage(e.message)) throw new QuotaExceededError(e.message, { cause: e });
+      if (e instanceof CloudError && e.status === 400) p.invalidateCaches();
+      throw e;
+    }
+    const checkpoint: NodePatch = {
+      externalId: id, hostname, image: image.ref, resources: flavorResources(flavor),
+      username: image.username, connectionType: image.connectionType, connectionPort: image.connectionPort,
+    };
+    try {
+      // Recorded before anything else can fail, so a crash leaves a server the deleter finds.
+      if (!(await this.hctx.store.updateNode(node.id, checkpoint))) throw new LaunchError(`node ${node.id} was deleted during its launch`);
+      const server = await this.waitActive(nova, id);
+      const addr = server.addresses;
+      if (!addr.interfaceIp) throw new LaunchError(`server ${id} is ACTIVE but has no IP address`);
+      const hostKeys = this.poolConfig.hostKeyChecking ? await this.checkHost(nova, server, addr.interfaceIp, image, label, log) : [];
+      log.info('server active', { externalId: id, ip: addr.interfaceIp, az: server.az });
+      return { ...checkpoint, ...addr, az: server.az ?? node.az, hostKeys };
+    } catch (err) {
+      if (!p.signal.aborted) await this.discardServer(node, id, log);
+      throw err;
+    }
+  }
+
+  /** Polls until ACTIVE (bounded by `launch-timeout`); ERROR, a vanished server or the deadline throw. */
+  private async waitActive(nova: NovaClient, id: string): Promise<NovaServer> {
+    const p = this.provider;
+    const timeoutMs = p.config.launchTimeout * 1000;
+    const deadline = Date.now() + timeoutMs;
+    let status = 'unknown';
+    for (let i = 0; ; i++) {
+      const s = await nova.getServer(id, p.signal);
+      if (!s) throw new LaunchError(`server ${id} vanished while building`);
+      status = s.status;
+      if (s.status === 'ACTIVE') return s;
+      if (s.status === 'ERROR') {
+        const msg = `server ${id} went to ERROR: ${s.fault ?? 'Nova gave no fault message'}`;
+        throw isQuotaMessage(msg) ? new QuotaExceededError(msg) : new LaunchError(msg);
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await sleep(Math.min(left, 250 * 2 ** Math.min(i, 3)), p.signal);
+    }
+    throw new LaunchError(`server ${id} was not ACTIVE within launch-timeout ${p.config.launchTimeout} s (status ${status})`);
+  }
+
+  /**
+   * Scans the node's SSH host keys (ssh, network_cli) or waits for its port to open (winrm)
+   * within `boot-timeout`. On failure the console log is logged when the label asks for it.
+   */
+  private async checkHost(nova: NovaClient, server: NovaServer, ip: string, image: BootImage, label: OpenStackLabelConfig, log: Logger): Promise<string[]> {
+    const p = this.provider;
+    const opts = { timeoutMs: p.config.bootTimeout * 1000, signal: p.signal };
+    try {
+      if (image.connectionType === 'ssh' || image.connectionType === 'network_cli') return await keyscan(ip, image.connectionPort, opts);
+      await waitForTcp(ip, image.connectionPort, opts);
+      return [];
+    } catch (err) {
+      if (p.signal.aborted || !(err instanceof HostScanError)) throw err;
+      if (label.consoleLog) {
+        try {
+          log.warn('console log of the unreachable server', { externalId: server.id, console: await nova.consoleOutput(server.id) });
+        } catch (consoleErr) {
+          log.warn('could not read the console log', { externalId: server.id, error: coerceError(consoleErr).message });
+        }
+      }
+      throw new LaunchError(`server ${server.id} failed its host check within boot-timeout ${p.config.bootTimeout} s: ${err.message}`, { cause: err });
+    }
+  }
+
+  /** Removes a failed attempt's server; if that fails, hands it to the deleter as its own record. */
+  private async discardServer(node: NodeRecord, id: string, log: Logger): Promise<void> {
+    const store = this.hctx.store;
+    try {
+      await this.provider.deleteServer(id);
+      log.info('failed server deleted', { externalId: id });
+    } catch (err) {
+      log.warn('could not delete the failed server; leaving it to the deleter', { externalId: id, error: coerceError(err).message });
+      try {
+        await store.createNode({
+          state: 'deleting', provider: this.provider.name, pool: this.poolConfig.name, labels: node.labels, externalId: id, reason: 'failed launch attempt',
+        });
+      } catch (storeErr) {
+        // The node record keeps the id then: its own delete removes the server.
+        log.error('could not record the failed server for deletion', { externalId: id, error: coerceError(storeErr).message });
+        return;
+      }
+    }
+    try {
+      await store.updateNode(node.id, { externalId: null, hostname: null });
+    } catch (err) {
+      log.warn('could not clear the failed server from the node', { externalId: id, error: coerceError(err).message });
+    }
+  }
+}

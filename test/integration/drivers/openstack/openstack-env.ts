@@ -1,0 +1,125 @@
+/**
+ * Shared set-up of the openstack driver's integration tests: a SQLite store in a temp dir,
+ * a live session, a config written as YAML against the loopback Nova cloud and checked by
+ * the real loader, image services from its clouds.yaml, and a logger that keeps its lines
+ * so tests can count what the driver did (e.g. servers created per node).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { parseConfig } from '../../../../lib/config/load.js';
+import type { Config } from '../../../../lib/config/schema.js';
+import type { ProviderContext } from '../../../../lib/drivers/driver.js';
+import type { OpenStackProviderConfig } from '../../../../lib/drivers/openstack/config.js';
+import { openstackImageServices } from '../../../../lib/drivers/openstack/image-services.js';
+import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
+import { createRootLogger } from '../../../../lib/log.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import type { Store } from '../../../../lib/store/store.js';
+import type { NovaCloud } from '../../../support/openstack-full.js';
+
+/** Knobs of the test provider. */
+export interface ProviderYamlOptions {
+  /** Provider-level keys (over launch-timeout 60, boot-timeout 5). */
+  extra?: Record<string, string | number | boolean>;
+  /** Keys of pool `main` (over host-key-checking false). */
+  poolExtra?: Record<string, string | number | boolean>;
+  /** `max-servers` of pool `capped` (serves `tiny`). */
+  cappedMaxServers?: number;
+}
+
+/**
+ * A provider with pool `main` (labels tiny: m1.tiny, small: min-ram 1024, huge: np.huge,
+ * disk: diskimage `deb` on m1.tiny; host-key-checking off, the private network) and pool
+ * `capped` (tiny, max-servers 2 by default).
+ */
+export function providerYaml(cloud: NovaCloud, name: string, o: ProviderYamlOptions = {}): string {
+  return [
+    `clouds-file: ${JSON.stringify(cloud.cloudsFile)}`,
+    'labels: [{name: tiny}, {name: small}, {name: huge}, {name: disk}]',
+    'diskimages: [{name: deb}]',
+    'providers:',
+    `  - name: ${name}`,
+    `    cloud: ${cloud.cloud}`,
+    `    region-name: ${cloud.region}`,
+    ...Object.entries({ 'launch-timeout': 60, 'boot-timeout': 5, ...o.extra }).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`),
+    '    diskimages: [{name: deb, username: debian}]',
+    `    cloud-images: [{name: ${cloud.image.name}, username: cirros}]`,
+    '    pools:',
+    '      - name: main',
+    `        networks: [${cloud.network.name}]`,
+    ...Object.entries({ 'host-key-checking': false, ...o.poolExtra }).map(([k, v]) => `        ${k}: ${JSON.stringify(v)}`),
+    '        labels:',
+    `          - {name: tiny, cloud-image: ${cloud.image.name}, flavor-name: m1.tiny}`,
+    `          - {name: small, cloud-image: ${cloud.image.name}, min-ram: 1024}`,
+    `          - {name: huge, cloud-image: ${cloud.image.name}, flavor-name: np.huge}`,
+    '          - {name: disk, diskimage: deb, flavor-name: m1.tiny, instance-properties: {owner: ci, nodepool_node_id: spoofed}}',
+    '      - name: capped',
+    `        max-servers: ${o.cappedMaxServers ?? 2}`,
+    `        networks: [${cloud.network.id}]`,
+    '        host-key-checking: false',
+    `        labels: [{name: tiny, cloud-image: ${cloud.image.name}, flavor-name: m1.tiny}]`,
+    '',
+  ].join('\n');
+}
+
+/** A store, session and log for one test file. */
+export class OpenStackEnv {
+  readonly lines: string[] = [];
+  /** A provider name of this file only: the cloud is shared with other test files. */
+  readonly providerName = `os-${randomUUID().slice(0, 8)}`;
+
+  private constructor(readonly cloud: NovaCloud, readonly dir: string, readonly store: Store, readonly sessionId: string) {}
+
+  static async create(cloud: NovaCloud): Promise<OpenStackEnv> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'openstack-driver-'));
+    const store = await SqliteStore.open(path.join(dir, 'nodepool.db'));
+    const session = await store.openSession({ owner: 'openstack-driver-test', hostname: 'localhost', pid: process.pid, ttlMs: 600_000 });
+    return new OpenStackEnv(cloud, dir, store, session.id);
+  }
+
+  /** Loads the test provider with the real loader. */
+  config(o: ProviderYamlOptions = {}): { config: Config; provider: OpenStackProviderConfig } {
+    const config = parseConfig(providerYaml(this.cloud, this.providerName, o), path.join(this.dir, 'nodepool.yaml'));
+    const provider = config.providers.find((p) => p.name === this.providerName);
+    if (provider?.driver !== 'openstack') throw new Error('test config has no openstack provider');
+    return { config, provider };
+  }
+
+  /** The provider context; log lines are kept in {@link lines} (JSON). */
+  ctx(config: Config): ProviderContext {
+    const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => { this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)); cb(); } });
+    const log = createRootLogger({ level: 'debug', format: 'json', stream: sink });
+    return {
+      store: this.store,
+      log,
+      clock: Date.now,
+      config,
+      sessionId: this.sessionId,
+      imageServices: openstackImageServices({ cloudsFile: () => config.cloudsFile, searchPaths: [], log }),
+    };
+  }
+
+  /** Log lines (parsed) with this message. */
+  logged(message: string): Array<Record<string, unknown>> {
+    return this.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.message === message);
+  }
+
+  /**
+   * Deletes this file's servers (those with its provider name) and waits until they are
+   * gone. Not `deleteAllServers`: the cloud may be shared with test files running at once.
+   */
+  async removeServers(): Promise<void> {
+    const { config, provider } = this.config();
+    const p = new OpenStackProvider(provider, this.ctx(config));
+    for (const s of await p.listNodes()) await p.deleteServer(s.externalId);
+    await p.stop();
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * The openstack provider against the loopback Nova cloud: booting diskimage uploads with
+ * nodepool's metadata, flavor choice, launch retries ending in a failed node, quota
+ * (pool limits, the cloud's instance quota → aborted), leak cleanup, and stop during a
+ * launch.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import type { NodeRecord } from '../../../../lib/store/models.js';
+import { useNovaCloud, type NovaCloud } from '../../../support/openstack-full.js';
+import { OpenStackEnv, type ProviderYamlOptions } from './openstack-env.js';
+
+const TIMEOUT = 120_000;
+
+describe('openstack provider on the loopback cloud', () => {
+  let cloud: NovaCloud;
+  let env: OpenStackEnv;
+  const started: OpenStackProvider[] = [];
+
+  before(async () => {
+    cloud = await useNovaCloud();
+    env = await OpenStackEnv.create(cloud);
+  });
+
+  afterEach(async () => {
+    for (const p of started.splice(0)) await p.stop();
+    await env.removeServers();
+    for (const n of await env.store.listNodes()) await env.store.deleteNode(n.id);
+  });
+
+  after(async () => {
+    if (env) {
+      await env.removeServers();
+      const left = (await cloud.listAllServers()).filter((s) => s.metadata.nodepool_provider_name === env.providerName);
+      await env.close();
+      assert.deepEqual(left, [], 'no server of this file is left');
+    }
+  });
+
+  async function provider(o: ProviderYamlOptions = {}): Promise<OpenStackProvider> {
+    const { config, provider: pc } = env.config(o);
+    const p = new OpenStackProvider(pc, env.ctx(config), { quotaCacheMs: 0, imageCacheMs: 0 });
+    started.push(p);
+    await p.start();
+    return p;
+  }
+
+  /** Creates a building node of `label` in `pool`, launches it and waits for its outcome. */
+  async function launch(p: OpenStackProvider, label: string, pool = 'main'): Promise<NodeRecord> {
+    const handler = p.getRequestHandler(pool, await env.store.createRequest({ labels: [label], requestor: 'openstack-test' }));
+    const node = await env.store.createNode({
+      state: 'building', provider: p.name, pool, labels: [label], launcher: `${os.hostname()}-test`, ...handler.nodeMetadata(label),
+    });
+    handler.launch(node);
+    await waitFor(() => handler.launchesComplete(), { timeoutMs: TIMEOUT, what: `the launch of node ${node.id}` });
+    const done = await env.store.getNode(node.id);
+    assert.ok(done);
+    return done;
+  }
+
+  /** Our servers as Nova lists them (with metadata and flavor). */
+  async function ourServers(p: OpenStackProvider) {
+    return (await (await p.nova()).listServers()).filter((s) => s.metadata.nodepool_provider_name === p.name);
+  }
+
+  it('boots the newest ready upload of a diskimage with nodepool metadata on the server', async () => {
+    const p = await provider();
+    assert.equal(await p.labelReady('disk'), false, 'no upload yet');
+    const build = await env.store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+    const older = await env.store.createUpload({ buildId: build.id, provider: p.name, imageName: 'deb', externalName: 'deb-1' });
+    await env.store.updateUpload(older.id, { state: 'ready', externalId: 'no-such-image' });
+    const upload = await env.store.createUpload({ buildId: build.id, provider: p.name, imageName: 'deb', externalName: 'deb-2' });
+    await env.store.updateUpload(upload.id, { state: 'ready', externalId: cloud.image.id });
+    assert.equal(await p.labelReady('disk'), true);
+
+    const node = await launch(p, 'disk');
+    assert.equal(node.state, 'ready', String(node.reason));
+    assert.equal(node.image, upload.id);
+    assert.equal(node.username, 'debian');
+    assert.deepEqual([node.connectionType, node.connectionPort], ['ssh', 22]);
+    assert.equal(node.hostname, `disk-${p.name}-${node.id}`);
+    assert.deepEqual(node.hostKeys, []);
+    assert.ok(node.interfaceIp && node.privateIpv4 === node.interfaceIp, `private address used: ${node.interfaceIp}`);
+    assert.equal(node.cloud, cloud.cloud);
+    assert.equal(node.region, cloud.region);
+    assert.ok(node.az, 'availability zone from the server');
+
+    const server = (await cloud.listAllServers()).find((s) => s.id === node.externalId);
+    assert.ok(server, 'the server is in Nova');
+    assert.deepEqual(server.metadata, {
+      owner: 'ci',
+      nodepool_provider_name: p.name,
+      nodepool_pool_name: 'main',
+      nodepool_node_id: node.id,
+      nodepool_image_name: 'deb',
+      nodepool_node_label: 'disk',
+    });
+  });
+
+  it('chooses the smallest flavor with enough RAM for min-ram', async () => {
+    const p = await provider();
+    const node = await launch(p, 'small');
+    assert.equal(node.state, 'ready', String(node.reason));
+    const small = cloud.flavors.find((f) => f.name === 'm1.small');
+    assert.deepEqual(node.resources, { cores: small?.vcpus, ram: small?.ram, instances: 1 });
+    const [server] = await ourServers(p);
+    assert.equal(server?.flavor?.name, 'm1.small');
+  });
+
+  it('retries a server that goes to ERROR, then fails the node with Nova\'s fault and leaves no server', async () => {
+    const p = await provider({ extra: { 'launch-retries': 3 } });
+    const node = await launch(p, 'huge');
+    assert.equal(node.state, 'failed');
+    assert.match(String(node.reason), /^launch failed after 3 attempts: server \S+ went to ERROR: No valid host/);
+    assert.equal(node.externalId, null, 'the failed server is no longer the node\'s');
+    const created = env.logged('server created').filter((l) => String(l.name).endsWith(node.id));
+    assert.equal(created.length, 3, 'one server per attempt');
+    assert.equal(env.logged('failed server deleted').filter((l) => created.some((c) => c.id === l.externalId)).length, 3);
+    assert.deepEqual(await ourServers(p), [], 'no server left');
+  });
+
+  it('aborts the node when Nova refuses the server for quota, and the handler then sees no room', async () => {
+    const p = await provider();
+    const before = await (await p.nova()).getLimits();
+    await cloud.setComputeQuota('demo', { instances: 0 });
+    try {
+      const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['tiny'], requestor: 'openstack-test' }));
+      assert.equal(await handler.hasRemainingQuota('tiny'), false);
+      assert.equal(await handler.hasProviderQuota(['tiny']), false);
+      const node = await launch(p, 'tiny');
+      assert.equal(node.state, 'aborted');
+      assert.match(String(node.reason), /quota exceeded/i);
+      assert.deepEqual(await ourServers(p), []);
+    } finally {
+      await cloud.setComputeQuota('demo', { instances: before.maxTotalInstances });
+    }
+    const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['tiny'], requestor: 'openstack-test' }));
+    assert.equal(await handler.hasRemainingQuota('tiny'), true, 'room again once the quota is back');
+  });
+
+  it('declines a request larger than the pool and pauses at the pool\'s max-servers', async () => {
+    const p = await provider({ cappedMaxServers: 2 });
+    const request = await env.store.createRequest({ labels: ['tiny', 'tiny', 'tiny'], requestor: 'openstack-test' });
+    const handler = p.getRequestHandler('capped', request);
+    assert.equal(await handler.hasProviderQuota(['tiny', 'tiny', 'tiny']), false);
+    assert.equal(await handler.hasProviderQuota(['tiny', 'tiny']), true);
+    assert.equal(await handler.hasRemainingQuota('tiny'), true);
+    const first = await launch(p, 'tiny', 'capped');
+    assert.equal(first.state, 'ready', String(first.reason));
+    await env.store.createNode({ state: 'building', provider: p.name, pool: 'capped', labels: ['tiny'] });
+    assert.equal(await handler.hasRemainingQuota('tiny'), false, 'two nodes in a pool of two');
+    assert.equal(await p.getRequestHandler('main', request).hasRemainingQuota('tiny'), true, 'another pool is not limited by it');
+    await p.cleanupNode(first);
+    await env.store.deleteNode(first.id);
+    assert.equal(await handler.hasRemainingQuota('tiny'), true);
+  });
+
+  it('marks a server whose node record vanished for deletion', async () => {
+    const p = await provider();
+    const node = await launch(p, 'tiny');
+    assert.equal(node.state, 'ready', String(node.reason));
+    await p.cleanupLeakedResources();
+    assert.deepEqual((await env.store.listNodes({ provider: p.name })).map((n) => n.id), [node.id], 'no leak while the record exists');
+    await env.store.deleteNode(node.id);
+    await p.cleanupLeakedResources();
+    const marked = await env.store.listNodes({ provider: p.name });
+    assert.equal(marked.length, 1);
+    assert.deepEqual(
+      [marked[0]?.state, marked[0]?.externalId, marked[0]?.reason, marked[0]?.pool, marked[0]?.labels],
+      ['deleting', node.externalId, 'leaked', 'main', ['tiny']],
+    );
+    await p.cleanupLeakedResources();
+    assert.equal((await env.store.listNodes({ provider: p.name })).length, 1, 'a marked server is not marked twice');
+    await p.cleanupNode(marked[0] as NodeRecord);
+    assert.deepEqual(await ourServers(p), []);
+  });
+
+  it('fails a node whose host does not answer within boot-timeout, after scanning for host keys', async () => {
+    const p = await provider({ extra: { 'launch-retries': 1, 'boot-timeout': 2 }, poolExtra: { 'host-key-checking': true } });
+    const t0 = Date.now();
+    const node = await launch(p, 'tiny');
+    assert.equal(node.state, 'failed');
+    assert.match(String(node.reason), /failed its host check within boot-timeout 2 s/);
+    assert.ok(Date.now() - t0 < 60_000);
+    assert.deepEqual(await ourServers(p), [], 'the server of the failed attempt is deleted');
+  });
+
+  it('abandons a launch in flight when the provider stops, leaving the server to the deleter', async () => {
+    const p = await provider({ extra: { 'launch-retries': 1, 'boot-timeout': 300 }, poolExtra: { 'host-key-checking': true } });
+    const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['tiny'], requestor: 'openstack-test' }));
+    const node = await env.store.createNode({ state: 'building', provider: p.name, pool: 'main', labels: ['tiny'], ...handler.nodeMetadata('tiny') });
+    handler.launch(node);
+    await waitFor(async () => (await env.store.getNode(node.id))?.externalId, { timeoutMs: TIMEOUT, what: 'the server id to be recorded' });
+    await waitFor(async () => (await ourServers(p)).some((s) => s.status === 'ACTIVE'), { timeoutMs: TIMEOUT, what: 'the server to be ACTIVE' });
+    const t0 = Date.now();
+    await p.stop();
+    await waitFor(() => handler.launchesComplete(), { timeoutMs: 10_000, what: 'the launch to end after stop' });
+    assert.ok(Date.now() - t0 < 10_000);
+    const done = await env.store.getNode(node.id);
+    assert.equal(done?.state, 'failed');
+    assert.match(String(done?.reason), /is stopping/);
+    assert.ok(done?.externalId, 'the server stays recorded for the deleter');
+    const again = await provider();
+    await again.cleanupNode(done);
+    assert.deepEqual(await ourServers(again), []);
+  });
+
+  it('lists availability zones and lists only our servers as nodes', async () => {
+    const p = await provider();
+    assert.ok((await (await p.nova()).listAvailabilityZones()).length > 0);
+    const node = await launch(p, 'tiny');
+    const listed = await p.listNodes();
+    assert.deepEqual(listed.map((n) => [n.externalId, n.nodeId, n.provider, n.status]), [[node.externalId, node.id, p.name, 'ACTIVE']]);
+  });
+});

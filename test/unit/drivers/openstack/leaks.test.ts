@@ -1,0 +1,26 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { findLeakedServers } from '../../../../lib/drivers/openstack/leaks.js';
+
+const server = (id: string, meta: Record<string, string>) => ({ id, name: `host-${id}`, metadata: meta });
+
+describe('leak detection', () => {
+  it('finds our servers whose node record is gone and that no record covers by external id', () => {
+    const servers = [
+      server('a', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000001', nodepool_node_label: 'small', nodepool_pool_name: 'main' }),
+      server('b', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000002' }),
+      server('c', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000003' }),
+      server('d', { nodepool_provider_name: 'p2', nodepool_node_id: '0000000009' }),
+      server('e', {}),
+    ];
+    const nodes = [{ id: '0000000002', externalId: 'b' }, { id: '0000000007', externalId: 'c' }];
+    assert.deepEqual(findLeakedServers(servers, 'p1', nodes), [
+      { externalId: 'a', name: 'host-a', nodeId: '0000000001', pool: 'main', labels: ['small'] },
+    ]);
+  });
+
+  it('treats a server without a node id as leaked, with an empty pool and no labels', () => {
+    assert.deepEqual(findLeakedServers([server('x', { nodepool_provider_name: 'p1' })], 'p1', []),
+      [{ externalId: 'x', name: 'host-x', nodeId: null, pool: '', labels: [] }]);
+  });
+});
