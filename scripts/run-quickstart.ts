@@ -18,6 +18,7 @@ import { bookwormDibEnv } from '../test/support/debian-mirror.js';
 import { startGearmand } from '../test/support/gearmand.js';
 import { startLoopbackCloud } from '../test/support/openstack.js';
 import { startProcess } from '../test/support/processes.js';
+import { startSshd } from '../test/support/sshd.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIR = path.join(ROOT, '.run', 'quickstart');
@@ -62,6 +63,10 @@ try {
   stops.push(() => cloud.stop());
   say(`gearmand on 127.0.0.1:${gearmand.port}; Keystone ${cloud.authUrl}; Glance on 127.0.0.1:${cloud.glancePort} (up in ${(cloud.startupMs / 1000).toFixed(1)} s)`);
 
+  const sshd = await startSshd({ addresses: ['127.0.0.1:0', '127.0.0.2:0'].map((a) => a.replace(':0', `:${20000 + Math.floor(Math.random() * 20000)}`)) });
+  stops.push(() => sshd.stop());
+  say(`sshd for the static provider on ${sshd.addresses.map((a) => `${a.host}:${a.port}`).join(', ')}`);
+
   const whyNot = realDibUnavailable();
   const dibCmd = whyNot ? path.join(ROOT, 'test/fixtures/bin/fake-dib') : 'disk-image-create';
   say(whyNot ? `using the fake disk-image-create: ${whyNot}` : 'using the real diskimage-builder (debian-minimal bookworm, about 3 minutes)');
@@ -71,6 +76,9 @@ try {
     .replaceAll('@@GEARMAN_PORT@@', String(gearmand.port))
     .replaceAll('@@DIR@@', DIR)
     .replaceAll('@@CLOUDS_YAML@@', cloud.cloudsYamlPath)
+    .replaceAll('@@STATIC_NODES@@', JSON.stringify(sshd.addresses.map((a) => ({
+      name: a.host, 'connection-port': a.port, labels: ['static-host'], 'host-key': sshd.hostKey('ed25519'), 'max-parallel-jobs': 2,
+    }))))
     .replaceAll('@@DIB_CMD@@', dibCmd)
     .replaceAll('@@DIB_ENV@@', JSON.stringify(whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : bookwormDibEnv())));
   const config = loadConfig(configPath);
@@ -107,6 +115,14 @@ try {
     say(`nodepool ${cmd}`);
     process.stdout.write(out.stdout);
   }
+  const nodepool = async (...args: string[]): Promise<string> =>
+    (await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', configPath, ...args], { cwd: ROOT })).stdout;
+  say('nodepool request static-host static-host --wait');
+  const got = JSON.parse(await nodepool('request', 'static-host', 'static-host', '--wait', '--timeout', '60', '--json')) as Array<{ id: string }>;
+  say('nodepool list');
+  process.stdout.write(await nodepool('list'));
+  for (const n of got) await nodepool('release', n.id);
+  say(`released nodes ${got.map((n) => n.id).join(', ')}: their hosts come back as new ready nodes`);
   say(`images in ${path.join(DIR, 'images')}; Glance store ${cloud.imagesDir}; try: node --import tsx bin/nodepool.ts -c ${configPath} image-build debian-bookworm --follow`);
   say('running; press Ctrl-C to stop');
   await new Promise(() => undefined);

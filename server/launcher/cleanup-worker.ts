@@ -12,6 +12,7 @@ import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { expiredHeldNodes, expiredReadyNodes } from './decisions.js';
+import { lockIfFree } from './local-lock.js';
 
 /** What the cleanup worker needs. */
 export interface CleanupWorkerDeps {
@@ -57,7 +58,7 @@ export class CleanupWorker {
     for (const r of await store.listRequests({ states: ['pending'] })) {
       const lock = await store.getLock(`request:${r.id}`);
       if (lock?.live) continue;
-      if (!await store.tryLock(`request:${r.id}`, sessionId)) continue;
+      if (!await lockIfFree(store, `request:${r.id}`, sessionId)) continue;
       try {
         const fresh = await store.getRequest(r.id);
         if (fresh?.state !== 'pending') continue;
@@ -86,7 +87,7 @@ export class CleanupWorker {
   private async markDeleting(node: NodeRecord, from: 'ready' | 'hold', reason: string): Promise<void> {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
-    if (!await store.tryLock(`node:${node.id}`, sessionId)) return;
+    if (!await lockIfFree(store, `node:${node.id}`, sessionId)) return;
     try {
       const fresh = await store.getNode(node.id);
       if (fresh?.state !== from || (from === 'ready' && fresh.allocatedTo !== null)) return;

@@ -12,6 +12,7 @@ import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { deleterVerdict } from './decisions.js';
+import { lockIfFree } from './local-lock.js';
 
 /** What the deleter needs. */
 export interface NodeDeleterDeps {
@@ -23,6 +24,9 @@ export interface NodeDeleterDeps {
   /** Deletes in flight at most (default 10). */
   maxParallel?: number;
 }
+
+/** An `init` node is only abandoned after this long (a launcher creates, then locks it). */
+const INIT_GRACE_MS = 60_000;
 
 export class NodeDeleter {
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -51,6 +55,7 @@ export class NodeDeleter {
         await this.deallocate(node);
         continue;
       }
+      if (node.state === 'init' && Date.now() - node.stateTime < INIT_GRACE_MS) continue; // being created right now
       if (deleterVerdict(node, await consumerLive(node.consumerSession)) !== 'delete') continue;
       if (this.inFlight.size >= (this.deps.maxParallel ?? 10)) break;
       const p = this.delete(node, provider).finally(() => this.inFlight.delete(node.id));
@@ -67,7 +72,7 @@ export class NodeDeleter {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
     const lock = `node:${node.id}`;
-    if (!await store.tryLock(lock, sessionId)) return; // owned by a live launcher or consumer
+    if (!await lockIfFree(store, lock, sessionId)) return; // owned by a live launcher or consumer
     const log = this.log.child({ node: node.id, provider: node.provider });
     try {
       const fresh = await store.getNode(node.id);
@@ -90,7 +95,7 @@ export class NodeDeleter {
   private async deallocate(node: NodeRecord): Promise<void> {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
-    if (!await store.tryLock(`node:${node.id}`, sessionId)) return;
+    if (!await lockIfFree(store, `node:${node.id}`, sessionId)) return;
     try {
       const fresh = await store.getNode(node.id);
       if (fresh?.state === 'ready' && fresh.allocatedTo === node.allocatedTo) {

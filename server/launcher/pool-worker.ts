@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { poolNodeCount, yieldsToPreferredProvider } from './decisions.js';
+import { lockIfFree } from './local-lock.js';
 import { NodeRequestHandler } from './request-handler.js';
 
 /** What a pool worker needs. */
@@ -160,7 +161,7 @@ export class PoolWorker {
       if (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency) break;
       if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
       const sessionId = this.deps.sessionId();
-      if (!await store.tryLock(`request:${r.id}`, sessionId)) continue;
+      if (!await lockIfFree(store, `request:${r.id}`, sessionId)) continue;
       const fresh = await store.getRequest(r.id);
       if (fresh?.state !== 'requested') {
         await store.unlock(`request:${r.id}`, sessionId);

@@ -13,6 +13,7 @@ import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
+import { lockIfFree } from './local-lock.js';
 
 /** What a handler works with (from its pool worker). */
 export interface RequestHandlerDeps {
@@ -137,7 +138,7 @@ export class NodeRequestHandler {
     for (const candidate of await this.deps.readyCandidates(label)) {
       if (this.slots.includes(candidate.id)) continue;
       // The snapshot is shared by the pass's handlers: mark what is taken or unusable.
-      if (!await store.tryLock(`node:${candidate.id}`, sessionId)) {
+      if (!await lockIfFree(store, `node:${candidate.id}`, sessionId)) {
         candidate.allocatedTo = 'locked';
         continue;
       }
@@ -161,7 +162,7 @@ export class NodeRequestHandler {
     const nodes = await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready', 'deleting'] });
     if (nodes.some((n) => n.state === 'deleting')) return;
     const oldest = nodes.filter((n) => n.allocatedTo === null).sort((a, b) => a.stateTime - b.stateTime)[0];
-    if (!oldest || !await store.tryLock(`node:${oldest.id}`, sessionId)) return;
+    if (!oldest || !await lockIfFree(store, `node:${oldest.id}`, sessionId)) return;
     try {
       await store.updateNode(oldest.id, { state: 'deleting', reason: 'freeing room for a request' }, { expectStates: ['ready'] });
       this.log.info('deleting the oldest unused node to free room', { node: oldest.id });
