@@ -221,7 +221,10 @@ export class NodeRequestHandler {
     if (current && (current.state === 'requested' || current.state === 'pending')) {
       const declinedBy = [...new Set([...current.declinedBy, launcherId])];
       const state = stateAfterDecline(declinedBy, await store.listLaunchers());
-      await store.updateRequest(current.id, { state, declinedBy, nodes: [], reason: state === 'failed' ? reason : current.reason ?? reason });
+      // Every decline's reason is kept, so a failed request says why each launcher declined.
+      const mine = `${this.deps.provider.name}/${this.deps.pool.name}: ${reason}`;
+      const reasons = current.reason && !current.reason.split('; ').includes(mine) ? `${current.reason}; ${mine}` : mine;
+      await store.updateRequest(current.id, { state, declinedBy, nodes: [], reason: reasons });
       this.log.info(state === 'failed' ? 'request failed: declined by every launcher' : 'request declined', { reason });
     }
     await this.finish();

@@ -77,7 +77,7 @@ describe('static driver config', () => {
     assert.ok(lines.some((l) => l.startsWith('nodepool.yaml: providers[0].pools[0].nodes[0].max-parallel-jobs: expected integer >= 1, got 0')), lines.join('\n'));
     const labels = problems(['- name: lab', '  driver: static', '  pools: [{name: main, nodes: [{name: h2, labels: [huge]}]}]']);
     assert.equal(labels.length, 1);
-    assert.match(labels[0] ?? '', /label "huge" is not defined in labels/);
+    assert.match(labels[0] ?? '', /label "huge" \(pool main\) is not defined in labels/);
   });
 
   it('compares configs by value and lists hosts with their pool', () => {
