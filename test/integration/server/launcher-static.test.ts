@@ -154,3 +154,43 @@ void describe('launcher: providers split across two servers sharing one store', 
     assert.ok(failed.declinedBy.some((l) => l.startsWith('server-x-')) && failed.declinedBy.some((l) => l.startsWith('server-y-')));
   });
 });
+
+void describe('launcher: max-ready-age and max-hold-age', () => {
+  let h: SshdHandle;
+  let sys: LauncherSystem;
+
+  before(async () => {
+    h = await startSshd();
+    sys = await LauncherSystem.create({
+      labels: [{ name: 'aged', 'max-ready-age': 2 }, { name: 'held' }],
+      providers: [staticProvider('ages', [{ sshd: h, labels: ['aged', 'held'], jobs: 2 }])],
+      extra: { 'max-hold-age': 2 },
+    });
+    await sys.startServer();
+    await sys.waitForNodes('2 ready slots', (ns) => ns.filter((n) => n.state === 'ready').length === 2, 30_000);
+  });
+  after(async () => {
+    await sys?.stop();
+    await h?.stop();
+    await stopAllProcesses();
+  });
+
+  it('deletes ready nodes older than max-ready-age (a static slot comes back as a new node)', async () => {
+    const first = (await sys.store.listNodes({ states: ['ready'] })).map((n) => n.id);
+    const later = await sys.waitForNodes('both slots replaced by younger nodes', (ns) => {
+      const ready = ns.filter((n) => n.state === 'ready');
+      return ready.length === 2 && ready.every((n) => !first.includes(n.id));
+    }, 30_000);
+    assert.ok(later.every((n) => n.connectionPort === h.port));
+  });
+
+  it('deletes held nodes after max-hold-age, and keeps an in-use node meanwhile', async () => {
+    const client = await sys.client();
+    const [held, used] = await client.requestNodes(['held', 'held'], { timeoutMs: 20_000 });
+    await client.hold(held!.id, { reason: 'debugging' });
+    await new Promise((r) => setTimeout(r, 4000));
+    assert.equal((await sys.store.getNode(held!.id)), undefined, 'the held node expired and was deleted');
+    assert.equal((await sys.store.getNode(used!.id))?.state, 'in-use', 'the in-use node is untouched');
+    await client.release(used!.id);
+  });
+});
