@@ -100,6 +100,8 @@ export class ImageSystem {
       'state-dir': path.join(this.dir, 'state'),
       'clouds-file': this.cloud.cloudsYamlPath,
       'image-lifecycle': this.lifecycle,
+      // A killed server's session (and its image-lifecycle leadership) lapses after this.
+      launcher: { 'session-ttl': 3 },
       diskimages: this.diskimages,
       providers: this.providers,
     }));
