@@ -33,8 +33,3 @@ export function providerPools(p: ProviderConfig): PoolInfo[] {
 export function providerDiskimages(p: ProviderConfig): ReadonlyArray<{ name: string; pause: boolean; meta: Record<string, string> }> {
   return p.driver === 'openstack' ? p.diskimages : [];
 }
-
-/** Labels any pool of the provider serves. */
-export function providerLabels(p: ProviderConfig): Set<string> {
-  return new Set(providerPools(p).flatMap((pool) => pool.labels));
-}

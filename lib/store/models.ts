@@ -110,9 +110,6 @@ export type UploadPatch = Partial<Pick<UploadRecord,
 export const NODE_STATES = ['init', 'building', 'ready', 'in-use', 'used', 'hold', 'deleting', 'failed', 'aborted'] as const;
 export type NodeState = (typeof NODE_STATES)[number];
 
-/** States the deleter acts on when the node is not locked by a live session. */
-export const NODE_CLEANUP_STATES: readonly NodeState[] = ['used', 'failed', 'aborted', 'deleting'];
-
 /** Resources a node takes from its provider's quota. */
 export interface NodeResources {
   cores: number;

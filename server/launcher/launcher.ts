@@ -66,10 +66,6 @@ export class Launcher {
     return [...this.running.keys()];
   }
 
-  /** The running provider of that name, if any. */
-  provider(name: string): Provider | undefined {
-    return this.running.get(name)?.provider;
-  }
 
   /** Starts the providers and the loops. */
   async start(): Promise<void> {
@@ -103,11 +99,6 @@ export class Launcher {
     this.log.info('launcher stopped');
   }
 
-  /** Runs one deleter pass and waits for its deletes (tests, `delete --now`-like flows). */
-  async deleteNow(): Promise<void> {
-    await this.deleter.pass();
-    await this.deleter.settled();
-  }
 
   private async reconcile(): Promise<void> {
     const config = this.deps.config();

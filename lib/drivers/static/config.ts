@@ -6,7 +6,7 @@
  */
 import { normalizeHostKey } from '../../ssh/host-keys.js';
 import { int, list, num, object, oneOf, optional, required, string, type Problems, type Schema } from '../../config/schema-kit.js';
-import { commonPoolFields, commonProviderFields, configEquals, fingerprint } from '../common-config.js';
+import { commonPoolFields, commonProviderFields, configEquals } from '../common-config.js';
 
 /** Connection types consumers may use; only `ssh` and `network_cli` hosts are key-scanned. */
 export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;
@@ -137,9 +137,4 @@ export function staticHosts(config: StaticProviderConfig): StaticHost[] {
 /** Value equality: the launcher recreates the provider only when this is false. */
 export function staticConfigEquals(a: StaticProviderConfig, b: StaticProviderConfig): boolean {
   return configEquals(a, b);
-}
-
-/** Canonical text of the config (equal configs, equal fingerprints). */
-export function staticConfigFingerprint(config: StaticProviderConfig): string {
-  return fingerprint(config);
 }
