@@ -11,8 +11,24 @@ import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { UploadRecord } from '../../lib/store/models.js';
 
-/** Upload states whose cloud image is accounted for. */
-const ACCOUNTED = new Set<UploadRecord['state']>(['uploading', 'ready', 'deleting']);
+/**
+ * The cloud images of one provider that no upload record accounts for. An `uploading` record
+ * accounts for every image carrying its id (one of them may be the upload in flight); a `ready`
+ * or `deleting` record with an external id accounts for that image only, so an earlier attempt
+ * of the same upload (re-run after a server or gearmand restart) is a leak too. Failed records and
+ * missing records account for nothing. Pure: the caller lists the images before reading records.
+ */
+export function unaccountedImages(provider: string, images: ListedImage[], uploads: UploadRecord[]): ListedImage[] {
+  const byId = new Map(uploads.filter((u) => u.provider === provider).map((u) => [u.id, u]));
+  return images.filter((image) => {
+    const uploadId = image.properties.nodepool_upload_id;
+    if (!uploadId) return false;
+    const record = byId.get(uploadId);
+    if (!record || record.state === 'failed') return true;
+    if (record.state === 'uploading' || record.externalId === null) return false;
+    return record.externalId !== image.externalId;
+  });
+}
 
 /** One leaked image that was deleted. */
 export interface LeakedImage {
@@ -25,7 +41,7 @@ export interface LeakedImage {
 /**
  * Lists each openstack provider's images, then reads the upload records (in that order, so an
  * upload that starts meanwhile is never mistaken for a leak), and deletes images whose upload
- * record is missing or failed.
+ * record does not account for them (`unaccountedImages`).
  */
 export async function deleteLeakedImages(
   config: Pick<Config, 'providers'>, readUploads: () => Promise<UploadRecord[]>, imageServices: ImageServiceFactory, log: Logger,
@@ -41,12 +57,11 @@ export async function deleteLeakedImages(
     }
   }
   if (listed.length === 0) return [];
-  const accounted = new Set((await readUploads()).filter((u) => ACCOUNTED.has(u.state)).map((u) => `${u.provider}\0${u.id}`));
+  const uploads = await readUploads();
   const deleted: LeakedImage[] = [];
   for (const { provider, service, images } of listed) {
-    for (const image of images) {
-      const uploadId = image.properties.nodepool_upload_id;
-      if (!uploadId || accounted.has(`${provider}\0${uploadId}`)) continue;
+    for (const image of unaccountedImages(provider, images, uploads)) {
+      const uploadId = image.properties.nodepool_upload_id as string;
       log.warn('deleting a leaked image no upload record accounts for', { provider, externalId: image.externalId, name: image.name, uploadId });
       try {
         await service.delete(image.externalId);
