@@ -43,7 +43,7 @@ export class HostScanner {
   /**
    * Like {@link scan}, but when the host's keys were scanned within `maxAgeMs` one TCP connect
    * stands in for the key exchange (a slot refill after every returned node would otherwise
-   * cost a full scan per node). Full syncs always scan, so the cached keys stay fresh.
+   * cost a full scan per node; the cleanup pass right after a start-up sync would repeat it).
    */
   async recheck(host: StaticHost, maxAgeMs: number): Promise<ScanOutcome> {
     const last = this.lastKeys.get(host.id);
@@ -54,14 +54,17 @@ export class HostScanner {
     return this.scan(host);
   }
 
-  /** Scans every host, at most `concurrency` at once; rejects only when aborted. */
-  async scanAll(hosts: readonly StaticHost[]): Promise<Map<string, ScanOutcome>> {
+  /**
+   * Scans every host, at most `concurrency` at once; with `reuseMs` > 0, a host whose keys were
+   * scanned that recently is checked with {@link recheck}. Rejects only when aborted.
+   */
+  async scanAll(hosts: readonly StaticHost[], reuseMs = 0): Promise<Map<string, ScanOutcome>> {
     const out = new Map<string, ScanOutcome>();
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < hosts.length) {
         const host = hosts[next++] as StaticHost;
-        out.set(host.id, await this.scan(host));
+        out.set(host.id, await (reuseMs > 0 ? this.recheck(host, reuseMs) : this.scan(host)));
       }
     };
     await Promise.all(Array.from({ length: Math.min(hosts.length, this.opts.concurrency ?? 8) }, worker));

@@ -2,7 +2,8 @@
  * The static provider: all host and store I/O of the `static` driver. It keeps one READY
  * node record per free slot of every configured host (`max-parallel-jobs` slots): start and
  * every cleanup pass scan the hosts and sync the records with the config (register,
- * deregister, update); a deleted node's slot is registered again as a fresh record.
+ * deregister, update; the pass right after start checks keys just scanned with a TCP connect);
+ * a deleted node's slot is registered again as a fresh record.
  * Deregistering means marking a ready, unallocated record `deleting` under its lock; in-use
  * nodes are never touched.
  */
@@ -28,6 +29,12 @@ export interface StaticProviderOptions {
    * one TCP connect instead of a key exchange (default 60 s, the cleanup interval; 0: always scan).
    */
   keyReuseMs?: number;
+  /**
+   * A sync reuses host keys scanned this recently (one TCP connect per host instead of a key
+   * exchange). Default: half the launcher's cleanup-interval, so only the cleanup pass that
+   * follows the start-up sync at once reuses them; every periodic pass scans afresh.
+   */
+  syncKeyReuseMs?: number;
 }
 
 export class StaticProvider implements Provider {
@@ -41,6 +48,7 @@ export class StaticProvider implements Provider {
   private readonly inflight = new Set<Promise<unknown>>();
   private stopping: Promise<void> | undefined;
   private readonly keyReuseMs: number;
+  private readonly syncKeyReuseMs: number;
   private readonly probing = new Map<string, ReturnType<typeof tcpProbe>>();
   /** Record ids per host id, from the last sync plus registrations since (see countRecords). */
   private readonly known = new Map<string, Set<string>>();
@@ -54,6 +62,7 @@ export class StaticProvider implements Provider {
     this.hostsById = new Map(this.hosts.map((h) => [h.id, h]));
     this.scanner = new HostScanner({ signal: this.abort.signal, concurrency: opts.scanConcurrency, retryMs: opts.scanRetryMs });
     this.keyReuseMs = opts.keyReuseMs ?? 60_000;
+    this.syncKeyReuseMs = opts.syncKeyReuseMs ?? ctx.config.launcher.cleanupInterval * 500;
   }
 
   /** Registers the configured hosts (see {@link cleanupLeakedResources}). */
@@ -188,7 +197,7 @@ export class StaticProvider implements Provider {
 
   /** Scans every host, then plans and applies registrations with no other write running. */
   private async sync(why: 'start' | 'cleanup'): Promise<void> {
-    const scans = await this.scanner.scanAll(this.hosts);
+    const scans = await this.scanner.scanAll(this.hosts, why === 'cleanup' ? this.syncKeyReuseMs : 0);
     if (this.abort.signal.aborted) return;
     await this.gate.exclusively(async () => {
       const records = await this.ctx.store.listNodes({ provider: this.name });

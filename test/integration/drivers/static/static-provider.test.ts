@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { staticConfigEquals, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
-import type { StaticProvider } from '../../../../lib/drivers/static/provider.js';
+import { StaticProvider } from '../../../../lib/drivers/static/provider.js';
 import type { Provider } from '../../../../lib/drivers/driver.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 import { freePort, runningProcesses } from '../../../support/processes.js';
@@ -175,5 +175,31 @@ describe('static provider', () => {
     assert.deepEqual(left.filter((r) => r.hostname === b.name).map((r) => r.state), ['ready']);
     assert.ok(env.logged('info').some((l) => l.message === 'deregistered' && l.host === `${a.name}:${a.port}` && l.reason === `${a.name}:${a.port}: no longer configured`));
     assert.deepEqual(ofHost(left, { host: a.name, port: a.port } as SshdHandle).length, 2);
+  });
+
+  it('checks hosts with a TCP connect on the cleanup pass right after start; a later pass key-scans again', async () => {
+    const s = await sshd('127.0.0.9');
+    const hosts = [{ name: s.host, port: s.port, maxParallelJobs: 2 }];
+    // sshd logs "[preauth]" lines for a key exchange, "kex_exchange_identification" for a bare connect.
+    const count = (re: RegExp): number => s.readLog().split('\n').filter((l) => re.test(l)).length;
+    const settle = () => new Promise((r) => setTimeout(r, 300)); // sshd writes its log after the client left
+    const { p } = await provider(hosts);
+    await settle();
+    const scanned = count(/\[preauth\]/);
+    assert.ok(scanned > 0, 'start key-scans the host');
+
+    await p.cleanupLeakedResources();
+    await settle();
+    assert.equal(count(/\[preauth\]/), scanned, 'no second key exchange right after start');
+    assert.equal(count(/kex_exchange_identification/), 1, 'one TCP connect instead');
+    assert.equal((await nodes(['ready'])).length, 2);
+
+    const { config, provider: pc } = env.config(hosts);
+    const periodic = new StaticProvider(pc, env.ctx(config), { syncKeyReuseMs: 0 });
+    providers.push(periodic);
+    await periodic.cleanupLeakedResources();
+    await settle();
+    assert.ok(count(/\[preauth\]/) > scanned, 'a pass whose keys are older than the reuse window key-scans');
+    assert.equal((await nodes()).length, 2, 'nothing registered twice');
   });
 });
