@@ -177,7 +177,8 @@ export class NodepoolClient {
   /**
    * request + waitFor + accept. A request is served by one pool; when no live launcher serves
    * every label, the nodeset is asked for in parts (see splitNodeset) and the nodes come back
-   * in label order all the same; if a part fails, the other parts are given up too.
+   * in label order all the same; if a part fails, or accepting one fails, the other parts are
+   * given up too (nodes already accepted go back to ready).
    * Thrown: RequestFailedError with the launchers' reason (the requests are deleted),
    * RequestTimeoutError or the signal's reason (the requests are deleted first), and whatever
    * {@link accept} throws.
@@ -200,11 +201,33 @@ export class NodepoolClient {
     }
     if (parts.length > 1) this.log.info('nodeset served in parts', { labels, requests: done.map((r) => r.id) });
     const nodes: NodeRecord[] = new Array<NodeRecord>(labels.length);
+    const accepted: NodeRecord[] = [];
     for (let i = 0; i < done.length; i++) {
-      const taken = await this.accept(done[i] as NodeRequestRecord, opts);
+      let taken: NodeRecord[];
+      try {
+        taken = await this.accept(done[i] as NodeRequestRecord, opts);
+      } catch (err) {
+        await this.giveBack(accepted, done.slice(i));
+        throw err;
+      }
+      accepted.push(...taken);
       taken.forEach((n, j) => { nodes[(parts[i] as NodesetPart).positions[j] as number] = n; });
     }
     return nodes;
+  }
+
+  /**
+   * Undoes a nodeset served in parts when accepting one part failed: nodes of the parts
+   * already accepted go back to ready (unlocked), the failed part and the rest are deleted; the
+   * launcher's deleter returns both to stock, as their requests are gone.
+   */
+  private async giveBack(accepted: readonly NodeRecord[], unaccepted: readonly NodeRequestRecord[]): Promise<void> {
+    for (const n of accepted) {
+      await this.store.updateNode(n.id, { state: 'ready', consumerSession: null }, { expectStates: ['in-use'] }).catch(() => undefined);
+      await this.store.unlock(nodeLock(n.id), this.sessionId).catch(() => undefined);
+    }
+    for (const r of unaccepted) await this.store.deleteRequest(r.id).catch(() => undefined);
+    this.log.warn('nodeset given back: a part could not be accepted', { nodes: accepted.map((n) => n.id), requests: unaccepted.map((r) => r.id) });
   }
 
   /**

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  NodeNotFoundError, NodeStateError, RequestFailedError, RequestTimeoutError, SessionLostError,
+  NodeLockedError, NodeNotFoundError, NodeStateError, RequestFailedError, RequestTimeoutError, SessionLostError,
 } from '../../../lib/client/errors.js';
 import { NodepoolClient } from '../../../lib/client/nodepool-client.js';
 import { Releasers, waitFor } from '../../../lib/lifecycle.js';
@@ -146,5 +146,28 @@ describe('NodepoolClient against a SQLite store', () => {
     assert.equal((await launcher.getNode(a!.id))?.state, 'ready');
     assert.equal((await launcher.getLock(`node:${a!.id}`))?.live ?? false, false);
     assert.ok(await launcher.getRequest(r.id), 'the request stays for another try');
+  });
+
+  it('a nodeset served in parts is given back whole when accepting a later part fails', async () => {
+    const { launcher, client } = await setup();
+    const other = await launcher.openSession({ owner: 'launchers', hostname: 'h', pid: 1, ttlMs: 30_000 });
+    await launcher.registerLauncher({ id: 'l-large', sessionId: other.id, provider: 'cloud-a', pool: 'big', supportedLabels: ['large'] });
+    await launcher.registerLauncher({ id: 'l-small', sessionId: other.id, provider: 'cloud-b', pool: 'main', supportedLabels: ['small'] });
+    const pending = client.requestNodes(['large', 'small'], { timeoutMs: 10_000, pollIntervalMs: 20 });
+    const parts = await waitFor(async () => {
+      const rs = await launcher.listRequests({ requestor: 'ci-system' });
+      return rs.length === 2 ? rs : undefined;
+    }, { timeoutMs: 5000, what: 'two requests, one per part' });
+    const large = parts.find((r) => r.labels[0] === 'large')!;
+    const small = parts.find((r) => r.labels[0] === 'small')!;
+    const [bigNode] = await fulfil(launcher, large);
+    const [smallNode] = await fulfil(launcher, small);
+    assert.ok(await launcher.tryLock(`node:${smallNode!.id}`, other.id), 'someone else holds the second part\'s node');
+    await assert.rejects(pending, (err: unknown) => err instanceof NodeLockedError);
+    const back = await launcher.getNode(bigNode!.id);
+    assert.deepEqual([back?.state, back?.consumerSession], ['ready', null], 'the accepted part is back to ready');
+    assert.equal((await launcher.getLock(`node:${bigNode!.id}`))?.live ?? false, false);
+    assert.equal(await launcher.getRequest(small.id), undefined, 'the part not accepted is given up');
+    assert.equal((await launcher.getNode(smallNode!.id))?.state, 'ready', 'its node stays for the deleter to return to stock');
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The launcher with the openstack driver against the real loopback Nova (fake virt driver),
  * beside a static provider with a real sshd: the full image-to-node flow (fake-dib builder →
- * Glance upload → min-ready boot from it → request → release → server deleted in Nova), a
+ * Glance upload → min-ready boot from it → request → release → server deleted in Nova),
+ * `nodepool delete --now` of a cloud node, a
  * nodeset across static and openstack, a live provider config change, Nova failing every
  * boot, and a server killed with -9 while requests are pending.
  */
@@ -9,7 +10,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../../lib/config/load.js';
 import { waitFor } from '../../../lib/lifecycle.js';
+import type { NodeRecord } from '../../../lib/store/models.js';
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
+import { startCli } from '../cli/cli-env.js';
 import { fakeDiskimage, inProcessBuilder, type BuilderEnv } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { LauncherSystem } from '../../support/launcher-system.js';
@@ -115,6 +118,18 @@ void describe('launcher: openstack beside static, with a builder', () => {
     await client.release(got.id);
     await waitFor(async () => !(await nova.listAllServers()).some((s) => s.id === got.externalId), { timeoutMs: 60_000, what: 'the server deleted in Nova' });
     await sys.waitForNodes('min-ready topped up again', (ns) => ns.some((n) => n.labels.includes('disk') && n.state === 'ready' && n.id !== got.id), 60_000);
+  });
+
+  it('delete --now removes the server from Nova before the command returns; min-ready replaces the node', async () => {
+    const ready = (ns: NodeRecord[]) => ns.filter((n) => n.labels.includes('disk') && n.state === 'ready' && n.allocatedTo === null);
+    const [node] = ready(await sys.waitForNodes('a ready disk node', (ns) => ready(ns).length > 0, 90_000));
+    assert.ok(node?.externalId);
+    const r = await startCli(sys.configPath, ['delete', node.id, '--now']).result;
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`Node ${node.id} deleted`));
+    assert.ok(!(await nova.listAllServers()).some((s) => s.id === node.externalId), 'the server is gone when the command returns');
+    assert.equal(await sys.store.getNode(node.id), undefined, 'and so is the record');
+    await sys.waitForNodes('min-ready topped up again', (ns) => ready(ns).some((n) => n.id !== node.id), 90_000);
   });
 
   it('fulfils a nodeset across the static and the openstack provider', async () => {

@@ -1,10 +1,13 @@
 /**
  * The launcher with the static driver, end to end: real sshd hosts on loopback, nodepool-server
- * (in this process, or as processes sharing one store), consumers through the client library.
+ * (in this process, or as processes sharing one store), consumers through the client library,
+ * `nodepool delete --now` through the CLI.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../../../lib/lifecycle.js';
+import type { NodeRecord } from '../../../lib/store/models.js';
+import { startCli } from '../cli/cli-env.js';
 import { LauncherSystem } from '../../support/launcher-system.js';
 import { startSshd, type SshdHandle } from '../../support/sshd.js';
 import { stopAllProcesses } from '../../support/processes.js';
@@ -59,6 +62,20 @@ void describe('launcher: static provider in nodepool-server', () => {
     const back = await sys.waitForNodes('the host back in stock', (ns) =>
       !ns.some((n) => n.id === node.id) && ns.some((n) => n.state === 'ready' && n.connectionPort === node.connectionPort), 20_000);
     assert.equal(back.filter((n) => n.connectionPort === node.connectionPort).length, 1);
+  });
+
+  it('delete --now removes a ready static node at once and registers its slot again', async () => {
+    const [node] = (await sys.store.listNodes({ provider: 'hosts', states: ['ready'] })).filter((n) => n.allocatedTo === null);
+    assert.ok(node);
+    const sameHost = (ns: NodeRecord[]) => ns.filter((n) => n.hostname === node.hostname && n.connectionPort === node.connectionPort);
+    const before = sameHost(await sys.store.listNodes({ provider: 'hosts' })).length;
+    const r = await startCli(sys.configPath, ['delete', node.id, '--now']).result;
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`Node ${node.id} deleted`));
+    const after = sameHost(await sys.store.listNodes({ provider: 'hosts' }));
+    assert.equal(await sys.store.getNode(node.id), undefined, 'the record is gone when the command returns');
+    assert.equal(after.length, before, 'a fresh record took its slot, no more');
+    assert.ok(after.every((n) => n.id !== node.id) && after.some((n) => n.state === 'ready'));
   });
 
   it('fulfils a two-label request from one pool, nodes in label order', async () => {

@@ -1,7 +1,7 @@
 /**
  * The openstack provider against the loopback Nova cloud: booting diskimage uploads with
  * nodepool's metadata, flavor choice, launch retries ending in a failed node, quota
- * (pool limits, the cloud's instance quota → aborted), leak cleanup, and stop during a
+ * (pool max-servers, max-cores and max-ram; the cloud's instance quota → aborted), leak cleanup, and stop during a
  * launch.
  */
 import { after, afterEach, before, describe, it } from 'node:test';
@@ -156,6 +156,23 @@ describe('openstack provider on the loopback cloud', () => {
     await p.cleanupNode(first);
     await env.store.deleteNode(first.id);
     assert.equal(await handler.hasRemainingQuota('tiny'), true);
+  });
+
+  it('keeps a pool within max-cores and max-ram: a label too big declines, a full pool has no room', async () => {
+    const p = await provider({ poolExtra: { 'max-cores': 1, 'max-ram': 1024 } });
+    const request = await env.store.createRequest({ labels: ['tiny'], requestor: 'openstack-test' });
+    const handler = p.getRequestHandler('main', request);
+    assert.equal(await handler.hasProviderQuota(['small']), false, 'm1.small (2048 MB) exceeds max-ram 1024');
+    assert.equal(await handler.hasProviderQuota(['tiny', 'tiny']), false, 'two m1.tiny need 2 cores');
+    assert.equal(await handler.hasProviderQuota(['tiny']), true);
+    const first = await launch(p, 'tiny');
+    assert.equal(first.state, 'ready', String(first.reason));
+    assert.deepEqual(first.resources, { cores: 1, ram: 512, instances: 1 });
+    assert.equal(await handler.hasRemainingQuota('tiny'), false, 'the one core is used');
+    assert.equal(await p.getRequestHandler('capped', request).hasRemainingQuota('tiny'), true, 'another pool is not limited by it');
+    await p.cleanupNode(first);
+    await env.store.deleteNode(first.id);
+    assert.equal(await handler.hasRemainingQuota('tiny'), true, 'room again once the node is gone');
   });
 
   it('marks a server whose node record vanished for deletion', async () => {
