@@ -10,8 +10,8 @@
  * burst: HOSTS×JOBS one-node requests created at once; rate = requests / (last fulfilled −
  * first created); latency = fulfilled − created per request (store clock).
  * sequential: one request at a time (create, wait fulfilled); p50/p99 latency.
- * Both at a pool-worker interval of 0.05 s and at the default 1 s (an idle worker looks for new
- * requests once per interval; a busy one goes on at once).
+ * Both at a pool-worker interval of 0.05 s and at the default 1 s (an idle worker passes once
+ * per interval, and at once when the store tells it of a change; a busy one goes on at once).
  * reference: the same store calls one request cycle makes (create, lock, read, pending,
  * allocate, fulfilled, unlock) in a tight loop in one process: the store-bound ceiling.
  */

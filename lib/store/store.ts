@@ -112,7 +112,7 @@ export interface SessionStore {
    * taken or already held by this session; a lock of a lapsed session is taken over.
    * Thrown: StoreError when the session is not live.
    */
-  tryLock(resource: string, sessionId: string): Promise<boolean>;
+  tryLock(resource: string, sessionId: string, opts?: LockOptions): Promise<boolean>;
   /** Releases the lock if this session holds it; false otherwise. */
   unlock(resource: string, sessionId: string): Promise<boolean>;
   getLock(resource: string): Promise<LockRecord | undefined>;
@@ -132,8 +132,24 @@ export interface SessionStore {
 
 /** Everything one state store offers. */
 export interface Store extends BuildStore, UploadStore, IntentStore, NodeStore, NodeRequestStore, SessionStore {
+  /**
+   * Calls `listener` soon after the store changed in a way a launcher should look at: a node
+   * request created (or put back to requested) through this handle, or any write by another
+   * process. A hint to look again sooner, never the only way work is found (listeners may hear
+   * of changes that concern them not). Returns the unsubscribe function.
+   */
+  onChange(listener: () => void): () => void;
   /** Closes the store; further calls reject. Idempotent. */
   close(): Promise<void>;
+}
+
+/** Options of {@link SessionStore.tryLock}. */
+export interface LockOptions {
+  /**
+   * Refuse also a lock this session already holds. The components of one process share its
+   * session, so this is how one of them keeps off what another is working on, atomically.
+   */
+  exclusive?: boolean;
 }
 
 /** Options every backend accepts. */

@@ -51,6 +51,7 @@ export class Launcher {
   private readonly wake = new AbortController();
   private active = false;
   private reconciling: Promise<void> = Promise.resolve();
+  private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly deps: LauncherDeps) {
     this.log = deps.log.child({ component: 'launcher' });
@@ -70,6 +71,10 @@ export class Launcher {
   /** Starts the providers and the loops. */
   async start(): Promise<void> {
     this.active = true;
+    // A request created by a consumer wakes every pool worker at once instead of at its next interval.
+    this.unsubscribe = this.deps.store.onChange(() => {
+      for (const r of this.running.values()) for (const w of r.workers) w.nudge();
+    });
     await this.reconfigure();
     const cfg = (): Config['launcher'] => this.deps.config().launcher;
     this.loops.push(
@@ -91,6 +96,7 @@ export class Launcher {
   async stop(): Promise<void> {
     if (!this.active) return;
     this.active = false;
+    this.unsubscribe?.();
     this.wake.abort();
     await Promise.all(this.loops);
     await this.reconciling;

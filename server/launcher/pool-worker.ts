@@ -44,6 +44,10 @@ export class PoolWorker {
   private lastRegistered = 0;
   /** Ready nodes of the pool, read once per pass when a handler first asks. */
   private snapshot: NodeRecord[] | undefined;
+  /** Set by {@link nudge}: the next idle wait is skipped. */
+  private nudged = false;
+  /** Ends the idle wait in progress. */
+  private endIdle: (() => void) | undefined;
 
   constructor(private readonly deps: PoolWorkerDeps) {
     this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
@@ -62,6 +66,12 @@ export class PoolWorker {
     this.running = true;
     this.loop = this.run();
     this.log.info('pool worker started', { launcher: this.deps.launcherId, labels: this.deps.pool.labels });
+  }
+
+  /** Something changed in the store (a new request, maybe): the idle wait ends now. */
+  nudge(): void {
+    this.nudged = true;
+    this.endIdle?.();
   }
 
   /** Stops: running requests are handed back (requested again) and the registration removed. */
@@ -104,6 +114,7 @@ export class PoolWorker {
     let failures = 0;
     while (this.running) {
       let busy = false;
+      this.nudged = false;
       try {
         busy = await this.pass();
         failures = 0;
@@ -113,8 +124,25 @@ export class PoolWorker {
       }
       if (!this.running) break;
       const idle = this.deps.interval() * 1000;
-      await sleep(busy ? 0 : failures ? Math.min(idle * 2 ** failures, 30_000) : idle, this.wake.signal).catch(() => undefined);
+      if (failures) await sleep(Math.min(idle * 2 ** failures, 30_000), this.wake.signal).catch(() => undefined);
+      else if (!busy) await this.idle(idle);
     }
+  }
+
+  /** Waits `ms`, or less when nudged (also by a nudge during the pass just run) or stopped. */
+  private idle(ms: number): Promise<void> {
+    if (this.nudged || !this.running) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.wake.signal.removeEventListener('abort', done);
+        this.endIdle = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake.signal.addEventListener('abort', done, { once: true });
+      this.endIdle = done;
+    });
   }
 
   private async register(): Promise<void> {

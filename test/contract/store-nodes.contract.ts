@@ -131,6 +131,24 @@ export function nodeStoreContract(h: StoreHarness): void {
       assert.equal(m.provider, 'cloud-a');
     });
 
+    void it('tells change listeners about a request created or put back to requested through the same handle', async () => {
+      let heard = 0;
+      const off = h.store.onChange(() => { heard += 1; });
+      const r = await request();
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(heard >= 1, 'heard of the new request');
+      await h.store.updateRequest(r.id, { state: 'pending' });
+      const before = heard;
+      await h.store.updateRequest(r.id, { state: 'requested' });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(heard > before, 'heard of the request put back');
+      off();
+      const after = heard;
+      await request();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(heard, after, 'nothing after unsubscribing');
+    });
+
     void it('lists requests by priority, then age, and filters by states and requestor', async () => {
       const a = await request();
       const b = await request({ requestor: 'nodepool' });
@@ -226,6 +244,15 @@ export function nodeStoreContract(h: StoreHarness): void {
       assert.equal(await h.store.getLock('node:0000000001'), undefined);
       assert.equal(await h.store.tryLock('node:0000000001', b.id), true);
       assert.equal(await h.store.unlock('node:0000000002', b.id), false);
+    });
+
+    void it('exclusive tryLock refuses a lock the same session holds, and only one of two concurrent calls wins', async () => {
+      const a = await session(1);
+      assert.equal(await h.store.tryLock('request:100-0000000001', a.id, { exclusive: true }), true);
+      assert.equal(await h.store.tryLock('request:100-0000000001', a.id, { exclusive: true }), false);
+      assert.equal(await h.store.tryLock('request:100-0000000001', a.id), true, 'the plain call stays re-entrant');
+      const both = await Promise.all([1, 2].map(() => h.store.tryLock('node:0000000009', a.id, { exclusive: true })));
+      assert.deepEqual(both.sort(), [false, true]);
     });
 
     void it("takes over a lapsed session's lock and reports the stale lock as not live before that", async () => {

@@ -252,8 +252,7 @@ export class StaticProvider implements Provider {
     const resource = `node:${id}`;
     // tryLock is re-entrant per session: a lock this process already holds (a pool worker
     // allocating the node) would be "taken" and then released by us, so it counts as busy.
-    if ((await store.getLock(resource))?.live) return false;
-    if (!(await store.tryLock(resource, sessionId))) return false;
+    if (!(await store.tryLock(resource, sessionId, { exclusive: true }))) return false;
     try {
       const r = await store.getNode(id);
       if (!r || r.state !== 'ready' || r.allocatedTo !== null) return false;

@@ -20,7 +20,7 @@ export class SqliteLocks {
   private readonly unlockStmt: Database.Statement<[string, string]>;
   private readonly getStmt: Database.Statement<[number, string], LockRow>;
   private readonly fromStmt: Database.Statement<[number, string], LockRow>;
-  private readonly tryLockTx: (resource: string, sessionId: string) => boolean;
+  private readonly tryLockTx: (resource: string, sessionId: string, exclusive: boolean) => boolean;
 
   constructor(db: Database.Database, private readonly clock: () => number) {
     this.sessionLiveStmt = db.prepare<[number, string], number>('SELECT ? - renewed <= ttl_ms FROM sessions WHERE id = ?').pluck();
@@ -36,16 +36,17 @@ export class SqliteLocks {
     this.fromStmt = db.prepare<[number, string], LockRow>(`
       SELECT l.resource, l.session_id, l.acquired, ${HOLDER_LIVE}
       FROM locks l LEFT JOIN sessions s ON s.id = l.session_id WHERE l.resource >= ? ORDER BY l.resource`);
-    const tryLockTx = db.transaction((resource: string, sessionId: string) => this.tryLockNow(resource, sessionId));
-    this.tryLockTx = (resource, sessionId) => tryLockTx.immediate(resource, sessionId);
+    const tryLockTx = db.transaction((resource: string, sessionId: string, exclusive: boolean) => this.tryLockNow(resource, sessionId, exclusive));
+    this.tryLockTx = (resource, sessionId, exclusive) => tryLockTx.immediate(resource, sessionId, exclusive);
   }
 
   /**
-   * Takes `resource` for the session: true when taken (or already held by it), false while
-   * another live session holds it. Thrown: StoreError when the session is not live.
+   * Takes `resource` for the session: true when taken (or already held by it, unless
+   * `exclusive`), false while another live session holds it. Thrown: StoreError when the
+   * session is not live.
    */
-  tryLock(resource: string, sessionId: string): boolean {
-    return this.tryLockTx(resource, sessionId);
+  tryLock(resource: string, sessionId: string, exclusive = false): boolean {
+    return this.tryLockTx(resource, sessionId, exclusive);
   }
 
   /** Releases the lock if `sessionId` holds it; false otherwise. */
@@ -69,7 +70,7 @@ export class SqliteLocks {
     return out;
   }
 
-  private tryLockNow(resource: string, sessionId: string): boolean {
+  private tryLockNow(resource: string, sessionId: string, exclusive: boolean): boolean {
     const now = this.clock();
     if (this.sessionLiveStmt.get(now, sessionId) !== 1) {
       throw new StoreError(`cannot lock ${resource}: session ${sessionId} is not live (lapsed, closed or never opened)`);
@@ -79,7 +80,7 @@ export class SqliteLocks {
       this.insertStmt.run(resource, sessionId, now);
       return true;
     }
-    if (holder.session_id === sessionId) return true;
+    if (holder.session_id === sessionId) return !exclusive;
     if (holder.live) return false;
     this.takeOverStmt.run(sessionId, now, resource);
     return true;

@@ -11,8 +11,9 @@ import type {
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
-import type { ExpectState, Store, StoreOptions } from '../store.js';
+import type { ExpectState, LockOptions, Store, StoreOptions } from '../store.js';
 import { SqliteBuilds, type BuildFilter } from './builds.js';
+import { ChangeWatch } from './change-watch.js';
 import { SqliteIntents } from './intents.js';
 import { SqliteLocks } from './locks.js';
 import { migrate } from './migrations.js';
@@ -38,6 +39,7 @@ export class SqliteStore implements Store {
   private readonly requests: SqliteRequests;
   private readonly sessions: SqliteSessions;
   private readonly locks: SqliteLocks;
+  private readonly changes: ChangeWatch;
 
   private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number) {
     const sequences = new Sequences(db);
@@ -48,6 +50,7 @@ export class SqliteStore implements Store {
     this.requests = new SqliteRequests(db, clock, sequences);
     this.sessions = new SqliteSessions(db, clock);
     this.locks = new SqliteLocks(db, clock);
+    this.changes = new ChangeWatch(db);
   }
 
   /**
@@ -165,8 +168,10 @@ export class SqliteStore implements Store {
     return this.guard(`deleting node ${id}`, () => this.nodes.delete(id));
   }
 
-  createRequest(input: NewNodeRequest): Promise<NodeRequestRecord> {
-    return this.guard(`creating a node request for ${input.requestor}`, () => this.requests.create(input));
+  async createRequest(input: NewNodeRequest): Promise<NodeRequestRecord> {
+    const created = await this.guard(`creating a node request for ${input.requestor}`, () => this.requests.create(input));
+    this.changes.notify();
+    return created;
   }
 
   getRequest(id: string): Promise<NodeRequestRecord | undefined> {
@@ -177,8 +182,10 @@ export class SqliteStore implements Store {
     return this.guard('listing node requests', () => this.requests.list(filter));
   }
 
-  updateRequest(id: string, patch: NodeRequestPatch, opts?: ExpectState<RequestState>): Promise<NodeRequestRecord | undefined> {
-    return this.guard(`updating node request ${id}`, () => this.requests.update(id, patch, opts));
+  async updateRequest(id: string, patch: NodeRequestPatch, opts?: ExpectState<RequestState>): Promise<NodeRequestRecord | undefined> {
+    const updated = await this.guard(`updating node request ${id}`, () => this.requests.update(id, patch, opts));
+    if (patch.state === 'requested' && updated) this.changes.notify();
+    return updated;
   }
 
   deleteRequest(id: string): Promise<boolean> {
@@ -209,8 +216,8 @@ export class SqliteStore implements Store {
     return this.guard(`checking session ${id}`, () => this.sessions.isLive(id));
   }
 
-  tryLock(resource: string, sessionId: string): Promise<boolean> {
-    return this.guard(`locking ${resource} for session ${sessionId}`, () => this.locks.tryLock(resource, sessionId));
+  tryLock(resource: string, sessionId: string, opts?: LockOptions): Promise<boolean> {
+    return this.guard(`locking ${resource} for session ${sessionId}`, () => this.locks.tryLock(resource, sessionId, opts?.exclusive ?? false));
   }
 
   unlock(resource: string, sessionId: string): Promise<boolean> {
@@ -241,10 +248,15 @@ export class SqliteStore implements Store {
     return this.guard('listing launchers', () => this.sessions.listLaunchers());
   }
 
+  onChange(listener: () => void): () => void {
+    return this.changes.subscribe(listener);
+  }
+
   /** Closes the database (checkpointing the WAL when this is the last connection). Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.changes.stop();
     try {
       this.db.close();
     } catch (cause) {

@@ -211,3 +211,35 @@ void describe('launcher: max-ready-age and max-hold-age', () => {
     await client.release(used!.id);
   });
 });
+
+void describe('launcher: a new request wakes an idle pool worker', () => {
+  let s: SshdHandle;
+  let sys: LauncherSystem;
+
+  before(async () => {
+    s = await startSshd();
+    sys = await LauncherSystem.create({
+      labels: [{ name: 'small' }],
+      providers: [staticProvider('hosts', [{ sshd: s, labels: ['small'] }])],
+      launcher: { interval: 30 },
+    });
+    await sys.startServer();
+    await sys.waitForNodes('a ready static node', (ns) => ns.some((n) => n.state === 'ready'), 30_000);
+  });
+  after(async () => {
+    await sys?.stop();
+    await s?.stop();
+    await stopAllProcesses();
+  });
+
+  it('serves a request from another store handle long before the 30 s interval', async () => {
+    await new Promise((r) => setTimeout(r, 500)); // the worker's first passes are done: it is idle
+    const client = await sys.client();
+    const t0 = Date.now();
+    const [node] = await client.requestNodes(['small'], { timeoutMs: 20_000, pollIntervalMs: 20 });
+    const took = Date.now() - t0;
+    assert.ok(node);
+    assert.ok(took < 5000, `served after ${took} ms, with an interval of 30 s`);
+    await client.release(node.id);
+  });
+});

@@ -101,6 +101,24 @@ void describe('SqliteStore', () => {
     assert.equal((await server.listPauses()).length, 1);
   });
 
+  void it('wakes a change listener within a poll when another store on the file writes', async () => {
+    const server = await openAt();
+    const cli = await openAt();
+    let heard = 0;
+    const off = server.onChange(() => { heard += 1; });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(heard, 0, 'quiet while nobody writes');
+    const t0 = performance.now();
+    await cli.createRequest({ labels: ['small'], requestor: 'zuul' });
+    await waitFor(() => heard > 0, { timeoutMs: 2000, what: 'the listener to hear of the other store\'s write', intervalMs: 5 });
+    assert.ok(performance.now() - t0 < 1000);
+    off();
+    const after = heard;
+    await cli.createRequest({ labels: ['small'], requestor: 'zuul' });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.equal(heard, after, 'nothing after unsubscribing');
+  });
+
   void it('does not fail with SQLITE_BUSY when another process writes at the same time', async () => {
     const count = 400;
     const store = await openAt();
