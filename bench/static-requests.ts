@@ -26,6 +26,7 @@ import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
 import { startProcess, stopAllProcesses, type TrackedProcess } from '../test/support/processes.js';
 import { startSshd } from '../test/support/sshd.js';
+import { nodeLock, requestLock } from '../lib/store/lock-names.js';
 
 const HOSTS = Number(process.argv[2] ?? 100);
 const JOBS = Number(process.argv[3] ?? 10);
@@ -46,16 +47,16 @@ async function referenceRate(store: Store, n: number): Promise<number> {
   for (const node of nodes) {
     const r = await store.createRequest({ labels: ['ref'], requestor: 'bench-reference' });
     await store.listRequests({ states: ['requested'] });
-    await store.tryLock(`request:${r.id}`, session.id);
+    await store.tryLock(requestLock(r.id), session.id);
     await store.getRequest(r.id);
     await store.updateRequest(r.id, { state: 'pending' });
-    await store.tryLock(`node:${node.id}`, session.id);
+    await store.tryLock(nodeLock(node.id), session.id);
     await store.getNode(node.id);
     await store.updateNode(node.id, { allocatedTo: r.id });
     await store.getNode(node.id);
     await store.updateRequest(r.id, { state: 'fulfilled', nodes: [node.id] });
-    await store.unlock(`node:${node.id}`, session.id);
-    await store.unlock(`request:${r.id}`, session.id);
+    await store.unlock(nodeLock(node.id), session.id);
+    await store.unlock(requestLock(r.id), session.id);
   }
   const rate = n / ((performance.now() - t0) / 1000);
   for (const node of nodes) await store.deleteNode(node.id);

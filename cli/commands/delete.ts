@@ -8,6 +8,7 @@ import type { Config } from '../../lib/config/schema.js';
 import { SessionKeeper } from '../../lib/client/session-keeper.js';
 import { coerceError } from '../../lib/errors.js';
 import { driverOf, type ProviderConfig } from '../../lib/drivers/registry.js';
+import { removeNode } from '../../lib/drivers/remove-node.js';
 import { sleep } from '../../lib/lifecycle.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
@@ -17,6 +18,7 @@ import {
   commandConfig, CommandFailure, EXIT, NO_IMAGE_SERVICES, runCommand, withStore, type CommandContext, type CommandResult,
   type ProviderAccess,
 } from './shared.js';
+import { nodeLock } from '../../lib/store/lock-names.js';
 
 /** How long `delete` waits for a node's lock (Nodepool's CLI waits 5 s). */
 export const DELETE_LOCK_TIMEOUT_MS = 5000;
@@ -33,7 +35,7 @@ export interface DeleteOptions extends CommandContext, ProviderAccess {
 async function lockNode(store: Store, id: string, sessionId: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await store.tryLock(`node:${id}`, sessionId)) return true;
+    if (await store.tryLock(nodeLock(id), sessionId)) return true;
     if (Date.now() >= deadline) return false;
     await sleep(Math.min(200, Math.max(1, deadline - Date.now())));
   }
@@ -46,9 +48,7 @@ async function deleteNow(store: Store, config: Config, pc: ProviderConfig, node:
     store, log, clock: Date.now, config, sessionId, imageServices: (access.imageServices ?? NO_IMAGE_SERVICES)(config, log),
   });
   try {
-    await provider.cleanupNode(node);
-    await store.deleteNode(node.id);
-    await provider.nodeDeleted(node);
+    await removeNode(store, provider, node);
   } finally {
     await provider.stop();
   }
@@ -82,7 +82,7 @@ export function deleteNode(opts: DeleteOptions): Promise<CommandResult> {
               `Deleting node ${node.id} now failed: ${coerceError(err).message}; it stays deleting and the launcher's deleter retries`);
           }
         }
-        await store.unlock(`node:${node.id}`, keeper.id);
+        await store.unlock(nodeLock(node.id), keeper.id);
       } finally {
         await keeper.close();
       }

@@ -8,6 +8,7 @@ import type { Store } from '../../lib/store/store.js';
 import { nodeColumns, nodeJson, nodeRows } from '../../lib/status/nodes.js';
 import { renderTable } from '../../lib/status/table.js';
 import { commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
+import { NODE_LOCK_PREFIX } from '../../lib/store/lock-names.js';
 
 /** Options of {@link list}. */
 export interface ListOptions extends CommandContext {
@@ -18,8 +19,8 @@ export interface ListOptions extends CommandContext {
 
 /** Ids of nodes whose lock is held by a live session. */
 export async function lockedNodeIds(store: Store): Promise<Set<string>> {
-  const locks = await store.listLocks('node:');
-  return new Set(locks.filter((l) => l.live).map((l) => l.resource.slice('node:'.length)));
+  const locks = await store.listLocks(NODE_LOCK_PREFIX);
+  return new Set(locks.filter((l) => l.live).map((l) => l.resource.slice(NODE_LOCK_PREFIX.length)));
 }
 
 /** Nodes as the `list` table or its JSON array. */

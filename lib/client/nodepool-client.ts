@@ -20,6 +20,7 @@ import {
   RequestTimeoutError,
 } from './errors.js';
 import { SessionKeeper } from './session-keeper.js';
+import { nodeLock } from '../store/lock-names.js';
 
 export type { RequestOptions } from './client-options.js';
 
@@ -73,8 +74,6 @@ export interface HoldOptions {
   /** Seconds from now after which the launcher deletes the held node (default: only max-hold-age applies). */
   expireSeconds?: number;
 }
-
-const nodeLock = (id: string): string => `node:${id}`;
 
 /** A consumer of nodes with one store session. Create with {@link NodepoolClient.open}; `close()` when done. */
 export class NodepoolClient {
@@ -164,7 +163,7 @@ export class NodepoolClient {
         taken.push(node);
       }
     } catch (err) {
-      for (const n of taken) await this.store.updateNode(n.id, { state: 'ready', consumerSession: null }, { expectStates: ['in-use'] }).catch(() => undefined);
+      for (const n of taken) await this.backToReady(n.id);
       for (const id of locked) await this.store.unlock(nodeLock(id), this.sessionId).catch(() => undefined);
       throw err;
     }
@@ -223,11 +222,16 @@ export class NodepoolClient {
    */
   private async giveBack(accepted: readonly NodeRecord[], unaccepted: readonly NodeRequestRecord[]): Promise<void> {
     for (const n of accepted) {
-      await this.store.updateNode(n.id, { state: 'ready', consumerSession: null }, { expectStates: ['in-use'] }).catch(() => undefined);
+      await this.backToReady(n.id);
       await this.store.unlock(nodeLock(n.id), this.sessionId).catch(() => undefined);
     }
     for (const r of unaccepted) await this.store.deleteRequest(r.id).catch(() => undefined);
     this.log.warn('nodeset given back: a part could not be accepted', { nodes: accepted.map((n) => n.id), requests: unaccepted.map((r) => r.id) });
+  }
+
+  /** An accepted node returned unused: in-use → ready (best effort; it may be gone or taken meanwhile). */
+  private async backToReady(id: string): Promise<void> {
+    await this.store.updateNode(id, { state: 'ready', consumerSession: null }, { expectStates: ['in-use'] }).catch(() => undefined);
   }
 
   /**

@@ -4,6 +4,9 @@
  */
 import { int, optional, record, required, scalarString, string } from '../config/schema-kit.js';
 
+/** How consumers connect to a node (`connection-type` of every driver). */
+export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;
+
 /** Provider keys: `name` and `max-concurrency` (-1 unlimited, 0 handles no requests). */
 export const commonProviderFields = {
   name: required(string()),

@@ -1,6 +1,7 @@
 /**
  * The error a host scan throws. It lives next to the scanners rather than in lib/errors.ts
- * because only lib/ssh and the static driver use it.
+ * because only host scanning uses it (lib/ssh, the static driver, the openstack driver's
+ * host-key-checking).
  */
 import { NodepoolError } from '../errors.js';
 

@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
+import { coerceError } from '../errors.js';
 import { sleep } from '../lifecycle.js';
 import { parseKeyscanOutput } from './host-keys.js';
 import { HostScanError } from './keyscan-error.js';
@@ -41,7 +42,7 @@ export async function keyscan(host: string, port: number, opts: KeyscanOptions):
   try {
     await lookup(host);
   } catch (err) {
-    throw new HostScanError(host, port, 'unresolvable', `cannot resolve ${host}: ${(err as Error).message}`, { cause: err });
+    throw new HostScanError(host, port, 'unresolvable', `cannot resolve ${host}: ${coerceError(err).message}`, { cause: err });
   }
   for (;;) {
     opts.signal?.throwIfAborted();

@@ -1,7 +1,7 @@
 /**
  * Reachability without SSH: one TCP connect with a deadline (the static driver's liveness
  * check on the request hot path), and a retrying variant for hosts that are expected to come
- * up (winrm registration).
+ * up (winrm registration, a booted server's SSH port).
  */
 import net from 'node:net';
 import { sleep } from '../lifecycle.js';

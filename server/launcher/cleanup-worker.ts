@@ -13,6 +13,7 @@ import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { expiredHeldNodes, expiredReadyNodes } from './decisions.js';
 import { lockIfFree } from './local-lock.js';
+import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
 /** What the cleanup worker needs. */
 export interface CleanupWorkerDeps {
@@ -56,9 +57,7 @@ export class CleanupWorker {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
     for (const r of await store.listRequests({ states: ['pending'] })) {
-      const lock = await store.getLock(`request:${r.id}`);
-      if (lock?.live) continue;
-      if (!await lockIfFree(store, `request:${r.id}`, sessionId)) continue;
+      if (!await lockIfFree(store, requestLock(r.id), sessionId)) continue;
       try {
         const fresh = await store.getRequest(r.id);
         if (fresh?.state !== 'pending') continue;
@@ -68,7 +67,7 @@ export class CleanupWorker {
         await store.updateRequest(r.id, { state: 'requested', nodes: [] }, { expectStates: ['pending'] });
         this.log.info('lost request reset to requested (its launcher is gone)', { request: r.id });
       } finally {
-        await store.unlock(`request:${r.id}`, sessionId);
+        await store.unlock(requestLock(r.id), sessionId);
       }
     }
   }
@@ -87,14 +86,14 @@ export class CleanupWorker {
   private async markDeleting(node: NodeRecord, from: 'ready' | 'hold', reason: string): Promise<void> {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
-    if (!await lockIfFree(store, `node:${node.id}`, sessionId)) return;
+    if (!await lockIfFree(store, nodeLock(node.id), sessionId)) return;
     try {
       const fresh = await store.getNode(node.id);
       if (fresh?.state !== from || (from === 'ready' && fresh.allocatedTo !== null)) return;
       await store.updateNode(node.id, { state: 'deleting', reason }, { expectStates: [from] });
       this.log.info('node expired', { node: node.id, reason });
     } finally {
-      await store.unlock(`node:${node.id}`, sessionId);
+      await store.unlock(nodeLock(node.id), sessionId);
     }
   }
 }

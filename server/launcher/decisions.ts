@@ -94,7 +94,3 @@ export function minReadyNeeds(
   return needs;
 }
 
-/** Nodes of a pool that count against `max-servers` (everything that may still exist in the provider). */
-export function poolNodeCount(nodes: readonly NodeRecord[], provider: string, pool: string): number {
-  return nodes.filter((n) => n.provider === provider && n.pool === pool).length;
-}

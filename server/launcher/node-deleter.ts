@@ -7,12 +7,14 @@
  * stock. A failed delete is retried at the next pass.
  */
 import type { Provider } from '../../lib/drivers/driver.js';
+import { removeNode } from '../../lib/drivers/remove-node.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { deleterVerdict } from './decisions.js';
 import { lockIfFree } from './local-lock.js';
+import { nodeLock } from '../../lib/store/lock-names.js';
 
 /** What the deleter needs. */
 export interface NodeDeleterDeps {
@@ -71,7 +73,7 @@ export class NodeDeleter {
   private async delete(node: NodeRecord, provider: Provider): Promise<void> {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
-    const lock = `node:${node.id}`;
+    const lock = nodeLock(node.id);
     if (!await lockIfFree(store, lock, sessionId)) return; // owned by a live launcher or consumer
     const log = this.log.child({ node: node.id, provider: node.provider });
     try {
@@ -82,9 +84,7 @@ export class NodeDeleter {
       }
       const deleting = fresh.state === 'deleting' ? fresh : await store.updateNode(fresh.id, { state: 'deleting' }) ?? fresh;
       log.info('deleting node', { was: fresh.state, externalId: fresh.externalId, reason: fresh.reason });
-      await provider.cleanupNode(deleting);
-      await store.deleteNode(fresh.id);
-      await provider.nodeDeleted(deleting);
+      await removeNode(store, provider, deleting);
       log.info('node deleted');
     } catch (err) {
       log.warn('node delete failed; retrying at the next pass', { error: coerceError(err).message });
@@ -95,7 +95,7 @@ export class NodeDeleter {
   private async deallocate(node: NodeRecord): Promise<void> {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
-    if (!await lockIfFree(store, `node:${node.id}`, sessionId)) return;
+    if (!await lockIfFree(store, nodeLock(node.id), sessionId)) return;
     try {
       const fresh = await store.getNode(node.id);
       if (fresh?.state === 'ready' && fresh.allocatedTo === node.allocatedTo) {
@@ -103,7 +103,7 @@ export class NodeDeleter {
         this.log.info('node returned to stock: its request is gone', { node: node.id, request: node.allocatedTo });
       }
     } finally {
-      await store.unlock(`node:${node.id}`, sessionId);
+      await store.unlock(nodeLock(node.id), sessionId);
     }
   }
 }

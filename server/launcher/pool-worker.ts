@@ -10,9 +10,10 @@ import { sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { poolNodeCount, yieldsToPreferredProvider } from './decisions.js';
+import { yieldsToPreferredProvider } from './decisions.js';
 import { lockIfFree } from './local-lock.js';
 import { NodeRequestHandler } from './request-handler.js';
+import { requestLock } from '../../lib/store/lock-names.js';
 
 /** What a pool worker needs. */
 export interface PoolWorkerDeps {
@@ -189,15 +190,16 @@ export class PoolWorker {
       if (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency) break;
       if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
       const sessionId = this.deps.sessionId();
-      if (!await lockIfFree(store, `request:${r.id}`, sessionId)) continue;
+      if (!await lockIfFree(store, requestLock(r.id), sessionId)) continue;
       const fresh = await store.getRequest(r.id);
       if (fresh?.state !== 'requested') {
-        await store.unlock(`request:${r.id}`, sessionId);
+        await store.unlock(requestLock(r.id), sessionId);
         continue;
       }
       const handler = new NodeRequestHandler({
         store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
-        poolNodeCount: async () => poolNodeCount(await store.listNodes({ provider: provider.name, pool: pool.name }), provider.name, pool.name),
+        // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
+        poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
       }, fresh);
       batch.push(handler);
       busy = true;

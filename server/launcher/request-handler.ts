@@ -14,6 +14,7 @@ import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
 import { lockIfFree } from './local-lock.js';
+import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
 /** What a handler works with (from its pool worker). */
 export interface RequestHandlerDeps {
@@ -124,7 +125,7 @@ export class NodeRequestHandler {
         state: 'init', provider: provider.name, pool: pool.name, labels: [label], launcher: launcherId,
         allocatedTo: this.request.id, attributes: { ...pool.nodeAttributes }, ...this.driver.nodeMetadata(label),
       });
-      await store.tryLock(`node:${node.id}`, sessionId);
+      await store.tryLock(nodeLock(node.id), sessionId);
       const building = await store.updateNode(node.id, { state: 'building' }, { expectStates: ['init'] });
       this.slots[i] = node.id;
       this.log.info('launching node', { node: node.id, label });
@@ -138,14 +139,14 @@ export class NodeRequestHandler {
     for (const candidate of await this.deps.readyCandidates(label)) {
       if (this.slots.includes(candidate.id)) continue;
       // The snapshot is shared by the pass's handlers: mark what is taken or unusable.
-      if (!await lockIfFree(store, `node:${candidate.id}`, sessionId)) {
+      if (!await lockIfFree(store, nodeLock(candidate.id), sessionId)) {
         candidate.allocatedTo = 'locked';
         continue;
       }
       const fresh = await store.getNode(candidate.id);
       if (!fresh || fresh.state !== 'ready' || fresh.allocatedTo !== null || !await this.driver.checkReusableNode(fresh)) {
         candidate.allocatedTo = 'unusable';
-        await store.unlock(`node:${candidate.id}`, sessionId);
+        await store.unlock(nodeLock(candidate.id), sessionId);
         continue;
       }
       await store.updateNode(fresh.id, { allocatedTo: this.request.id }, { expectStates: ['ready'] });
@@ -162,12 +163,12 @@ export class NodeRequestHandler {
     const nodes = await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready', 'deleting'] });
     if (nodes.some((n) => n.state === 'deleting')) return;
     const oldest = nodes.filter((n) => n.allocatedTo === null).sort((a, b) => a.stateTime - b.stateTime)[0];
-    if (!oldest || !await lockIfFree(store, `node:${oldest.id}`, sessionId)) return;
+    if (!oldest || !await lockIfFree(store, nodeLock(oldest.id), sessionId)) return;
     try {
       await store.updateNode(oldest.id, { state: 'deleting', reason: 'freeing room for a request' }, { expectStates: ['ready'] });
       this.log.info('deleting the oldest unused node to free room', { node: oldest.id });
     } catch { /* taken meanwhile */ } finally {
-      await store.unlock(`node:${oldest.id}`, sessionId);
+      await store.unlock(nodeLock(oldest.id), sessionId);
     }
   }
 
@@ -190,7 +191,7 @@ export class NodeRequestHandler {
       if (node?.state === 'aborted') {
         aborted = true;
         this.slots[i] = null;
-        await store.unlock(`node:${id}`, this.deps.sessionId);
+        await store.unlock(nodeLock(id), this.deps.sessionId);
         continue;
       }
       if (node) failed.push(node);
@@ -244,13 +245,13 @@ export class NodeRequestHandler {
         }
         this.slots[i] = null;
       }
-      await store.unlock(`node:${id}`, sessionId);
+      await store.unlock(nodeLock(id), sessionId);
     }
   }
 
   private async finish(): Promise<void> {
     this.done = true;
     this.paused = false;
-    await this.deps.store.unlock(`request:${this.request.id}`, this.deps.sessionId);
+    await this.deps.store.unlock(requestLock(this.request.id), this.deps.sessionId);
   }
 }

@@ -7,11 +7,8 @@
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../../images/image-file.js';
 import { bool, int, list, num, object, oneOf, optional, record, required, scalarString, string } from '../../config/schema-kit.js';
-import { commonPoolFields, commonProviderFields } from '../common-config.js';
+import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import type { PoolInfo } from '../driver.js';
-
-/** How consumers connect to a node. */
-export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;
 
 /** Placeholders `hostname-format` may use. */
 export const HOSTNAME_FIELDS = ['label.name', 'provider.name', 'node.id', 'pool.name'] as const;
@@ -166,7 +163,12 @@ export function checkOpenStackReferences(c: OpenStackProviderConfig, _known: { l
 
 /** The provider's pools as the launcher sees them. */
 export function openstackPools(c: OpenStackProviderConfig): PoolInfo[] {
-  return c.pools.map((pl) => ({ name: pl.name, maxServers: pl.maxServers, labels: pl.labels.map((l) => l.name), nodeAttributes: pl.nodeAttributes }));
+  return c.pools.map(poolInfo);
+}
+
+/** What the launcher needs of one pool. */
+export function poolInfo(pl: OpenStackPoolConfig): PoolInfo {
+  return { name: pl.name, maxServers: pl.maxServers, labels: pl.labels.map((l) => l.name), nodeAttributes: pl.nodeAttributes };
 }
 
 /** Fills `hostname-format` (placeholders checked when the config was loaded). Pure. */

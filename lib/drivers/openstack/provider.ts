@@ -11,7 +11,7 @@ import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/m
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import type { ImageService } from '../image-service.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
-import { openstackPools } from './config.js';
+import { poolInfo } from './config.js';
 import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
 import { OpenStackHandler } from './handler.js';
 import { OpenStackImageService } from './image-service.js';
@@ -274,10 +274,9 @@ export class OpenStackProvider implements Provider {
   }
 
   getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler {
-    const info = openstackPools(this.config).find((p) => p.name === pool);
-    if (!info) throw new Error(`provider ${this.name} has no pool ${JSON.stringify(pool)}`);
-    return new OpenStackHandler(this, this.pool(pool), {
-      store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: info, request,
+    const pc = this.pool(pool);
+    return new OpenStackHandler(this, pc, {
+      store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: poolInfo(pc), request,
     });
   }
 }

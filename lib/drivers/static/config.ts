@@ -6,11 +6,7 @@
  */
 import { normalizeHostKey } from '../../ssh/host-keys.js';
 import { int, list, num, object, oneOf, optional, required, string, type Problems, type Schema } from '../../config/schema-kit.js';
-import { commonPoolFields, commonProviderFields, configEquals } from '../common-config.js';
-
-/** Connection types consumers may use; only `ssh` and `network_cli` hosts are key-scanned. */
-export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;
-export type ConnectionType = (typeof CONNECTION_TYPES)[number];
+import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 
 /** A string split on whitespace, or a list of strings: `labels: "a b"` = `labels: [a, b]`. */
 function wordsOrList(what: string): Schema<string[]> {
@@ -132,9 +128,4 @@ export interface StaticHost {
 /** Every configured host of the provider, in config order. */
 export function staticHosts(config: StaticProviderConfig): StaticHost[] {
   return config.pools.flatMap((pl) => pl.nodes.map((node) => ({ id: hostId(node), pool: pl.name, attributes: pl.nodeAttributes, node })));
-}
-
-/** Value equality: the launcher recreates the provider only when this is false. */
-export function staticConfigEquals(a: StaticProviderConfig, b: StaticProviderConfig): boolean {
-  return configEquals(a, b);
 }

@@ -37,8 +37,7 @@ export class StaticRequestHandler implements RequestHandler {
   async checkReusableNode(node: NodeRecord): Promise<boolean> {
     const host = this.provider.hostOf(node);
     if (!host) return false;
-    const address = node.interfaceIp ?? host.node.name;
-    const probe = await this.provider.hostAnswers(host, address, node.connectionPort);
+    const probe = await this.provider.hostAnswers(host);
     if (probe.ok) return true;
     const reason = `${host.id}: liveness check failed: ${probe.reason}`;
     const deregistered = await this.provider.deregisterOne(node, reason);

@@ -17,6 +17,7 @@ import { StaticRequestHandler } from './handler.js';
 import { HostScanner } from './host-scanner.js';
 import { acceptScan, planRegistration, recordHostId, registrationFields, type RegistrationAction } from './registration-plan.js';
 import { SyncGate } from './sync-gate.js';
+import { nodeLock } from '../../store/lock-names.js';
 
 /** Tunables of {@link StaticProvider} (tests and benchmarks; the defaults suit production). */
 export interface StaticProviderOptions {
@@ -106,7 +107,7 @@ export class StaticProvider implements Provider {
   /** Registers one fresh READY record for the deleted node's host while it has a free slot. */
   nodeDeleted(node: NodeRecord): Promise<void> {
     return this.track(async () => {
-      const host = node.provider === this.name ? this.hostsById.get(recordHostId(node)) : undefined;
+      const host = node.provider === this.name ? this.hostOf(node) : undefined;
       if (!host) return;
       const scan = await this.scanner.recheck(host, this.keyReuseMs);
       const accepted = acceptScan(host, scan);
@@ -132,21 +133,22 @@ export class StaticProvider implements Provider {
     return new StaticRequestHandler(this, pool, request, this.log);
   }
 
-  /** The configured host a node record belongs to. */
   /**
-   * Whether a host answers a TCP connect now. Concurrent checks of one host share one connect
+   * Whether a host answers a TCP connect now (its configured name and connection port, which
+   * its records carry as interface ip and port). Concurrent checks of one host share one connect
    * (each connect costs sshd a fork and exec). No answer is remembered: a host that stopped
    * is never handed out on an old answer.
    */
-  hostAnswers(host: StaticHost, address: string, port: number): ReturnType<typeof tcpProbe> {
+  hostAnswers(host: StaticHost): ReturnType<typeof tcpProbe> {
     let probe = this.probing.get(host.id);
     if (!probe) {
-      probe = tcpProbe(address, port, host.node.timeout * 1000).finally(() => this.probing.delete(host.id));
+      probe = tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000).finally(() => this.probing.delete(host.id));
       this.probing.set(host.id, probe);
     }
     return probe;
   }
 
+  /** The configured host a node record belongs to. */
   hostOf(node: Pick<NodeRecord, 'hostname' | 'connectionPort'>): StaticHost | undefined {
     return this.hostsById.get(recordHostId(node));
   }
@@ -249,7 +251,7 @@ export class StaticProvider implements Provider {
   /** Runs `fn` on the re-read record while holding its lock, if it is still ready and unallocated. */
   private async withNodeLock(id: string, fn: (r: NodeRecord) => Promise<void>): Promise<boolean> {
     const { store, sessionId } = this.ctx;
-    const resource = `node:${id}`;
+    const resource = nodeLock(id);
     // tryLock is re-entrant per session: a lock this process already holds (a pool worker
     // allocating the node) would be "taken" and then released by us, so it counts as busy.
     if (!(await store.tryLock(resource, sessionId, { exclusive: true }))) return false;

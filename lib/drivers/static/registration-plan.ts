@@ -12,7 +12,7 @@ import net from 'node:net';
 import type { NewNode, NodePatch, NodeRecord } from '../../store/models.js';
 import { hostKeyMismatch } from '../../ssh/host-keys.js';
 import { fingerprint } from '../common-config.js';
-import type { StaticHost } from './config.js';
+import { hostId, type StaticHost } from './config.js';
 
 /** What scanning a host gave: its SSH host keys (none for winrm), or why it failed. */
 export type ScanOutcome = { ok: true; keys: string[] } | { ok: false; reason: string };
@@ -48,7 +48,7 @@ export interface PlanInput {
 
 /** The host identity of a node record (`hostname:connectionPort`), as {@link StaticHost.id}. */
 export function recordHostId(r: Pick<NodeRecord, 'hostname' | 'connectionPort'>): string {
-  return `${r.hostname ?? ''}:${r.connectionPort}`;
+  return hostId({ name: r.hostname ?? '', connectionPort: r.connectionPort });
 }
 
 /** The launcher id static registrations carry. */

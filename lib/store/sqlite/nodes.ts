@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
+import { nodeLock } from '../lock-names.js';
 import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
@@ -32,8 +33,6 @@ export function formatNodeId(sequence: number): string {
   return String(sequence).padStart(10, '0');
 }
 
-/** Lock resource name of a node. */
-export const nodeLockResource = (id: string): string => `node:${id}`;
 
 const FIELDS = Object.keys(NODE_COLUMNS) as Array<keyof NodeFields>;
 
@@ -154,7 +153,7 @@ export class SqliteNodes {
   }
 
   private deleteNow(id: string): boolean {
-    this.deleteLockStmt.run(nodeLockResource(id));
+    this.deleteLockStmt.run(nodeLock(id));
     return this.deleteStmt.run(id).changes > 0;
   }
 

@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
 import type { ExpectState } from '../store.js';
+import { requestLock } from '../lock-names.js';
 import {
   checkRequestState, checkStringList, placeholders, requestFromRow, toJson, type NodeRequestRow,
 } from './rows.js';
@@ -30,11 +31,6 @@ export function formatRequestId(priority: number, sequence: number): string {
   return `${String(priority).padStart(3, '0')}-${String(sequence).padStart(10, '0')}`;
 }
 
-/** Prefix of the lock resource names of node requests. */
-export const REQUEST_LOCK_PREFIX = 'request:';
-
-/** Lock resource name of a node request. */
-export const requestLockResource = (id: string): string => `${REQUEST_LOCK_PREFIX}${id}`;
 
 /** Node requests in a SQLite database. */
 export class SqliteRequests {
@@ -140,7 +136,7 @@ export class SqliteRequests {
   }
 
   private deleteNow(id: string): boolean {
-    this.deleteLockStmt.run(requestLockResource(id));
+    this.deleteLockStmt.run(requestLock(id));
     return this.deleteStmt.run(id).changes > 0;
   }
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import type { LauncherRecord, SessionRecord } from '../models.js';
-import { REQUEST_LOCK_PREFIX } from './requests.js';
+import { REQUEST_LOCK_PREFIX } from '../lock-names.js';
 import {
   checkStringList, launcherFromRow, sessionFromRow, toJson, type LauncherRow, type SessionRow,
 } from './rows.js';

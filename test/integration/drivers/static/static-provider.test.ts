@@ -5,7 +5,8 @@
  */
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { staticConfigEquals, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
+import { configEquals } from '../../../../lib/drivers/common-config.js';
+import type { StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import { StaticProvider } from '../../../../lib/drivers/static/provider.js';
 import type { Provider } from '../../../../lib/drivers/driver.js';
@@ -146,7 +147,7 @@ describe('static provider', () => {
     const old = await provider([{ name: s.host, port: s.port, maxParallelJobs: 1 }]);
     assert.equal((await nodes(['ready'])).length, 1);
     const three = await provider([{ name: s.host, port: s.port, maxParallelJobs: 3 }]);
-    assert.equal(staticConfigEquals(old.config, three.config), false, 'the launcher sees a changed config');
+    assert.equal(configEquals(old.config, three.config), false, 'the launcher sees a changed config');
     await old.p.stop();
     assert.equal((await nodes(['ready'])).length, 3);
     await three.p.stop();

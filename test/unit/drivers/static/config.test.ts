@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../../lib/config/load.js';
 import { ConfigError } from '../../../../lib/errors.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
-import { staticConfigEquals, staticHosts, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
+import { configEquals } from '../../../../lib/drivers/common-config.js';
+import { staticHosts, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIALxfbX9TwoknOH3jri1F6wjGMKQSpsD6S1WXU/kTBfV';
 
@@ -83,8 +84,8 @@ describe('static driver config', () => {
   it('compares configs by value and lists hosts with their pool', () => {
     const text = ['- name: lab', '  driver: static', '  pools: [{name: main, node-attributes: {rack: r1}, nodes: [{name: h1, labels: small, max-parallel-jobs: 2}]}]'];
     const a = load(text);
-    assert.ok(staticConfigEquals(a, load(text)));
-    assert.ok(!staticConfigEquals(a, load(text.map((l) => l.replace('max-parallel-jobs: 2', 'max-parallel-jobs: 3')))));
+    assert.ok(configEquals(a, load(text)));
+    assert.ok(!configEquals(a, load(text.map((l) => l.replace('max-parallel-jobs: 2', 'max-parallel-jobs: 3')))));
     const hosts = staticHosts(a);
     assert.deepEqual(hosts.map((h) => [h.id, h.pool, h.attributes]), [['h1:22', 'main', { rack: 'r1' }]]);
   });

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../../../lib/store/models.js';
 import {
   declineReason, deleterVerdict, expiredHeldNodes, expiredReadyNodes, launcherId, MIN_READY_REQUESTOR, minReadyNeeds,
-  poolNodeCount, stateAfterDecline, yieldsToPreferredProvider,
+  stateAfterDecline, yieldsToPreferredProvider,
 } from '../../../../server/launcher/decisions.js';
 
 const T0 = 1_700_000_000_000;
@@ -93,8 +93,4 @@ describe('launcher decisions', () => {
     assert.deepEqual([...needs], [['small', 2]]);
   });
 
-  it('counts every node of the pool against max-servers', () => {
-    const nodes = [node({ id: '1' }), node({ id: '2', state: 'deleting' }), node({ id: '3', pool: 'other' }), node({ id: '4', provider: 'x' })];
-    assert.equal(poolNodeCount(nodes, 'cloud', 'main'), 2);
-  });
 });
