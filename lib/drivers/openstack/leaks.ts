@@ -21,13 +21,22 @@ export interface LeakedServer {
   labels: string[];
 }
 
-/** The provider's servers that no record covers. */
-export function findLeakedServers(servers: readonly ServerTags[], provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): LeakedServer[] {
+/**
+ * Whether a node record covers a server: the server is this provider's and its
+ * `nodepool_node_id` has a record, or a record carries its id as `externalId` (a leak the
+ * cleanup already took over as a `deleting` record). Leak detection and quota use the same rule.
+ */
+export function recordCoverage(provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): (s: Pick<ServerTags, 'id' | 'metadata'>) => boolean {
   const ids = new Set(nodes.map((n) => n.id));
   const externalIds = new Set(nodes.flatMap((n) => (n.externalId ? [n.externalId] : [])));
+  return (s) => s.metadata.nodepool_provider_name === provider && (ids.has(s.metadata.nodepool_node_id ?? '') || externalIds.has(s.id));
+}
+
+/** The provider's servers that no record covers. */
+export function findLeakedServers(servers: readonly ServerTags[], provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): LeakedServer[] {
+  const covered = recordCoverage(provider, nodes);
   return servers
-    .filter((s) => s.metadata.nodepool_provider_name === provider)
-    .filter((s) => !ids.has(s.metadata.nodepool_node_id ?? '') && !externalIds.has(s.id))
+    .filter((s) => s.metadata.nodepool_provider_name === provider && !covered(s))
     .map((s) => ({
       externalId: s.id,
       name: s.name,

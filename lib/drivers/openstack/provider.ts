@@ -153,7 +153,8 @@ export class OpenStackProvider implements Provider {
       if (!id) {
         id = this.nova().then((nova) => nova.networkId(n));
         this.networks.set(n, id);
-        id.catch(() => this.networks.delete(n));
+        const mine = id;
+        id.catch(() => { if (this.networks.get(n) === mine) this.networks.delete(n); });
       }
       return id;
     }));
@@ -226,8 +227,8 @@ export class OpenStackProvider implements Provider {
     const nova = await this.nova();
     const [limits, servers] = await Promise.all([nova.getLimits(), nova.listServers()]);
     const nodes = await this.ctx.store.listNodes({ provider: this.name });
-    const usage = servers.map((s) => ({ metadata: s.metadata, resources: s.flavor ? flavorResources(s.flavor) : null }));
-    return { limits: cloudLimits(limits), unmanaged: unmanagedUsage(usage, this.name, new Set(nodes.map((n) => n.id))) };
+    const usage = servers.map((s) => ({ id: s.id, metadata: s.metadata, resources: s.flavor ? flavorResources(s.flavor) : null }));
+    return { limits: cloudLimits(limits), unmanaged: unmanagedUsage(usage, this.name, nodes) };
   }
 
   async listNodes(): Promise<ExternalNode[]> {

@@ -3,7 +3,8 @@
  * "unlimited". The handler adds up what nodes and servers use and asks whether a new
  * demand fits under a limit (Nodepool's QuotaInformation).
  */
-import type { NodeResources } from '../../store/models.js';
+import type { NodeRecord, NodeResources } from '../../store/models.js';
+import { recordCoverage } from './leaks.js';
 
 /** No resources. */
 export const ZERO: Readonly<NodeResources> = Object.freeze({ cores: 0, ram: 0, instances: 0 });
@@ -56,17 +57,20 @@ export function cloudLimits(l: ComputeLimits): NodeResources {
 
 /** A server as quota accounting sees it. */
 export interface ServerUsage {
+  id: string;
   metadata: Readonly<Record<string, string>>;
   /** From the server's embedded flavor; null when unknown (counted as one instance). */
   resources: NodeResources | null;
 }
 
 /**
- * What servers nodepool does not account for use: servers of other providers or of
- * none, and ours whose `nodepool_node_id` has no record (leaked; the cleanup removes them).
+ * What servers nodepool does not account for use: servers of other providers or of none,
+ * and ours that no node record covers (leaked, see {@link recordCoverage}; the cleanup removes
+ * them). A server a record covers is counted through that record, never twice.
  */
-export function unmanagedUsage(servers: readonly ServerUsage[], provider: string, knownNodeIds: ReadonlySet<string>): NodeResources {
+export function unmanagedUsage(servers: readonly ServerUsage[], provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): NodeResources {
+  const covered = recordCoverage(provider, nodes);
   return sum(servers
-    .filter((s) => s.metadata.nodepool_provider_name !== provider || !knownNodeIds.has(s.metadata.nodepool_node_id ?? ''))
+    .filter((s) => !covered(s))
     .map((s) => s.resources ?? { ...ZERO, instances: 1 }));
 }

@@ -31,11 +31,17 @@ describe('quota arithmetic', () => {
 
   it('counts foreign and leaked servers as unmanaged, ours with a record not', () => {
     const servers: ServerUsage[] = [
-      { metadata: { nodepool_provider_name: 'p1', nodepool_node_id: '0000000001' }, resources: r(1, 512, 1) },
-      { metadata: { nodepool_provider_name: 'p1', nodepool_node_id: '0000000002' }, resources: r(2, 2048, 1) },
-      { metadata: { nodepool_provider_name: 'other', nodepool_node_id: '0000000001' }, resources: r(4, 4096, 1) },
-      { metadata: {}, resources: null },
+      { id: 's1', metadata: { nodepool_provider_name: 'p1', nodepool_node_id: '0000000001' }, resources: r(1, 512, 1) },
+      { id: 's2', metadata: { nodepool_provider_name: 'p1', nodepool_node_id: '0000000002' }, resources: r(2, 2048, 1) },
+      { id: 's3', metadata: { nodepool_provider_name: 'other', nodepool_node_id: '0000000001' }, resources: r(4, 4096, 1) },
+      { id: 's4', metadata: {}, resources: null },
     ];
-    assert.deepEqual(unmanagedUsage(servers, 'p1', new Set(['0000000001'])), r(6, 6144, 3));
+    assert.deepEqual(unmanagedUsage(servers, 'p1', [{ id: '0000000001', externalId: 's1' }]), r(6, 6144, 3));
+  });
+
+  it('does not count a leaked server twice once the cleanup took it over as a deleting record', () => {
+    // The cleanup's record has a new id but carries the server's id; the handler counts that record.
+    const servers: ServerUsage[] = [{ id: 's2', metadata: { nodepool_provider_name: 'p1', nodepool_node_id: '0000000002' }, resources: r(2, 2048, 1) }];
+    assert.deepEqual(unmanagedUsage(servers, 'p1', [{ id: '0000000007', externalId: 's2' }]), ZERO);
   });
 });
