@@ -20,7 +20,11 @@ export function parseConfig(text: string, file: string): Config {
     const where = e.mark ? `line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
     throw new ConfigError(file, [{ path: where, message: `invalid YAML: ${e.reason ?? (err as Error).message}` }], { cause: err });
   }
-  if (doc === undefined || doc === null) doc = {};
+  if (doc === undefined || doc === null) {
+    // A truncated or half-written file reads as an empty document; taken as "no providers, no
+    // diskimages" a live reload would delete every image, so it is never a valid config.
+    throw new ConfigError(file, [{ path: '', message: 'the document is empty (a truncated or half-written file?); a config needs at least one key' }]);
+  }
   const problems = new Problems();
   const parsed = nodepoolSchema.parse(doc, '', problems);
   if (parsed) checkReferences(parsed, problems);

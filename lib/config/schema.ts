@@ -75,6 +75,11 @@ const imageLifecycle = object({
   'build-timeout-grace': optional(int({ min: 0 }), 300),
   /** Seconds between scans of the clouds for uploads no record knows (0 disables). */
   'leak-check-interval': optional(int({ min: 0 }), 300),
+  /**
+   * How long builds and uploads of a diskimage or provider that left the config are kept
+   * before they are deleted, so a truncated or mistaken file that is put right cancels it.
+   */
+  'config-removal-grace': optional(int({ min: 0 }), 600),
 });
 
 /** Tunables of the launcher (seconds). */

@@ -28,6 +28,12 @@ export interface PlannerSnapshot {
    * a gearmand restart does not lose its images.
    */
   absentSince: ReadonlyMap<string, number>;
+  /**
+   * {@link removalKey} → since when (epoch ms) what it names has been missing from the
+   * config while records of it remain: the previous plan's `removals`. Its records are
+   * deleted only after `image-lifecycle.config-removal-grace`.
+   */
+  removedSince: ReadonlyMap<string, number>;
   /** Record ids that have a Gearman job or cloud call in flight in this server. */
   inFlight: {
     builds: ReadonlySet<string>;
@@ -106,7 +112,15 @@ export interface Plan {
   actions: Action[];
   diskimages: DiskimageStatus[];
   targets: UploadTargetStatus[];
+  /** Config removals with records left, and since when: the next snapshot's `removedSince`. */
+  removals: Map<string, number>;
 }
+
+/** Keys of config removals: a diskimage gone from the config, or a provider that no longer lists a diskimage. */
+export const removalKey = {
+  diskimage: (name: string): string => `diskimage ${name}`,
+  target: (diskimage: string, provider: string): string => `diskimage ${diskimage} on provider ${provider}`,
+};
 
 /** Key under which the server publishes the latest plan's status in the store. */
 export const LIFECYCLE_STATUS_KEY = 'image-lifecycle';

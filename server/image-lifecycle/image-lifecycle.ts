@@ -47,6 +47,8 @@ type State = 'new' | 'running' | 'stopping' | 'stopped';
 export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   private readonly dispatcher: ImageDispatcher;
   private readonly absentSince = new Map<string, number>();
+  /** The last plan's config removals (key → since when), the next snapshot's `removedSince`. */
+  private removedSince = new Map<string, number>();
   private readonly log: Logger;
   private readonly clock: () => number;
   private state: State = 'new';
@@ -98,9 +100,10 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     this.trackAbsence(builds, registered, now);
     const snapshot: PlannerSnapshot = {
       now, config, builds, uploads, buildRequests, pauses, registered,
-      absentSince: this.absentSince, inFlight: this.dispatcher.inFlight(),
+      absentSince: this.absentSince, removedSince: this.removedSince, inFlight: this.dispatcher.inFlight(),
     };
     const result = plan(snapshot);
+    this.logRemovals(result.removals, config, now);
     if (result.actions.length) this.log.debug('plan', { actions: result.actions });
     await this.dispatcher.execute(result.actions, registered);
     const status: LifecycleStatus = { diskimages: result.diskimages, targets: result.targets };
@@ -136,6 +139,20 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
       if (this.state !== 'running') break;
       await sleep(delay, this.wake.signal).catch(() => undefined);
     }
+  }
+
+  /** Logs config removals when first seen (pending) and when they end before their grace is over. */
+  private logRemovals(removals: Map<string, number>, config: Config, now: number): void {
+    const graceS = config.imageLifecycle.configRemovalGrace;
+    for (const [what, since] of removals) {
+      if (!this.removedSince.has(what)) {
+        this.log.warn('left the config: its images are deleted after the grace period unless it comes back', { what, graceS, deleteAfter: new Date(since + graceS * 1000).toISOString() });
+      }
+    }
+    for (const [what, since] of this.removedSince) {
+      if (!removals.has(what) && now - since < graceS * 1000) this.log.info('config removal no longer pending (back in the config, or no records of it left)', { what });
+    }
+    this.removedSince = removals;
   }
 
   /** Keeps, per ready or lost build, since when its upload function has been unregistered. */

@@ -113,6 +113,8 @@ export class PlanView {
   /** Every upload, ascending by upload id. */
   readonly uploads: WorkingUpload[];
   readonly actions: Action[] = [];
+  /** Config removals this pass met, and since when (the plan's `removals`). */
+  readonly removals = new Map<string, number>();
   /** Every image-provider pair with uploads, a target or a pause, in creation order. */
   readonly pairList: UploadPair[] = [];
   /** diskimage → provider → pair. */
@@ -124,6 +126,16 @@ export class PlanView {
   private clientIdSet: Set<string> | undefined;
   /** Per diskimage: image format → one provider listing it with that format, narrowed to that entry. */
   private readonly listedBy = new Map<string, Map<string, ProviderConfig>>();
+
+  /**
+   * Whether what `key` names ({@link removalKey}) has been missing from the config for the
+   * grace period; notes it as missing since the earlier pass that saw it so, or now.
+   */
+  removalDue(key: string): boolean {
+    const since = this.removals.get(key) ?? this.snapshot.removedSince.get(key) ?? this.now;
+    this.removals.set(key, since);
+    return this.now - since >= this.lifecycle.configRemovalGrace * 1000;
+  }
 
   constructor(snapshot: PlannerSnapshot) {
     this.snapshot = snapshot;

@@ -2,8 +2,10 @@
  * Planner rule 5: deletion and retention. Per image-provider the two newest ready uploads
  * are kept, per diskimage the two newest ready builds; everything else goes, uploads first
  * (a build is deleted only once the snapshot holds none of its uploads). Nothing in progress
- * is deleted, and nothing whose delete is already in flight is asked for again.
+ * is deleted, and nothing whose delete is already in flight is asked for again. Records of a
+ * diskimage or image-provider that left the config wait `config-removal-grace` first.
  */
+import { removalKey } from './actions.js';
 import type { PlanView, UploadPair, WorkingBuild, WorkingUpload } from './plan-view.js';
 
 /** Ready builds kept per diskimage, and ready uploads kept per image-provider. */
@@ -14,7 +16,11 @@ function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
   const retired = new Map<WorkingBuild, string>();
   for (const [name, builds] of view.buildsByDiskimage) {
     if (!view.diskimages.has(name)) {
-      for (const b of builds) if (b.state !== 'building') retired.set(b, 'diskimage no longer configured');
+      const due = view.removalDue(removalKey.diskimage(name));
+      for (const b of builds) {
+        if (due && b.state !== 'building') retired.set(b, 'diskimage no longer configured');
+        else if (b.state === 'deleting') retired.set(b, 'resuming deletion');
+      }
       continue;
     }
     let ready = 0;
@@ -56,7 +62,9 @@ function uploadDeleteReason(view: PlanView, u: WorkingUpload, retired: Map<Worki
   const newestReady = u.pair.newestReady;
   if (u.state === 'deleting') return 'resuming deletion';
   if (!u.pair.target) {
-    return view.diskimages.has(diskimage) ? `provider ${provider} no longer lists ${diskimage}` : 'diskimage no longer configured';
+    const listed = view.diskimages.has(diskimage);
+    if (!view.removalDue(listed ? removalKey.target(diskimage, provider) : removalKey.diskimage(diskimage))) return null;
+    return listed ? `provider ${provider} no longer lists ${diskimage}` : 'diskimage no longer configured';
   }
   if (u.build?.state === 'deleting') return 'build is being deleted';
   if (u.kept) return null;

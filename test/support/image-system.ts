@@ -160,6 +160,24 @@ export class ImageSystem {
     this.serverProcess = undefined;
   }
 
+  /** Resolves after the in-process server's image lifecycle has completed `n` more passes (bounded). */
+  passes(n: number, timeoutMs = 30_000): Promise<void> {
+    const lifecycle = this.server?.lifecycle;
+    if (!lifecycle) return Promise.reject(new Error('no in-process server with an image lifecycle'));
+    return new Promise((resolve, reject) => {
+      let left = n;
+      const done = (err?: Error): void => {
+        clearTimeout(timer);
+        lifecycle.off('pass:complete', onPass);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onPass = (): void => { if (--left === 0) done(); };
+      const timer = setTimeout(() => done(new Error(`${n} image-lifecycle passes did not complete within ${timeoutMs} ms`)), timeoutMs);
+      lifecycle.on('pass:complete', onPass);
+    });
+  }
+
   /** Waits for a build matching `pred` (bounded). */
   waitForBuild(what: string, pred: (b: BuildRecord, all: BuildRecord[]) => boolean, timeoutMs = 60_000): Promise<BuildRecord> {
     return waitFor(async () => {

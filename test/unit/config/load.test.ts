@@ -102,6 +102,12 @@ describe('config loader', () => {
     assert.equal(lines[2], 'nodepool.yaml: providers[0].driver: unknown driver "aws" (provider p9): expected one of openstack, static');
   });
 
+  it('refuses an empty, blank or null document (a truncated file must not read as "no providers")', () => {
+    for (const text of ['', '\n', '# only a comment\n', '---\n', 'null\n', '~\n']) {
+      assert.deepEqual(problemsOf(text), ['nodepool.yaml: the document is empty (a truncated or half-written file?); a config needs at least one key'], JSON.stringify(text));
+    }
+  });
+
   it('reports invalid YAML with its position and an unreadable file with its name', () => {
     assert.deepEqual(problemsOf('labels: [a\n  b: c'), [problemsOf('labels: [a\n  b: c')[0]]);
     assert.match(problemsOf('labels: [a\n  b: c')[0] ?? '', /^nodepool\.yaml: line \d+, column \d+: invalid YAML: /);

@@ -25,17 +25,20 @@ export const B1 = 'h1:B1';
 interface ConfigOptions {
   diskimages?: object[];
   providers?: object[];
+  /** `image-lifecycle` keys laid over the defaults. */
+  lifecycle?: Record<string, number>;
 }
 
 /**
  * A loaded config. Default: diskimage `a` (rebuild-age 1 day, build-timeout 3600 s) listed by
- * the openstack provider `p1`; interval 10 s, retry-delay 60 s, max 3600 s, grace 300 s.
+ * the openstack provider `p1`; interval 10 s, retry-delay 60 s, max 3600 s, grace 300 s,
+ * config-removal-grace 600 s (the default).
  */
 export function config(o: ConfigOptions = {}): Config {
   return parseConfig(JSON.stringify({
     diskimages: o.diskimages ?? [{ name: 'a', 'rebuild-age': 86400, 'build-timeout': 3600 }],
     providers: o.providers ?? [{ name: 'p1', cloud: 'c', diskimages: [{ name: 'a' }] }],
-    'image-lifecycle': { interval: 10, 'retry-delay': 60, 'max-retry-delay': 3600, 'build-timeout-grace': 300 },
+    'image-lifecycle': { interval: 10, 'retry-delay': 60, 'max-retry-delay': 3600, 'build-timeout-grace': 300, ...o.lifecycle },
   }), 'nodepool.yaml');
 }
 const DEFAULT_CONFIG = config();
@@ -76,6 +79,8 @@ export interface Situation {
   gearman?: Record<string, string[]> | null;
   /** Build id → seconds ago since its image-upload has been unregistered. */
   absent?: Record<string, number>;
+  /** Config removal key → seconds ago since it has been missing (the previous plan's removals). */
+  removed?: Record<string, number>;
   inFlight?: { builds?: string[]; uploads?: string[]; buildDeletes?: string[]; uploadDeletes?: string[] };
 }
 
@@ -100,6 +105,7 @@ export function snapshot(s: Situation): PlannerSnapshot {
     pauses: (s.pauses ?? []).map((p) => Object.freeze({ ...p })),
     registered,
     absentSince: new Map(Object.entries(s.absent ?? {}).map(([id, sec]) => [id, ago(sec)])),
+    removedSince: new Map(Object.entries(s.removed ?? {}).map(([key, sec]) => [key, ago(sec)])),
     inFlight: {
       builds: new Set(inFlight.builds), uploads: new Set(inFlight.uploads),
       buildDeletes: new Set(inFlight.buildDeletes), uploadDeletes: new Set(inFlight.uploadDeletes),

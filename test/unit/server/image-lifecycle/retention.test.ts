@@ -1,4 +1,6 @@
-import { ago, bid, build, config, table, uid, upload } from './planner-fixtures.js';
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ago, bid, build, config, NOW, planRow, table, uid, upload } from './planner-fixtures.js';
 
 const A1 = bid('a', 1);
 const A2 = bid('a', 2);
@@ -39,13 +41,21 @@ table('rule 5: deletion and retention', [
     actions: [],
   },
   {
-    name: 'deletes uploads to a provider that no longer lists the diskimage',
+    name: 'deletes uploads to a provider that no longer lists the diskimage once the grace period is over',
     config: twoProviders([]), builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p2')],
+    removed: { 'diskimage a on provider p2': 600 },
     actions: [deleteUpload(2, 'provider p2 no longer lists a')],
   },
   {
-    name: 'deletes uploads to a provider gone from the config',
+    name: 'keeps uploads to a provider that no longer lists the diskimage during the grace period',
+    config: twoProviders([]), builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p2')],
+    removed: { 'diskimage a on provider p2': 599 },
+    actions: [],
+  },
+  {
+    name: 'deletes uploads to a provider gone from the config once the grace period is over',
     builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p9', 'failed')],
+    removed: { 'diskimage a on provider p9': 601 },
     actions: [deleteUpload(2, 'provider p9 no longer lists a')],
   },
   {
@@ -100,9 +110,17 @@ table('rule 5: deletion and retention', [
     actions: [], diskimage: { failures: 1 },
   },
   {
-    name: 'deletes the builds and uploads of a diskimage no longer configured, uploads first',
+    name: 'keeps the builds and uploads of a diskimage gone from the config during the grace period, but resumes a deletion',
     builds: [build('a', 1), build('gone', 1), build('gone', 2, 'failed'), build('gone', 3, 'deleting')],
     uploads: [upload(1, 'a', 1), upload(2, 'gone', 1)],
+    removed: { 'diskimage gone': 10 },
+    actions: [deleteBuild(bid('gone', 3), 'resuming deletion')],
+  },
+  {
+    name: 'deletes the builds and uploads of a diskimage no longer configured after the grace period, uploads first',
+    builds: [build('a', 1), build('gone', 1), build('gone', 2, 'failed'), build('gone', 3, 'deleting')],
+    uploads: [upload(1, 'a', 1), upload(2, 'gone', 1)],
+    removed: { 'diskimage gone': 600 },
     actions: [
       deleteUpload(2, 'diskimage no longer configured'),
       deleteBuild(bid('gone', 2), 'diskimage no longer configured'),
@@ -126,3 +144,22 @@ table('rule 5: deletion and retention', [
     actions: [deleteUpload(1, `build ${A1} no longer exists`)],
   },
 ]);
+
+describe('config removal grace', () => {
+  it('notes a removal when first seen, keeps its start across passes and forgets what came back', () => {
+    const uploads = [upload(1, 'a', 1), upload(2, 'gone', 1)];
+    const first = planRow({ builds: [build('a', 1), build('gone', 1)], uploads });
+    assert.deepEqual(first.actions, []);
+    assert.deepEqual([...first.removals], [['diskimage gone', NOW]]);
+    const later = planRow({ builds: [build('a', 1), build('gone', 1)], uploads, removed: { 'diskimage gone': 300 } });
+    assert.deepEqual([...later.removals], [['diskimage gone', ago(300)]]);
+    const back = planRow({ builds: [build('a', 1)], uploads: [upload(1, 'a', 1)], removed: { 'diskimage gone': 300 } });
+    assert.deepEqual([...back.removals], []);
+  });
+
+  it('deletes at once with config-removal-grace 0', () => {
+    const p = planRow({ config: config({ lifecycle: { 'config-removal-grace': 0 } }), builds: [build('a', 1), build('gone', 1)], uploads: [upload(1, 'a', 1)] });
+    assert.deepEqual(p.actions, [deleteBuild(bid('gone', 1), 'diskimage no longer configured')]);
+  });
+});
+
