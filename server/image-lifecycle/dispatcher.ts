@@ -54,7 +54,10 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   private readonly uploads = new Map<string, symbol>();
   private readonly buildDeletes = new Set<string>();
   private readonly uploadDeletes = new Set<string>();
+  /** Store writes and cloud deletes: a stop waits for them. */
   private readonly background = new Set<Promise<unknown>>();
+  /** Followers of Gearman jobs, which end with the job (up to build-timeout): a stop does not wait. */
+  private readonly jobs = new Set<Promise<unknown>>();
   private stopped = false;
   private readonly log: Logger;
 
@@ -88,7 +91,8 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
 
   /**
    * Stops acting on results: jobs still running keep their records in building/uploading,
-   * and the next server resumes them with the same unique. Waits for store writes in progress.
+   * and the next server resumes them with the same unique. Waits for store writes and cloud
+   * deletes in progress, not for the Gearman jobs (their results are ignored from now on).
    */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -97,15 +101,16 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     await Promise.allSettled([...this.background]);
   }
 
-  /** Resolves when every background job and delete has settled (tests, shutdown). */
+  /** Resolves when every background job and delete has settled (tests). */
   async settled(): Promise<void> {
-    while (this.background.size) await Promise.allSettled([...this.background]);
+    while (this.background.size || this.jobs.size) await Promise.allSettled([...this.background, ...this.jobs]);
   }
 
-  private track(p: Promise<unknown>): void {
+  /** Keeps `p` in `set` until it settles; `set` is {@link background} unless it follows a Gearman job. */
+  private track(p: Promise<unknown>, set = this.background): void {
     const tracked = p.catch((err: unknown) => this.log.error('background image work failed', { error: coerceError(err).message }))
-      .finally(() => this.background.delete(tracked));
-    this.background.add(tracked);
+      .finally(() => set.delete(tracked));
+    set.add(tracked);
   }
 
   private async run(action: Action, registered: Registered): Promise<void> {
@@ -260,7 +265,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         else this.log.warn('image-delete did not complete; the next pass retries', { buildId, reason: failureReason(result) });
       },
       (err: Error) => this.log.warn('image-delete job lost; the next pass retries', { buildId, error: err.message }),
-    ).finally(() => this.buildDeletes.delete(buildId)));
+    ).finally(() => this.buildDeletes.delete(buildId)), this.jobs);
   }
 
   // ------------------------------------------------------------------ uploads
@@ -376,7 +381,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         }
         return h.onRefused(`gearmand refused the job: ${err.message}`);
       },
-    ));
+    ), this.jobs);
   }
 
   /** A state change that lost a race (the record changed meanwhile) is logged, not thrown. */

@@ -54,6 +54,27 @@ describe('restart safety: server killed, gearmand killed', () => {
     assert.equal(dibRuns, 1, 'the resubmission attached to the running build');
   });
 
+  it('a server stopped with SIGTERM mid-build exits within 5 s; the next server sees the same build to ready with one DIB run', async () => {
+    sys = await ImageSystem.start({ diskimages: [fakeDiskimage('deb', { formats: ['qcow2'] }, { FAKE_DIB_DELAY: '1.5' })], providers });
+    const a = await sys.addBuilder('a');
+    let dibRuns = 0;
+    a.inProcess!.on('build:complete', () => { dibRuns += 1; });
+    const server = sys.startServerProcess();
+    const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 60_000);
+    const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    const t0 = Date.now();
+    server.child.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 5000).unref())]);
+    assert.equal(code, 0, `SIGTERM ended the server with exit code 0 within 5 s (got ${code} after ${Date.now() - t0} ms)`);
+    assert.equal((await sys.store.getBuild(building.id))?.state, 'building', 'the build is left to the next server');
+    sys.startServerProcess();
+    const ready = await sys.waitForBuild('the same build ready', (b) => b.id === building.id && b.state === 'ready', 60_000);
+    assert.equal(ready.builderHostname, 'builder-a');
+    await assertSettled(sys);
+    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [building.id]);
+    assert.equal(dibRuns, 1, 'the resubmission attached to the running build');
+  });
+
   it('a server killed -9 mid-upload resumes the upload; no duplicate upload, nothing leaked in Glance', async () => {
     sys = await ImageSystem.start(bigRaw);
     await sys.addBuilder('a');
