@@ -45,7 +45,7 @@ async function lockNode(store: Store, id: string, sessionId: string, timeoutMs: 
 async function deleteNow(store: Store, config: Config, pc: ProviderConfig, node: NodeRecord, sessionId: string, access: ProviderAccess): Promise<void> {
   const log: Logger = (access.log ?? silentLogger()).child({ component: 'delete', provider: pc.name, node: node.id });
   const provider = driverOf(pc).createProvider(pc, {
-    store, log, clock: Date.now, config, sessionId, imageServices: (access.imageServices ?? NO_IMAGE_SERVICES)(config, log),
+    store, log, clock: Date.now, config, sessionId: () => sessionId, imageServices: (access.imageServices ?? NO_IMAGE_SERVICES)(config, log),
   });
   try {
     await removeNode(store, provider, node);

@@ -40,8 +40,11 @@ export interface ProviderContext {
   clock: () => number;
   /** The whole config the provider was created from (labels, diskimages). */
   config: Config;
-  /** The store session locks are taken under. */
-  sessionId: string;
+  /**
+   * The live store session locks are taken under: read it at each use, because a session
+   * that lapsed is replaced by a new one with another id.
+   */
+  sessionId: () => string;
   /** Cloud API clients from clouds.yaml, for drivers that talk to a cloud. */
   imageServices: ImageServiceFactory;
 }

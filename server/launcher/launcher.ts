@@ -130,7 +130,7 @@ export class Launcher {
     const { store, log } = this.deps;
     const provider = driverOf(pc).createProvider(pc, {
       store, log: log.child({ provider: pc.name }), clock: this.deps.clock ?? Date.now, config,
-      sessionId: this.deps.sessionId(), imageServices: this.deps.imageServices,
+      sessionId: this.deps.sessionId, imageServices: this.deps.imageServices,
     });
     const pools = providerPools(pc);
     const entry: Running = { config: pc, provider, pools, workers: [] };

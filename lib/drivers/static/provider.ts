@@ -250,7 +250,8 @@ export class StaticProvider implements Provider {
 
   /** Runs `fn` on the re-read record while holding its lock, if it is still ready and unallocated. */
   private async withNodeLock(id: string, fn: (r: NodeRecord) => Promise<void>): Promise<boolean> {
-    const { store, sessionId } = this.ctx;
+    const { store } = this.ctx;
+    const sessionId = this.ctx.sessionId();
     const resource = nodeLock(id);
     // tryLock is re-entrant per session: a lock this process already holds (a pool worker
     // allocating the node) would be "taken" and then released by us, so it counts as busy.

@@ -97,7 +97,7 @@ export class OpenStackEnv {
       log,
       clock: Date.now,
       config,
-      sessionId: this.sessionId,
+      sessionId: () => this.sessionId,
       imageServices: openstackImageServices({ cloudsFile: () => config.cloudsFile, searchPaths: [], log }),
     };
   }

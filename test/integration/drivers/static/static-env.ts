@@ -70,15 +70,15 @@ export class StaticEnv {
     return { config, provider };
   }
 
-  /** The provider context; log lines are kept in {@link lines} (JSON). */
-  ctx(config: Config): ProviderContext {
+  /** The provider context (under this env's session unless `sessionId` is given); log lines are kept in {@link lines} (JSON). */
+  ctx(config: Config, sessionId: () => string = () => this.sessionId): ProviderContext {
     const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => { this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)); cb(); } });
     return {
       store: this.store,
       log: createRootLogger({ level: 'debug', format: 'json', stream: sink }),
       clock: Date.now,
       config,
-      sessionId: this.sessionId,
+      sessionId,
       imageServices: () => Promise.reject(new Error('not used: static providers have no image service')),
     };
   }

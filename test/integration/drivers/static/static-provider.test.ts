@@ -11,7 +11,10 @@ import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import { StaticProvider } from '../../../../lib/drivers/static/provider.js';
 import type { Provider } from '../../../../lib/drivers/driver.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import { StoreSession } from '../../../../server/store-session.js';
 import { freePort, runningProcesses } from '../../../support/processes.js';
+import { testLogger } from '../../../support/test-log.js';
 import { startSshd, type SshdHandle } from '../../../support/sshd.js';
 import { StaticEnv, type TestHost } from './static-env.js';
 
@@ -123,6 +126,32 @@ describe('static provider', () => {
     const back = await nodes(['ready']);
     assert.equal(back.length, 3);
     assert.deepEqual(back[0]?.hostKeys, keys);
+  });
+
+  it('takes locks under the live session after the old one lapsed and was replaced: a down host is deregistered and registered again', async () => {
+    const s = await sshd('127.0.0.10');
+    const session = await StoreSession.open({ store: env.store, owner: 'static-test', hostname: 'localhost', pid: process.pid, ttlSeconds: () => 1, log: testLogger() });
+    try {
+      const { config, provider: pc } = env.config([{ name: s.host, port: s.port, maxParallelJobs: 2, timeout: 1 }]);
+      const p = staticDriver.createProvider(pc, env.ctx(config, () => session.id)) as StaticProvider;
+      providers.push(p);
+      await p.start();
+      assert.equal((await nodes(['ready'])).length, 2);
+      const lapsed = session.id;
+      await env.store.closeSession(lapsed); // as another process reaping a lapsed session does
+      await waitFor(() => session.id !== lapsed, { timeoutMs: 5000, what: 'the session keeper to replace the lapsed session' });
+
+      await s.pause();
+      await p.cleanupLeakedResources();
+      assert.deepEqual((await nodes()).map((r) => r.state), ['deleting', 'deleting'], 'deregistered under the new session');
+      for (const r of await nodes()) await deleteLikeTheLauncher(p, r);
+      await s.restart();
+      await p.cleanupLeakedResources();
+      assert.equal((await nodes(['ready'])).length, 2, 'registered again');
+      assert.deepEqual(env.logged('error').filter((l) => /not live/.test(l.message)), []);
+    } finally {
+      await session.close();
+    }
   });
 
   it('registers a fresh ready record when a returned node is deleted', async () => {
