@@ -88,6 +88,12 @@ export interface PauseRecord {
 export interface NewBuild {
   diskimage: string;
   formats: string[];
+  /**
+   * The build serves the build requests of its diskimage made at or before this time (epoch
+   * ms): they are removed in the same transaction that creates it, so a stop or an operator's
+   * delete of the build cannot leave a request that starts another build.
+   */
+  servesRequestsUpTo?: number;
 }
 
 /** What a new upload starts with. */

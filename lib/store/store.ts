@@ -20,7 +20,8 @@ export interface ExpectState<S extends string> {
 export interface BuildStore {
   /**
    * Creates a build in state `building` with the next id of its diskimage
-   * (`<diskimage>-<10 digits>`, never reused, even after the record is deleted).
+   * (`<diskimage>-<10 digits>`, never reused, even after the record is deleted), and in the
+   * same transaction removes the build requests it serves (`servesRequestsUpTo`).
    */
   createBuild(input: NewBuild): Promise<BuildRecord>;
   getBuild(id: string): Promise<BuildRecord | undefined>;

@@ -49,8 +49,11 @@ export type BuildReason = 'missing' | 'age' | 'format' | 'request';
 
 /** One thing to do. The dispatcher re-checks the record's state before acting. */
 export type Action =
-  /** Create a build record and submit `image-build:<diskimage>` with the id as unique. */
-  | { type: 'start-build'; diskimage: string; formats: string[]; reason: BuildReason }
+  /**
+   * Create a build record and submit `image-build:<diskimage>` with the id as unique; the
+   * record's creation removes the build requests made up to `servesRequestsUpTo`.
+   */
+  | { type: 'start-build'; diskimage: string; formats: string[]; reason: BuildReason; servesRequestsUpTo?: number }
   /** A `building` record without a job here (server restart, gearmand restart): resubmit with the same unique. */
   | { type: 'resume-build'; buildId: string }
   /** Mark a build failed (timed out, its builder disappeared, its diskimage left the config). */

@@ -102,7 +102,7 @@ export function planNewBuilds(view: PlanView): DiskimageStatus[] {
     const buildFn = fn.imageBuild(d.name);
     if (!view.adminReachable) status.waiting = ADMIN_UNREACHABLE;
     else if (!view.isRegistered(buildFn)) status.waiting = `no builder registers ${buildFn}`;
-    else view.actions.push({ type: 'start-build', diskimage: d.name, formats, reason });
+    else view.actions.push({ type: 'start-build', diskimage: d.name, formats, reason, ...(requested !== undefined ? { servesRequestsUpTo: requested } : {}) });
   }
   return statuses;
 }

@@ -117,7 +117,10 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const { store } = this.deps;
     switch (action.type) {
       case 'start-build': {
-        const build = await store.createBuild({ diskimage: action.diskimage, formats: action.formats });
+        const build = await store.createBuild({
+          diskimage: action.diskimage, formats: action.formats,
+          ...(action.servesRequestsUpTo !== undefined ? { servesRequestsUpTo: action.servesRequestsUpTo } : {}),
+        });
         this.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats });
         this.submitBuild(build);
         return;

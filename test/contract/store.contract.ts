@@ -311,6 +311,18 @@ export function storeContract(name: string, open: OpenTestStore): void {
         assert.deepEqual(await store.listBuildRequests(), [{ diskimage: 'debian', requested: T0 + 100 }]);
       });
 
+      void it('removes the build requests a new build serves in the same call, keeping newer ones and other diskimages', async () => {
+        const served = await store.requestBuild('debian');
+        await store.requestBuild('ubuntu');
+        const build = await store.createBuild({ diskimage: 'debian', formats: ['qcow2'], servesRequestsUpTo: served.requested });
+        assert.equal(build.id, 'debian-0000000001');
+        assert.deepEqual(await store.listBuildRequests(), [{ diskimage: 'ubuntu', requested: T0 }]);
+        now = T0 + 100;
+        await store.requestBuild('ubuntu');
+        await store.createBuild({ diskimage: 'ubuntu', formats: ['qcow2'], servesRequestsUpTo: T0 });
+        assert.deepEqual(await store.listBuildRequests(), [{ diskimage: 'ubuntu', requested: T0 + 100 }], 'a request refreshed after the served time stays');
+      });
+
       void it('pauses a whole diskimage and its uploads to one provider as separate records', async () => {
         await store.setPause('ubuntu', 'cloud-b', true, 'quota');
         now = T0 + 1;

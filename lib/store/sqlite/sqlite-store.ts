@@ -40,6 +40,7 @@ export class SqliteStore implements Store {
   private readonly sessions: SqliteSessions;
   private readonly locks: SqliteLocks;
   private readonly changes: ChangeWatch;
+  private readonly createBuildTx: (input: NewBuild) => BuildRecord;
 
   private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number) {
     const sequences = new Sequences(db);
@@ -51,6 +52,12 @@ export class SqliteStore implements Store {
     this.sessions = new SqliteSessions(db, clock);
     this.locks = new SqliteLocks(db, clock);
     this.changes = new ChangeWatch(db);
+    const createBuild = db.transaction((input: NewBuild) => {
+      const build = this.builds.create(input);
+      if (input.servesRequestsUpTo !== undefined) this.intents.clearBuildRequest(input.diskimage, input.servesRequestsUpTo);
+      return build;
+    });
+    this.createBuildTx = (input) => createBuild.immediate(input);
   }
 
   /**
@@ -80,7 +87,7 @@ export class SqliteStore implements Store {
   }
 
   createBuild(input: NewBuild): Promise<BuildRecord> {
-    return this.guard(`creating a build of ${input.diskimage}`, () => this.builds.create(input));
+    return this.guard(`creating a build of ${input.diskimage}`, () => this.createBuildTx(input));
   }
 
   getBuild(id: string): Promise<BuildRecord | undefined> {

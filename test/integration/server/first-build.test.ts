@@ -60,10 +60,22 @@ describe('nodepool-server: first build and upload', () => {
   });
 
   it('does not build again while the newest build is younger than rebuild-age', async () => {
-    await new Promise((r) => setTimeout(r, 3000));
+    await sys.passes(3);
     const builds = await sys.store.listBuilds();
     assert.equal(builds.length, 1);
     const workers = await adminWorkers(sys.gearmand.address);
     assert.ok(workers.some((w) => w.functions.includes(fn.imageUpload('deb-0000000001'))));
+  });
+
+  it('removes an operator request when the build serving it is created: deleting that build starts no other', async () => {
+    await sys.store.requestBuild('deb');
+    const serving = await sys.waitForBuild('a build serving the request', (b) => b.id === 'deb-0000000002');
+    assert.deepEqual(await sys.store.listBuildRequests(), [], `no request left once ${serving.id} exists (state ${serving.state})`);
+    await sys.waitForBuild('the requested build ready', (b) => b.id === serving.id && b.state === 'ready');
+    // What `nodepool image-delete <build-id>` records: the operations doc's rollback.
+    await sys.store.updateBuild(serving.id, { state: 'deleting', reason: 'operator rollback' }, { expectStates: ['ready'] });
+    await sys.waitForState('the rolled back build gone', (x) => !x.builds.some((b) => b.id === serving.id));
+    await sys.passes(3);
+    assert.deepEqual((await sys.store.listBuilds()).map((b) => `${b.id} ${b.state}`), ['deb-0000000001 ready'], 'no new build after the rollback');
   });
 });

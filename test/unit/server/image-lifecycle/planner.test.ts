@@ -117,7 +117,7 @@ table('rule 2: new builds and requests', [
   {
     name: 'builds on an operator request made after the newest build',
     ...HEALTHY, requests: [{ diskimage: 'a', requested: ago(10) }],
-    actions: [startA('request')], diskimage: { requested: true },
+    actions: [{ ...startA('request'), servesRequestsUpTo: ago(10) }], diskimage: { requested: true },
   },
   {
     name: 'clears a request that a ready build created after it has served',
@@ -177,7 +177,7 @@ table('rule 2: new builds and requests', [
   {
     name: 'an operator request made after the newest failure bypasses the backoff',
     builds: [failed(1, 30)], requests: [{ diskimage: 'a', requested: ago(10) }],
-    actions: [startA('missing')],
+    actions: [{ ...startA('missing'), servesRequestsUpTo: ago(10) }],
   },
   {
     name: 'a request made before the newest failure waits out the backoff',
