@@ -5,23 +5,40 @@
  * jobs (up to --shutdown-timeout), a second one aborts them at once.
  */
 import os from 'node:os';
-import yargs from 'yargs';
+import { createRequire } from 'node:module';
+import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { checkGearmanServers } from '../lib/config/gearman-servers.js';
+import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { DibBuilder } from '../workers/builder/dib-builder.js';
 import { daemonLogger, hostImageServices, loadConfigOrExit, reloadOnChange, withDaemonOptions } from './daemon.js';
+
+// yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
+// words at the column width (cliui's ESM wrap is a plain character count).
+const yargs = createRequire(import.meta.url)('yargs') as typeof Yargs;
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-builder')
   .usage('$0 -c nodepool.yaml\n\nBuilds images with diskimage-builder and serves uploads and deletes over Gearman.')
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this builder reports' })
-  .option('build-workers', { type: 'number', default: 1, describe: 'concurrent builds' })
-  .option('upload-workers', { type: 'number', default: 4, describe: 'concurrent uploads and deletes' })
-  .option('shutdown-timeout', { type: 'number', default: 30, describe: 'seconds to let running jobs finish on SIGTERM' })
+  // No yargs `type: 'number'` on numbers: it turns "abc" into NaN; the coerce says what it got.
+  .option('build-workers', { default: 1, requiresArg: true, coerce: numberArgument('--build-workers', int({ min: 1 })), describe: 'concurrent builds' })
+  .option('upload-workers', { default: 4, requiresArg: true, coerce: numberArgument('--upload-workers', int({ min: 1 })), describe: 'concurrent uploads and deletes' })
+  .option('shutdown-timeout', {
+    default: 30, requiresArg: true, coerce: numberArgument('--shutdown-timeout', seconds({ min: 0, fractions: true })),
+    describe: 'seconds to let running jobs finish on SIGTERM',
+  })
   .strict()
   .parseSync();
 
 const log = daemonLogger(argv, 'nodepool-builder');
 const config = loadConfigOrExit(argv.config);
+try {
+  checkGearmanServers(config, { forBuilder: true });
+} catch (err) {
+  process.stderr.write(`${(err as Error).message}\n`);
+  process.exit(2);
+}
 let current = config;
 const builder = new DibBuilder({
   config,
@@ -34,6 +51,8 @@ const builder = new DibBuilder({
 });
 
 const watcher = reloadOnChange(argv.config, log, (next) => {
+  // Thrown here, the reload is refused and logged; the running config stays.
+  checkGearmanServers(next, { forBuilder: true });
   current = next;
   builder.reconfigure(next);
 });

@@ -4,7 +4,8 @@
  * exit code; parsing argv, printing, signals and exiting happen only here.
  */
 import { createInterface } from 'node:readline/promises';
-import yargs from 'yargs';
+import { createRequire } from 'node:module';
+import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { configValidate } from '../cli/commands/config-validate.js';
 import { dibImageDelete } from '../cli/commands/dib-image-delete.js';
@@ -25,8 +26,13 @@ import { list } from '../cli/commands/list.js';
 import { release } from '../cli/commands/release.js';
 import { request } from '../cli/commands/request.js';
 import { requestList } from '../cli/commands/request-list.js';
+import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { createRootLogger } from '../lib/log.js';
 import { hostImageServices } from './daemon.js';
+
+// yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
+// words at the column width (cliui's ESM wrap is a plain character count).
+const yargs = createRequire(import.meta.url)('yargs') as typeof Yargs;
 
 const NO_COMMAND = 'Name a command (see the list above)';
 
@@ -70,6 +76,13 @@ const confirm = process.stdin.isTTY === true ? async (question: string): Promise
 
 const JSON_OPTION = { type: 'boolean', default: false, describe: 'print JSON instead of a table' } as const;
 const str = (v: unknown): string | undefined => (v === undefined ? undefined : String(v));
+/**
+ * A number flag: no yargs `type: 'number'` (it turns "abc" into NaN); the coerce says what was
+ * given and what is expected, and the run ends as a usage error (exit 2).
+ */
+const numberFlag = (flag: string, schema: Parameters<typeof numberArgument>[1], describe: string) =>
+  ({ requiresArg: true, coerce: numberArgument(flag, schema), describe }) as const;
+const SECONDS = seconds({ min: 1, fractions: true });
 
 await yargs(hideBin(process.argv))
   .scriptName('nodepool')
@@ -86,7 +99,7 @@ await yargs(hideBin(process.argv))
   .command('image-build <diskimage>', 'request a build of a diskimage', (y) => y
     .positional('diskimage', { type: 'string', demandOption: true, describe: 'diskimage name' })
     .option('follow', { type: 'boolean', default: false, describe: 'wait for the build and show its progress' })
-    .option('timeout', { type: 'number', describe: 'seconds to follow (default: build-timeout + 600)' }),
+    .option('timeout', numberFlag('--timeout', SECONDS, 'seconds to follow (default: build-timeout + 600)')),
   async (a) => finish(await imageBuild({
     configFile: a.config, diskimage: String(a.diskimage), follow: a.follow, timeoutSeconds: a.timeout,
     live, signal: a.follow ? interruptSignal() : undefined,
@@ -129,7 +142,7 @@ await yargs(hideBin(process.argv))
   .command('hold <id>', 'hold a node until released or expired', (y) => y
     .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
     .option('reason', { type: 'string', describe: 'shown by list --detail' })
-    .option('expire', { type: 'number', describe: 'seconds until the held node is deleted' })
+    .option('expire', numberFlag('--expire', SECONDS, 'seconds until the held node is deleted'))
     .option('json', JSON_OPTION),
   async (a) => finish(await hold({ configFile: a.config, id: String(a.id), reason: str(a.reason), expireSeconds: a.expire, json: a.json })))
   .command('release <id>', 'hand back a node (in use, held or ready)', (y) => y
@@ -139,8 +152,8 @@ await yargs(hideBin(process.argv))
   .command('request <labels..>', 'request nodes; --wait takes them in use when fulfilled', (y) => y
     .positional('labels', { type: 'string', array: true, demandOption: true, describe: 'labels, in order (repeats allowed)' })
     .option('wait', { type: 'boolean', default: false, describe: 'wait for the nodes (the request vanishes if interrupted)' })
-    .option('timeout', { type: 'number', describe: 'seconds to wait (default 600)' })
-    .option('priority', { type: 'number', describe: 'lower is served first (default 100)' })
+    .option('timeout', numberFlag('--timeout', SECONDS, 'seconds to wait (default 600)'))
+    .option('priority', numberFlag('--priority', int({ min: 0, max: 999 }), 'lower is served first (default 100)'))
     .option('provider', { type: 'string', describe: 'preferred provider' })
     .option('json', JSON_OPTION),
   async (a) => finish(await request({
@@ -161,8 +174,14 @@ await yargs(hideBin(process.argv))
   async (a) => finish(await erase({ configFile: a.config, provider: String(a.provider), force: a.force, confirm })))
   .command('alien-image-list [provider]', 'list cloud images no upload record accounts for', (y) => y
     .positional('provider', { type: 'string' })
+    .option('timeout', numberFlag('--timeout', SECONDS, 'seconds each provider\'s listing may take (default 30)'))
     .option('json', JSON_OPTION),
-  async (a) => finish(await alienImageList({ configFile: a.config, provider: str(a.provider), json: a.json, imageServices, log: cliLog() })))
+  async (a) => {
+    finish(await alienImageList({ configFile: a.config, provider: str(a.provider), json: a.json, timeoutSeconds: a.timeout, imageServices, log: cliLog() }));
+    // A cloud that stopped answering leaves its request open until the HTTP idle timeout; the
+    // command is done, so do not wait for it.
+    process.exit(process.exitCode);
+  })
   .command('config-validate', 'validate the configuration file', {}, (a) => finish(configValidate(String(a.config))))
   .demandCommand(1, NO_COMMAND)
   .strict()

@@ -1,7 +1,9 @@
 /**
- * `nodepool alien-image-list [provider] [--json]`: images in the clouds of image-managing
- * providers that carry nodepool's build/upload properties but that no upload record accounts
- * for (`Provider, Name, Image ID`). It only lists; the server's leak check deletes them.
+ * `nodepool alien-image-list [provider] [--json] [--timeout S]`: images in the clouds of
+ * image-managing providers that carry nodepool's build/upload properties but that no upload
+ * record accounts for (`Provider, Name, Image ID`). It only lists; the server's leak check
+ * deletes them. Each provider gets `--timeout` seconds, so a cloud that stops answering is
+ * reported as a failed provider instead of holding the command.
  */
 import { alienImages, type AlienImage } from '../../lib/client/alien-images.js';
 import { SessionKeeper } from '../../lib/client/session-keeper.js';
@@ -22,6 +24,28 @@ export interface AlienImageListOptions extends CommandContext, ProviderAccess {
   /** Only this provider. */
   provider?: string;
   json?: boolean;
+  /** Bound of one provider's listing (authentication included); default {@link DEFAULT_ALIEN_LIST_TIMEOUT_SECONDS}. */
+  timeoutSeconds?: number;
+}
+
+/** Seconds one provider's listing may take when no `--timeout` is given. */
+export const DEFAULT_ALIEN_LIST_TIMEOUT_SECONDS = 30;
+
+/**
+ * Resolves or rejects as `work` does, or rejects once `seconds` have passed. The work cannot
+ * be cancelled (the image service takes no signal), so it may go on after the rejection; the
+ * CLI exits once the command is done.
+ */
+async function within<T>(seconds: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${seconds} s (--timeout)`)), seconds * 1000);
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Alien images found, and one message per provider whose images could not be listed. */
@@ -41,16 +65,19 @@ async function scan(providers: readonly ProviderConfig[], config: Config, store:
   const sessionId = async (): Promise<string> => (await (keeper ??= SessionKeeper.open(store, {
     owner: 'nodepool alien-image-list', ttlMs: config.launcher.sessionTtl * 1000, log: opts.log ?? silentLogger(),
   }))).id;
+  const timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_ALIEN_LIST_TIMEOUT_SECONDS;
   try {
     for (const p of providers) {
       const log = (opts.log ?? silentLogger()).child({ component: 'alien-image-list', provider: p.name });
       const services = (opts.imageServices ?? NO_IMAGE_SERVICES)(config, log);
       try {
-        const service: ImageService | undefined = p.driver === 'openstack'
-          ? await services(p)
-          : driverOf(p).createProvider(p, { store, log, clock: Date.now, config, sessionId: await sessionId(), imageServices: services }).images;
-        if (!service) continue;
-        const images = await service.list();
+        const images = await within(timeoutSeconds, (async () => {
+          const service: ImageService | undefined = p.driver === 'openstack'
+            ? await services(p)
+            : driverOf(p).createProvider(p, { store, log, clock: Date.now, config, sessionId: await sessionId().then((id) => () => id), imageServices: services }).images;
+          return service ? service.list() : undefined;
+        })());
+        if (!images) continue;
         result.aliens.push(...alienImages(p.name, images, await store.listUploads({ provider: p.name })));
       } catch (err) {
         result.failures.push(`Listing images of provider ${p.name} failed: ${coerceError(err).message}`);

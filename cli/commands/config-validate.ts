@@ -1,25 +1,27 @@
 /**
- * `nodepool config-validate`: loads the config with the same loader the daemons use and
- * prints every problem, or a one-line summary. An invalid file is this command's failure
- * (exit 1), not a usage error.
+ * `nodepool config-validate`: loads the config with the same loader the daemons use, applies
+ * the rules the daemons add at start (gearman-servers), and prints every problem, or a
+ * one-line summary. An invalid file exits 2, as a config error does for every command.
  */
+import { checkGearmanServers } from '../../lib/config/gearman-servers.js';
 import { loadConfig } from '../../lib/config/load.js';
 import { ConfigError } from '../../lib/errors.js';
-import type { CommandResult } from './shared.js';
+import { EXIT, type CommandResult } from './shared.js';
 
 export type { CommandResult } from './shared.js';
 
-/** Validates nodepool.yaml: exit 0 with a summary, or 1 listing every problem. */
+/** Validates nodepool.yaml: exit 0 with a summary, or 2 listing every problem. */
 export function configValidate(file: string): CommandResult {
   try {
     const c = loadConfig(file);
+    checkGearmanServers(c);
     return {
       stdout: `${file}: valid (${c.diskimages.length} diskimages, ${c.providers.length} providers, ${c.labels.length} labels)\n`,
       stderr: '',
-      exitCode: 0,
+      exitCode: EXIT.ok,
     };
   } catch (err) {
-    if (err instanceof ConfigError) return { stdout: '', stderr: err.message + '\n', exitCode: 1 };
+    if (err instanceof ConfigError) return { stdout: '', stderr: err.message + '\n', exitCode: EXIT.usage };
     throw err;
   }
 }

@@ -73,6 +73,66 @@ export function num(opts: { min?: number; max?: number } = {}): Schema<number> {
   });
 }
 
+/**
+ * The longest delay Node's timers keep: a signed 32-bit count of milliseconds. A longer
+ * `setTimeout` (or `AbortSignal.timeout`) fires after 1 ms instead.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The most any duration key (in seconds) may say: 2,147,483 s, about 24.8 days, so no timer
+ * made from a configured duration overflows into a 1 ms one.
+ */
+export const MAX_TIMER_SECONDS = Math.floor(MAX_TIMER_MS / 1000);
+
+/**
+ * A duration in seconds: at least `min`, at most {@link MAX_TIMER_SECONDS}; whole seconds
+ * unless `fractions`. Below `min` or not a number reads as for {@link int} / {@link num}.
+ */
+export function seconds(opts: { min: number; fractions?: boolean }): Schema<number> {
+  const base = opts.fractions ? num({ min: opts.min }) : int({ min: opts.min });
+  return {
+    expected: base.expected,
+    parse(v, path, p) {
+      const n = base.parse(v, path, p);
+      if (n === undefined || n <= MAX_TIMER_SECONDS) return n;
+      p.add(path, `expected at most ${MAX_TIMER_SECONDS} seconds (about 24.8 days, the longest delay Node's timers hold), got ${n}`);
+      return undefined;
+    },
+  };
+}
+
+/** A schema whose parsed value gets a further check (rules between keys); `check` records problems. */
+export function checked<T>(schema: Schema<T>, check: (v: T, path: string, p: Problems) => void): Schema<T> {
+  return {
+    expected: schema.expected,
+    parse(v, path, p) {
+      const parsed = schema.parse(v, path, p);
+      if (parsed === undefined) return undefined;
+      const before = p.list.length;
+      check(parsed, path, p);
+      return p.list.length > before ? undefined : parsed;
+    },
+  };
+}
+
+/**
+ * A yargs `coerce` for a number given on the command line, checked with a config schema so a
+ * flag and a key share their limits and wording: `--timeout: expected number >= 1, got "abc"`
+ * (yargs' own `number` type turns "abc" into NaN). Numbers (defaults) pass through the schema.
+ * Thrown by the returned function: RangeError naming the flag, what it got and what it expects.
+ */
+export function numberArgument(flag: string, schema: Schema<number>): (raw: unknown) => number {
+  return (raw) => {
+    const text = typeof raw === 'string' ? raw.trim() : undefined;
+    const value = text !== undefined && text !== '' && Number.isFinite(Number(text)) ? Number(text) : raw;
+    const p = new Problems();
+    const n = schema.parse(value, flag, p);
+    if (n === undefined || p.list.length) throw new RangeError(p.list.map((x) => `${x.path}: ${x.message}`).join('; '));
+    return n;
+  };
+}
+
 export function bool(): Schema<boolean> {
   return make('true or false', (v): v is boolean => typeof v === 'boolean');
 }

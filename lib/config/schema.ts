@@ -3,10 +3,11 @@
  * follow Nodepool's own; defaults live here only. Providers are checked against their
  * driver's schema (lib/drivers/registry.ts).
  */
-import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../images/image-file.js';
+import { IMAGE_FORMATS } from '../images/image-file.js';
 import { DRIVER_NAMES, drivers, type ProviderConfig } from '../drivers/registry.js';
+import { diskimageName } from './names.js';
 import {
-  bool, defaultsOf, int, list, num, object, oneOf, optional, record, required, scalarString, string,
+  bool, checked, defaultsOf, int, list, object, oneOf, optional, record, required, scalarString, seconds, string,
   type Problems, type Schema,
 } from './schema-kit.js';
 
@@ -28,17 +29,18 @@ const zookeeperServer = object({
 const label = object({
   name: required(string()),
   'min-ready': optional(int({ min: -1 }), 0),
+  /** Compared with node ages only (no timer waits for it), so not bounded by MAX_TIMER_SECONDS. */
   'max-ready-age': optional(int({ min: 0 }), 0),
 });
 
 const diskimage = object({
-  name: required(string({ pattern: DISKIMAGE_NAME_RE, patternText: 'a diskimage name (letters, digits, ".", "_", "-")' })),
+  name: required(diskimageName()),
   elements: optional(list(string()), []),
   release: optional(scalarString()),
   'env-vars': optional(record(scalarString()), {}),
   formats: optional(list(oneOf(IMAGE_FORMATS), { uniqueBy: (f) => f, what: 'format' })),
-  'rebuild-age': optional(int({ min: 1 }), 86400),
-  'build-timeout': optional(int({ min: 1 }), 28800),
+  'rebuild-age': optional(seconds({ min: 1 }), 86400),
+  'build-timeout': optional(seconds({ min: 1 }), 28800),
   pause: optional(bool(), false),
   'dib-cmd': optional(string(), 'disk-image-create'),
   'qemu-img-options': optional(string()),
@@ -64,34 +66,38 @@ const provider: Schema<ProviderConfig> = {
 };
 
 /** Tunables of the server's image lifecycle (seconds). */
-const imageLifecycle = object({
+const imageLifecycle = checked(object({
   /** Seconds between planner passes. */
-  interval: optional(int({ min: 1 }), 10),
+  interval: optional(seconds({ min: 1 }), 10),
   /** First delay after a failed build or upload; doubles per consecutive failure. */
-  'retry-delay': optional(int({ min: 1 }), 60),
-  /** Cap of that delay. */
-  'max-retry-delay': optional(int({ min: 1 }), 3600),
+  'retry-delay': optional(seconds({ min: 1 }), 60),
+  /** Cap of that delay (at least `retry-delay`). */
+  'max-retry-delay': optional(seconds({ min: 1 }), 3600),
   /** How long past its diskimage's build-timeout the server waits before failing a build. */
-  'build-timeout-grace': optional(int({ min: 0 }), 300),
+  'build-timeout-grace': optional(seconds({ min: 0 }), 300),
   /** Seconds between scans of the clouds for uploads no record knows (0 disables). */
-  'leak-check-interval': optional(int({ min: 0 }), 300),
+  'leak-check-interval': optional(seconds({ min: 0 }), 300),
   /**
    * How long builds and uploads of a diskimage or provider that left the config are kept
    * before they are deleted, so a truncated or mistaken file that is put right cancels it.
    */
-  'config-removal-grace': optional(int({ min: 0 }), 600),
+  'config-removal-grace': optional(seconds({ min: 0 }), 600),
+}), (c, path, p) => {
+  if (c.maxRetryDelay < c.retryDelay) {
+    p.add(`${path}.max-retry-delay`, `expected at least retry-delay (${c.retryDelay}), got ${c.maxRetryDelay}: it caps the delay that starts at retry-delay`);
+  }
 });
 
 /** Tunables of the launcher (seconds). */
 const launcher = object({
   /** Pause between pool-worker passes while there is nothing to do. */
-  interval: optional(num({ min: 0.05 }), 1),
+  interval: optional(seconds({ min: 0.05, fractions: true }), 1),
   /** Between passes of the deleter (used, failed and abandoned nodes). */
-  'delete-interval': optional(num({ min: 0.05 }), 5),
+  'delete-interval': optional(seconds({ min: 0.05, fractions: true }), 5),
   /** Between passes of the cleanup worker (leaks, lost requests, stale locks, max ages). */
-  'cleanup-interval': optional(num({ min: 0.05 }), 60),
+  'cleanup-interval': optional(seconds({ min: 0.05, fractions: true }), 60),
   /** A process's store session lapses this long after its last renewal (its locks go stale). */
-  'session-ttl': optional(num({ min: 1 }), 30),
+  'session-ttl': optional(seconds({ min: 1, fractions: true }), 30),
 });
 
 const webapp = object({
@@ -114,7 +120,7 @@ export const nodepoolSchema = object({
   labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
   diskimages: optional(list(diskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   providers: optional(list(provider, { uniqueBy: (pr) => pr.name, what: 'provider' }), []),
-  /** Seconds a held node may live (0: unlimited). */
+  /** Seconds a held node may live (0: unlimited); compared with ages only, so not bounded by MAX_TIMER_SECONDS. */
   'max-hold-age': optional(int({ min: 0 }), 0),
   'image-lifecycle': optional(imageLifecycle, () => defaultsOf(imageLifecycle)),
   launcher: optional(launcher, () => defaultsOf(launcher)),

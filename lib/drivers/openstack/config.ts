@@ -5,8 +5,9 @@
  * back to the provider's, and `connection-port` to 5986 for winrm, else 22.
  */
 import type { Problems, Schema } from '../../config/schema-kit.js';
-import { DISKIMAGE_NAME_RE, IMAGE_FORMATS } from '../../images/image-file.js';
-import { bool, int, list, num, object, oneOf, optional, record, required, scalarString, string } from '../../config/schema-kit.js';
+import { IMAGE_FORMATS } from '../../images/image-file.js';
+import { diskimageName } from '../../config/names.js';
+import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import type { PoolInfo } from '../driver.js';
 
@@ -20,7 +21,7 @@ const connectionFields = {
 };
 
 const providerDiskimage = object({
-  name: required(string({ pattern: DISKIMAGE_NAME_RE, patternText: 'a diskimage name' })),
+  name: required(diskimageName()),
   pause: optional(bool(), false),
   meta: optional(record(scalarString()), {}),
   'config-drive': optional(bool(), true),
@@ -72,14 +73,14 @@ const rawProviderSchema = object({
   'image-format': optional(oneOf(IMAGE_FORMATS.filter((f) => f !== 'tar' && f !== 'squashfs')), 'qcow2'),
   'image-name-format': optional(string(), '{image_name}-{timestamp}'),
   'hostname-format': optional(string(), '{label.name}-{provider.name}-{node.id}'),
-  'launch-timeout': optional(int({ min: 1 }), 3600),
+  'launch-timeout': optional(seconds({ min: 1 }), 3600),
   /** Total attempts per node. */
   'launch-retries': optional(int({ min: 1 }), 3),
-  'boot-timeout': optional(int({ min: 1 }), 60),
+  'boot-timeout': optional(seconds({ min: 1 }), 60),
   /** The default of every pool's `host-key-checking`. */
   'host-key-checking': optional(bool(), true),
   /** Seconds between Nova calls (0: no throttle). */
-  rate: optional(num({ min: 0 }), 0),
+  rate: optional(seconds({ min: 0, fractions: true }), 0),
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   'cloud-images': optional(list(cloudImage, { uniqueBy: (c) => c.name, what: 'cloud-image' }), []),
   pools: optional(list(pool, { uniqueBy: (p) => p.name, what: 'pool' }), []),

@@ -5,7 +5,7 @@
  * `name:connection-port`, unique across the provider's pools.
  */
 import { normalizeHostKey } from '../../ssh/host-keys.js';
-import { int, list, num, object, oneOf, optional, required, string, type Problems, type Schema } from '../../config/schema-kit.js';
+import { int, list, object, oneOf, optional, required, seconds, string, type Problems, type Schema } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 
 /** A string split on whitespace, or a list of strings: `labels: "a b"` = `labels: [a, b]`. */
@@ -62,7 +62,7 @@ const staticNode = object({
   labels: required(wordsOrList('label')),
   username: optional(string(), 'zuul'),
   /** Seconds a registration scan may take (and the liveness connect before reuse). */
-  timeout: optional(num({ min: 0.1 }), 5),
+  timeout: optional(seconds({ min: 0.1, fractions: true }), 5),
   'host-key': optional(hostKeys(), []),
   'connection-port': optional(int({ min: 1, max: 65535 }), 22),
   'connection-type': optional(oneOf(CONNECTION_TYPES), 'ssh'),

@@ -16,11 +16,14 @@ import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY, type DiskimageStatus, type 
 import { startProcess, type TrackedProcess } from '../../support/processes.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const BIN = path.join(REPO, 'bin', 'nodepool.ts');
 
-/** The nodepool.yaml every CLI test uses: two diskimages (one paused by config), two clouds. */
+/**
+ * The nodepool.yaml every CLI test uses: two diskimages (one paused by config), two clouds,
+ * and a gearmand (never contacted by the CLI; a config with diskimages must name one).
+ */
 export const CLI_TEST_CONFIG = (stateDir: string): string => `
 state-dir: ${stateDir}
+gearman-servers: [{host: 127.0.0.1}]
 labels: [{name: small}]
 diskimages:
   - name: ubuntu-jammy
@@ -74,10 +77,15 @@ export interface CliEnv {
 
 /** Starts the CLI with piped output; `-c` is left out when `configFile` is null. */
 export function startCli(configFile: string | null, args: string[], timeoutMs = 60_000): CliProcess {
+  return startBin('nodepool', [...(configFile === null ? [] : ['-c', configFile]), ...args], timeoutMs);
+}
+
+/** Starts `bin/<name>.ts` with piped output (no NODEPOOL_CONFIG from the environment). */
+export function startBin(name: 'nodepool' | 'nodepool-builder' | 'nodepool-server', args: string[], timeoutMs = 60_000): CliProcess {
   const env = { ...process.env };
   delete env.NODEPOOL_CONFIG;
-  const argv = ['--import', 'tsx', BIN, ...(configFile === null ? [] : ['-c', configFile]), ...args];
-  const proc = startProcess('nodepool', process.execPath, argv, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = ['--import', 'tsx', path.join(REPO, 'bin', `${name}.ts`), ...args];
+  const proc = startProcess(name, process.execPath, argv, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.child.stdout?.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
@@ -96,7 +104,7 @@ export function startCli(configFile: string | null, args: string[], timeoutMs = 
     proc,
     stdout: () => stdout,
     stderr: () => stderr,
-    waitForOutput: (re, what, ms = 20_000) => waitFor(() => re.test(stdout + stderr), { timeoutMs: ms, what: `nodepool to print ${what}`, intervalMs: 25 })
+    waitForOutput: (re, what, ms = 20_000) => waitFor(() => re.test(stdout + stderr), { timeoutMs: ms, what: `${name} to print ${what}`, intervalMs: 25 })
       .then(() => undefined, (err: Error) => { throw new Error(`${err.message}\nstdout: ${stdout}\nstderr: ${stderr}`); }),
     result,
   };

@@ -192,7 +192,7 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     assert.match(invalid.stderr, /bad\.yaml: diskimages\[0\]\.rebuild-age: expected/);
   });
 
-  it('config-validate still reports a valid file (exit 0) and an invalid one (exit 1)', async () => {
+  it('config-validate still reports a valid file (exit 0) and an invalid one (exit 2, a config error)', async () => {
     const { env } = await setup();
     const ok = await env.run('config-validate');
     assert.equal(ok.code, 0);
@@ -200,7 +200,7 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     const bad = path.join(env.dir, 'bad.yaml');
     await writeFile(bad, 'labels: 3\n');
     const invalid = await startCli(bad, ['config-validate']).result;
-    assert.equal(invalid.code, 1);
+    assert.equal(invalid.code, 2);
     assert.match(invalid.stderr, /bad\.yaml: labels/);
   });
 });

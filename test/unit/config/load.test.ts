@@ -61,7 +61,7 @@ describe('config loader', () => {
     assert.deepEqual(lines, [
       'nodepool.yaml: gearman-servers[0].port: expected integer from 1 to 65535, got "x"',
       'nodepool.yaml: diskimages[0].rebuild-age: expected integer >= 1, got "soon"',
-      'nodepool.yaml: diskimages[1].name: expected a diskimage name (letters, digits, ".", "_", "-"), got "../bad"',
+      'nodepool.yaml: diskimages[1].name: expected a diskimage name (1 to 51 letters, digits, ".", "_" or "-", starting with a letter or digit), got "../bad"',
       'nodepool.yaml: providers[0].pools[0].max-servers: expected integer >= 0, got "two"',
     ]);
   });
