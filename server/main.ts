@@ -2,21 +2,21 @@
  * NodepoolServer composes the server's services: the state store and this process's store
  * session, one Gearman client and the image lifecycle (when diskimages are configured; one
  * server at a time runs it, under the store lock `leader:image-lifecycle`), the launcher
- * (providers, pool workers, deleter, cleanup, min-ready) and a heartbeat the CLI reads.
+ * (providers, pool workers, deleter, cleanup, min-ready) and a heartbeat the CLI reads,
+ * refreshed after the passes of those loops with the health of each.
  * Config reloads take effect at the next pass. Signals and argv stay in bin/nodepool-server.ts.
  */
 import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
-import { gearmanAddresses } from '../lib/config/gearman-servers.js';
+import { checkGearmanServers, gearmanAddresses } from '../lib/config/gearman-servers.js';
 import type { ImageServiceFactory } from '../lib/drivers/openstack/image-services.js';
-import { ConfigError } from '../lib/errors.js';
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
 import type { Logger } from '../lib/log.js';
-import type { ServerHeartbeat } from '../lib/status/server.js';
+import type { LoopHealth } from '../lib/periodic-loop.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
-import { SERVER_HEARTBEAT_KEY } from './image-lifecycle/actions.js';
+import { Heartbeat } from './heartbeat.js';
 import { ImageLifecycle } from './image-lifecycle/image-lifecycle.js';
 import { Launcher } from './launcher/launcher.js';
 import { StoreSession } from './store-session.js';
@@ -37,9 +37,7 @@ export interface NodepoolServerOptions {
 
 export class NodepoolServer {
   private releasers = new Releasers();
-  private heartbeat: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
-  private readonly started: number;
 
   private constructor(
     /** Shared with the services, which read the config through it at every pass. */
@@ -48,17 +46,17 @@ export class NodepoolServer {
     readonly lifecycle: ImageLifecycle | undefined,
     readonly launcher: Launcher,
     readonly session: StoreSession,
-    private readonly opts: NodepoolServerOptions,
-  ) {
-    this.started = (opts.clock ?? Date.now)();
+  ) {}
+
+  /** Health of every loop of this server: the image lifecycle (when it runs here) and the launcher's. */
+  loopHealth(): LoopHealth[] {
+    return [...(this.lifecycle ? [this.lifecycle.loop.health] : []), ...this.launcher.loopHealth()];
   }
 
   /** Opens the store, connects to gearmand and starts the services. Thrown: StoreError, ConfigError. */
   static async create(opts: NodepoolServerOptions): Promise<NodepoolServer> {
     const { config } = opts;
-    if (config.gearmanServers.length === 0 && config.diskimages.length > 0) {
-      throw new ConfigError(config.file, [{ path: 'gearman-servers', message: 'nodepool-server needs at least one gearmand to reach its builders' }]);
-    }
+    checkGearmanServers(config);
     const log = opts.log.child({ component: 'server' });
     const hostname = opts.hostname ?? os.hostname();
     const pid = opts.pid ?? process.pid;
@@ -67,6 +65,15 @@ export class NodepoolServer {
     releasers.add('state store', () => store.close());
     try {
       const current = { config };
+      const started = (opts.clock ?? Date.now)();
+      /** Set once the server exists; passes that end before then publish no loops yet. */
+      const self: { server?: NodepoolServer } = {};
+      const heartbeat = new Heartbeat({
+        store, log,
+        value: () => ({ pid, hostname, started, interval: current.config.imageLifecycle.interval, loops: self.server?.loopHealth() ?? [] }),
+      });
+      releasers.add('heartbeat', () => heartbeat.stop());
+      const onLoopPass = (): void => heartbeat.note();
       const session = await StoreSession.open({ store, owner: 'nodepool-server', hostname, pid, ttlSeconds: () => current.config.launcher.sessionTtl, log });
       releasers.add('store session', () => session.close());
       let lifecycle: ImageLifecycle | undefined;
@@ -75,24 +82,24 @@ export class NodepoolServer {
         releasers.add('gearman client', () => client.stop());
         lifecycle = new ImageLifecycle({
           store, client, config: () => current.config, imageServices: opts.imageServices, log,
-          leader: () => store.tryLock('leader:image-lifecycle', session.id),
+          leader: () => store.tryLock('leader:image-lifecycle', session.id), onLoopPass,
           ...(opts.clock ? { clock: opts.clock } : {}),
         });
         await client.start();
         lifecycle.start();
-        const started = lifecycle;
-        releasers.add('image lifecycle', () => started.stop());
+        const running = lifecycle;
+        releasers.add('image lifecycle', () => running.stop());
       }
       const launcher = new Launcher({
         store, log, config: () => current.config, imageServices: opts.imageServices, sessionId: () => session.id,
-        hostname, pid, ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
+        hostname, pid, onLoopPass, ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
       });
       await launcher.start();
       releasers.add('launcher', () => launcher.stop());
-      const server = new NodepoolServer(current, store, lifecycle, launcher, session, opts);
+      const server = new NodepoolServer(current, store, lifecycle, launcher, session);
+      self.server = server;
       server.releasers = releasers;
-      await server.beat();
-      server.heartbeat = setInterval(() => void server.beat(), config.imageLifecycle.interval * 1000);
+      await heartbeat.write();
       log.info('nodepool-server started', {
         store: config.stateDir, gearman: config.gearmanServers.map((s) => `${s.host}:${s.port}`), providers: launcher.providerNames,
       });
@@ -111,24 +118,7 @@ export class NodepoolServer {
 
   /** Stops every service in reverse order of start. Idempotent. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      clearInterval(this.heartbeat);
-      await this.releasers.releaseAll();
-    })();
+    this.stopping ??= this.releasers.releaseAll();
     return this.stopping;
-  }
-
-  private async beat(): Promise<void> {
-    const value: ServerHeartbeat = {
-      pid: this.opts.pid ?? process.pid,
-      hostname: this.opts.hostname ?? os.hostname(),
-      started: this.started,
-      interval: this.current.config.imageLifecycle.interval,
-    };
-    try {
-      await this.store.putStatus(SERVER_HEARTBEAT_KEY, value);
-    } catch (err) {
-      this.opts.log.warn('could not write the heartbeat', { error: (err as Error).message });
-    }
   }
 }

@@ -4,11 +4,11 @@
  */
 import { ageSeconds } from '../../lib/status/age.js';
 import { BUILD_COLUMNS, buildRows, diskimageAttention } from '../../lib/status/builds.js';
-import { serverDownText, type LifecycleStatus } from '../../lib/status/server.js';
+import type { LifecycleStatus } from '../../lib/status/server.js';
 import { renderTable } from '../../lib/status/table.js';
 import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
 import {
-  commandConfig, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
 
 /** Options of {@link dibImageList}. */
@@ -30,7 +30,7 @@ export function dibImageList(opts: DibImageListOptions): Promise<CommandResult> 
       const now = (opts.now ?? Date.now)();
       const diskimages = status?.value.diskimages ?? [];
       const server = await readServerLiveness(store, now);
-      if (!server.alive) out.err(`warning: ${serverDownText(server)}; the status shown may be out of date\n`);
+      warnUnlessServerWell(out, server);
       if (opts.json) {
         const records = builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) }));
         out.out(`${JSON.stringify({ builds: records, diskimages }, null, 2)}\n`);

@@ -4,12 +4,12 @@
  * targets need attention (paused, waiting, backing off after failures).
  */
 import { ageSeconds } from '../../lib/status/age.js';
-import { serverDownText, type LifecycleStatus } from '../../lib/status/server.js';
+import type { LifecycleStatus } from '../../lib/status/server.js';
 import { renderTable } from '../../lib/status/table.js';
 import { targetAttention, UPLOAD_COLUMNS, uploadRows } from '../../lib/status/uploads.js';
 import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
 import {
-  commandConfig, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
 
 /** Options of {@link imageList}. */
@@ -31,7 +31,7 @@ export function imageList(opts: ImageListOptions): Promise<CommandResult> {
       const now = (opts.now ?? Date.now)();
       const targets = status?.value.targets ?? [];
       const server = await readServerLiveness(store, now);
-      if (!server.alive) out.err(`warning: ${serverDownText(server)}; the status shown may be out of date\n`);
+      warnUnlessServerWell(out, server);
       if (opts.json) {
         const records = uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now) }));
         out.out(`${JSON.stringify({ uploads: records, targets }, null, 2)}\n`);

@@ -14,7 +14,9 @@ import type { Logger } from '../../lib/log.js';
 import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
 import { SERVER_HEARTBEAT_KEY } from '../../server/image-lifecycle/actions.js';
-import { serverLiveness, type ServerHeartbeat, type ServerLiveness } from '../../lib/status/server.js';
+import {
+  serverDownText, serverFailingText, serverLiveness, type ServerHeartbeat, type ServerLiveness,
+} from '../../lib/status/server.js';
 
 /** Output and exit code of a CLI command (bin/ prints and exits). */
 export interface CommandResult {
@@ -150,6 +152,12 @@ export async function withStore<T>(config: Config, fn: (store: Store) => Promise
 /** Reads the server's heartbeat and judges it. */
 export async function readServerLiveness(store: Store, now: number): Promise<ServerLiveness> {
   return serverLiveness(await store.getStatus<ServerHeartbeat>(SERVER_HEARTBEAT_KEY), now);
+}
+
+/** Warns on stderr when no server is running or its passes fail: the status shown may be out of date. */
+export function warnUnlessServerWell(out: CommandOutput, server: ServerLiveness): void {
+  if (!server.alive) out.err(`warning: ${serverDownText(server)}; the status shown may be out of date\n`);
+  else if (server.failing) out.err(`warning: ${serverFailingText(server)}; the status shown may be out of date\n`);
 }
 
 /** Finds a configured diskimage. Thrown: CommandFailure (exit 3) naming the config file. */

@@ -3,6 +3,7 @@
  * every lifecycle pass. Pure; the CLI and the web status share the wording.
  */
 import type { DiskimageStatus, UploadTargetStatus } from '../../server/image-lifecycle/actions.js';
+import type { LoopHealth } from '../periodic-loop.js';
 import { formatAge } from './age.js';
 
 /** The heartbeat value the server publishes under `SERVER_HEARTBEAT_KEY`. */
@@ -11,8 +12,10 @@ export interface ServerHeartbeat {
   hostname: string;
   /** Epoch ms the server started. */
   started: number;
-  /** Seconds between lifecycle passes (each pass refreshes the heartbeat). */
+  /** Seconds between lifecycle passes (the heartbeat is refreshed after the passes of every loop). */
   interval: number;
+  /** Health of every loop of the server at the time of writing (absent from older servers). */
+  loops?: LoopHealth[];
 }
 
 /** A heartbeat as read from the store (`updated` is epoch ms of the last refresh). */
@@ -29,15 +32,29 @@ export interface ServerLiveness {
   alive: boolean;
   /** `last seen 00:00:05:12 ago, pid 123 on host-a` or `last seen: never`. */
   lastSeen: string;
+  /**
+   * Loops whose recent passes failed, as `image-lifecycle: 3 failed passes in a row (last:
+   * …)`, joined by `; `; null when every pass succeeds (or the server is not alive).
+   */
+  failing: string | null;
 }
 
 /** Judges a heartbeat: alive when refreshed within {@link HEARTBEAT_MISSES_ALLOWED} × its interval. */
 export function serverLiveness(hb: StoredHeartbeat | undefined, now: number): ServerLiveness {
-  if (!hb) return { alive: false, lastSeen: 'last seen: never' };
+  if (!hb) return { alive: false, lastSeen: 'last seen: never', failing: null };
   const interval = Number(hb.value?.interval);
   const limitMs = HEARTBEAT_MISSES_ALLOWED * (Number.isFinite(interval) && interval > 0 ? interval : 10) * 1000;
   const who = hb.value?.hostname ? `, pid ${hb.value.pid} on ${hb.value.hostname}` : '';
-  return { alive: now - hb.updated <= limitMs, lastSeen: `last seen ${formatAge(now - hb.updated)} ago${who}` };
+  const alive = now - hb.updated <= limitMs;
+  const loops = Array.isArray(hb.value?.loops) ? hb.value.loops : [];
+  const failing = loops.filter((l) => l.consecutiveFailures > 0)
+    .map((l) => `${l.name}: ${l.consecutiveFailures} failed pass${l.consecutiveFailures === 1 ? '' : 'es'} in a row (last: ${l.lastError ?? 'unknown error'})`);
+  return { alive, lastSeen: `last seen ${formatAge(now - hb.updated)} ago${who}`, failing: alive && failing.length ? failing.join('; ') : null };
+}
+
+/** `nodepool-server is running but its passes fail: …`, or null when they succeed. */
+export function serverFailingText(l: ServerLiveness): string | null {
+  return l.failing === null ? null : `nodepool-server is running but its passes fail: ${l.failing}`;
 }
 
 /** `no nodepool-server is running (last seen …)`. */

@@ -8,11 +8,10 @@ import { EventEmitter } from 'node:events';
 import type { Config } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
 import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
-import { coerceError } from '../../lib/errors.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
 import { fn } from '../../lib/gearman/functions.js';
-import { backoffDelay, sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
+import { PeriodicLoop } from '../../lib/periodic-loop.js';
 import type { LifecycleStatus } from '../../lib/status/server.js';
 import type { Store } from '../../lib/store/store.js';
 import { LIFECYCLE_STATUS_KEY, type Plan, type PlannerSnapshot } from './actions.js';
@@ -33,6 +32,8 @@ export interface ImageLifecycleDeps {
   clock?: () => number;
   /** Whether this process may run the pass (one server at a time does); always when omitted. */
   leader?: () => Promise<boolean>;
+  /** Called after every pass, failed or not. */
+  onLoopPass?: () => void;
 }
 
 /** Events of {@link ImageLifecycle}. */
@@ -42,8 +43,6 @@ export interface ImageLifecycleEvents extends ImageDispatcherEvents {
   'leaks:deleted': [images: LeakedImage[]];
 }
 
-type State = 'new' | 'running' | 'stopping' | 'stopped';
-
 export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   private readonly dispatcher: ImageDispatcher;
   private readonly absentSince = new Map<string, number>();
@@ -51,18 +50,23 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   private removedSince = new Map<string, number>();
   private readonly log: Logger;
   private readonly clock: () => number;
-  private state: State = 'new';
-  private loop: Promise<void> | undefined;
+  /** Runs the passes; its health goes into the server's heartbeat. */
+  readonly loop: PeriodicLoop;
   private stopping: Promise<void> | undefined;
-  private readonly wake = new AbortController();
   private lastLeakCheck = 0;
-  private failures = 0;
 
   constructor(private readonly deps: ImageLifecycleDeps) {
     super();
     this.log = deps.log.child({ component: 'image-lifecycle' });
     this.clock = deps.clock ?? Date.now;
     this.dispatcher = new ImageDispatcher({ ...deps, log: this.log });
+    this.loop = new PeriodicLoop({
+      name: 'image-lifecycle', log: this.log, intervalMs: () => deps.config().imageLifecycle.interval * 1000,
+      pass: async () => { if (!deps.leader || await deps.leader()) await this.runPass(); },
+      ...(deps.clock ? { clock: deps.clock } : {}),
+      ...(deps.onLoopPass ? { onPass: deps.onLoopPass } : {}),
+    });
+    this.loop.on('pass:failed', (err) => this.emit('pass:failed', err));
     for (const name of ['build:ready', 'build:failed', 'build:deleted', 'upload:ready', 'upload:failed', 'upload:deleted'] as const) {
       this.dispatcher.on(name, (...args: unknown[]) => (this.emit as (e: string, ...a: unknown[]) => boolean)(name, ...args));
     }
@@ -70,19 +74,14 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
 
   /** Starts the pass loop in the background. */
   start(): void {
-    if (this.state !== 'new') throw new Error(`image lifecycle cannot start from state ${this.state}`);
-    this.state = 'running';
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Stops after the pass in progress; jobs still running are resumed by the next server. Idempotent. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      this.state = 'stopping';
-      this.wake.abort();
-      await this.loop;
+      await this.loop.stop();
       await this.dispatcher.stop();
-      this.state = 'stopped';
       this.log.info('image lifecycle stopped');
     })();
     return this.stopping;
@@ -121,24 +120,6 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   /** Resolves when every job and delete started so far has settled (tests). */
   settled(): Promise<void> {
     return this.dispatcher.settled();
-  }
-
-  private async run(): Promise<void> {
-    while (this.state === 'running') {
-      let delay = this.deps.config().imageLifecycle.interval * 1000;
-      try {
-        if (!this.deps.leader || await this.deps.leader()) await this.runPass();
-        this.failures = 0;
-      } catch (raw) {
-        const err = coerceError(raw);
-        this.failures += 1;
-        delay = Math.max(delay, backoffDelay(this.failures - 1, 1000, 60_000));
-        this.log.error('image lifecycle pass failed', { error: err.message, consecutiveFailures: this.failures, retryInMs: delay });
-        this.emit('pass:failed', err);
-      }
-      if (this.state !== 'running') break;
-      await sleep(delay, this.wake.signal).catch(() => undefined);
-    }
   }
 
   /** Logs config removals when first seen (pending) and when they end before their grace is over. */

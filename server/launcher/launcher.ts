@@ -10,8 +10,8 @@ import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
 import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
 import { driverOf, providerPools, type ProviderConfig } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';
-import { sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
+import { PeriodicLoop, type LoopHealth } from '../../lib/periodic-loop.js';
 import type { Store } from '../../lib/store/store.js';
 import { CleanupWorker } from './cleanup-worker.js';
 import { launcherId } from './decisions.js';
@@ -33,6 +33,8 @@ export interface LauncherDeps {
   /** Only these providers (`--provider`); all when omitted. */
   only?: readonly string[];
   clock?: () => number;
+  /** Called after every pass of every loop, failed or not. */
+  onLoopPass?: () => void;
 }
 
 interface Running {
@@ -47,8 +49,8 @@ export class Launcher {
   private readonly log: Logger;
   private readonly deleter: NodeDeleter;
   private readonly cleanup: CleanupWorker;
-  private readonly loops: Array<Promise<void>> = [];
-  private readonly wake = new AbortController();
+  /** min-ready, deleter and cleanup (pool workers have their own). */
+  private readonly loops: PeriodicLoop[] = [];
   private active = false;
   private reconciling: Promise<void> = Promise.resolve();
   private unsubscribe: (() => void) | undefined;
@@ -77,11 +79,27 @@ export class Launcher {
     });
     await this.reconfigure();
     const cfg = (): Config['launcher'] => this.deps.config().launcher;
+    const loop = (name: string, seconds: () => number, pass: () => Promise<unknown>): PeriodicLoop =>
+      new PeriodicLoop({
+        name, log: this.log, intervalMs: () => seconds() * 1000, pass: async () => { await pass(); },
+        ...(this.deps.onLoopPass ? { onPass: this.deps.onLoopPass } : {}),
+      });
     this.loops.push(
-      this.every('min-ready', () => cfg().interval, () => this.topUp()),
-      this.every('deleter', () => cfg().deleteInterval, () => this.deleter.pass()),
-      this.every('cleanup', () => cfg().cleanupInterval, () => this.cleanup.pass()),
+      loop('min-ready', () => cfg().interval, () => this.topUp()),
+      loop('deleter', () => cfg().deleteInterval, () => this.deleter.pass()),
+      loop('cleanup', () => cfg().cleanupInterval, () => this.cleanup.pass()),
     );
+    for (const l of this.loops) l.start();
+  }
+
+  /** Every loop of the launcher, pool workers included (for the heartbeat and health). */
+  allLoops(): PeriodicLoop[] {
+    return [...this.loops, ...[...this.running.values()].flatMap((r) => r.workers.map((w) => w.loop))];
+  }
+
+  /** Health of {@link allLoops}. */
+  loopHealth(): LoopHealth[] {
+    return this.allLoops().map((l) => l.health);
   }
 
   /** Applies the current config: restarts changed providers, stops removed ones, starts new ones. */
@@ -97,8 +115,7 @@ export class Launcher {
     if (!this.active) return;
     this.active = false;
     this.unsubscribe?.();
-    this.wake.abort();
-    await Promise.all(this.loops);
+    await Promise.all(this.loops.map((l) => l.stop()));
     await this.reconciling;
     for (const name of [...this.running.keys()]) await this.stopProvider(name);
     await this.deleter.settled();
@@ -146,6 +163,7 @@ export class Launcher {
         store, log, provider, pool, launcherId: launcherId(this.deps.hostname, this.deps.pid, pc.name, pool.name),
         sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
         maxConcurrency: pc.maxConcurrency, providerAlive: alive,
+        ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
       });
       entry.workers.push(worker);
       worker.start();
@@ -167,16 +185,5 @@ export class Launcher {
       store: this.deps.store, log: this.log, config: this.deps.config(), sessionId: this.deps.sessionId(),
       providers: [...this.running.values()].map((r) => ({ provider: r.provider, pools: r.pools })),
     });
-  }
-
-  private async every(what: string, seconds: () => number, fn: () => Promise<void>): Promise<void> {
-    while (this.active) {
-      try {
-        await fn();
-      } catch (err) {
-        this.log.error(`${what} pass failed`, { error: coerceError(err).message });
-      }
-      await sleep(seconds() * 1000, this.wake.signal).catch(() => undefined);
-    }
   }
 }

@@ -6,8 +6,8 @@
  */
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
 import { coerceError } from '../../lib/errors.js';
-import { sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
+import { PeriodicLoop } from '../../lib/periodic-loop.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { yieldsToPreferredProvider } from './decisions.js';
@@ -30,6 +30,8 @@ export interface PoolWorkerDeps {
   maxConcurrency: number;
   /** Launches in flight across all pools of the provider. */
   providerAlive: () => number;
+  /** Called after every pass, failed or not. */
+  onLoopPass?: () => void;
 }
 
 /** Request handlers a pass runs at once. */
@@ -39,19 +41,20 @@ export class PoolWorker {
   private readonly handlers: NodeRequestHandler[] = [];
   private paused: NodeRequestHandler | undefined;
   private running = false;
-  private loop: Promise<void> | undefined;
-  private readonly wake = new AbortController();
+  /** Runs the passes (named `pool-worker:<provider>/<pool>`); its health goes into the heartbeat. */
+  readonly loop: PeriodicLoop;
   private readonly log: Logger;
   private lastRegistered = 0;
   /** Ready nodes of the pool, read once per pass when a handler first asks. */
   private snapshot: NodeRecord[] | undefined;
-  /** Set by {@link nudge}: the next idle wait is skipped. */
-  private nudged = false;
-  /** Ends the idle wait in progress. */
-  private endIdle: (() => void) | undefined;
 
   constructor(private readonly deps: PoolWorkerDeps) {
     this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
+    this.loop = new PeriodicLoop({
+      name: `pool-worker:${deps.provider.name}/${deps.pool.name}`, log: this.log,
+      intervalMs: () => deps.interval() * 1000, pass: () => this.pass(), backoff: { initialMs: 1000, maxMs: 30_000 },
+      ...(deps.onLoopPass ? { onPass: deps.onLoopPass } : {}),
+    });
   }
 
   get id(): string {
@@ -65,22 +68,20 @@ export class PoolWorker {
 
   start(): void {
     this.running = true;
-    this.loop = this.run();
+    this.loop.start();
     this.log.info('pool worker started', { launcher: this.deps.launcherId, labels: this.deps.pool.labels });
   }
 
   /** Something changed in the store (a new request, maybe): the idle wait ends now. */
   nudge(): void {
-    this.nudged = true;
-    this.endIdle?.();
+    this.loop.nudge();
   }
 
   /** Stops: running requests are handed back (requested again) and the registration removed. */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    this.wake.abort();
-    await this.loop;
+    await this.loop.stop();
     for (const h of this.handlers) await h.abandon().catch((e: unknown) => this.log.warn('abandoning a request failed', { error: coerceError(e).message }));
     this.handlers.length = 0;
     await this.deps.store.unregisterLauncher(this.deps.launcherId).catch(() => undefined);
@@ -109,41 +110,6 @@ export class PoolWorker {
       }
     }
     return busy;
-  }
-
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (this.running) {
-      let busy = false;
-      this.nudged = false;
-      try {
-        busy = await this.pass();
-        failures = 0;
-      } catch (err) {
-        failures += 1;
-        this.log.error('pool worker pass failed', { error: coerceError(err).message, consecutiveFailures: failures });
-      }
-      if (!this.running) break;
-      const idle = this.deps.interval() * 1000;
-      if (failures) await sleep(Math.min(idle * 2 ** failures, 30_000), this.wake.signal).catch(() => undefined);
-      else if (!busy) await this.idle(idle);
-    }
-  }
-
-  /** Waits `ms`, or less when nudged (also by a nudge during the pass just run) or stopped. */
-  private idle(ms: number): Promise<void> {
-    if (this.nudged || !this.running) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wake.signal.removeEventListener('abort', done);
-        this.endIdle = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake.signal.addEventListener('abort', done, { once: true });
-      this.endIdle = done;
-    });
   }
 
   private async register(): Promise<void> {

@@ -12,6 +12,7 @@ import type { Config } from '../../../lib/config/schema.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { openStore } from '../../../lib/store/open-store.js';
 import type { Store } from '../../../lib/store/store.js';
+import type { LoopHealth } from '../../../lib/periodic-loop.js';
 import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../server/image-lifecycle/actions.js';
 import { startProcess, type TrackedProcess } from '../../support/processes.js';
 
@@ -68,8 +69,8 @@ export interface CliEnv {
   start(args: string[], timeoutMs?: number): CliProcess;
   /** Runs `nodepool -c <configFile> ...args` to the end. */
   run(...args: string[]): Promise<CliRun>;
-  /** Publishes a heartbeat as a live server would (refreshed now). */
-  heartbeat(interval?: number): Promise<void>;
+  /** Publishes a heartbeat as a live server would (refreshed now), with these loops' health. */
+  heartbeat(interval?: number, loops?: LoopHealth[]): Promise<void>;
   /** Publishes the lifecycle status as the server would. */
   lifecycleStatus(diskimages: DiskimageStatus[], targets?: UploadTargetStatus[]): Promise<void>;
   close(): Promise<void>;
@@ -130,7 +131,7 @@ export async function createCliEnv(yaml: (stateDir: string) => string = CLI_TEST
       started.push(p);
       return p.result;
     },
-    heartbeat: (interval = 10) => store.putStatus(SERVER_HEARTBEAT_KEY, { pid: process.pid, hostname: 'np-test', started: Date.now(), interval }),
+    heartbeat: (interval = 10, loops = []) => store.putStatus(SERVER_HEARTBEAT_KEY, { pid: process.pid, hostname: 'np-test', started: Date.now(), interval, loops }),
     lifecycleStatus: (diskimages, targets = []) => store.putStatus(LIFECYCLE_STATUS_KEY, { diskimages, targets }),
     async close() {
       await Promise.all(started.map((p) => p.proc.stop(2000)));

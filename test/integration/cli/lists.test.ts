@@ -141,6 +141,20 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     assert.deepEqual(doc.targets, targets);
   });
 
+  it('warns on stderr when the server runs but a loop\'s passes fail', async () => {
+    const { env } = await setup();
+    const now = Date.now();
+    await env.heartbeat(10, [
+      { name: 'image-lifecycle', passes: 12, consecutiveFailures: 4, lastPass: now, lastSuccess: now - 60_000, lastError: 'reading builds: database disk image is malformed' },
+      { name: 'deleter', passes: 30, consecutiveFailures: 0, lastPass: now, lastSuccess: now, lastError: null },
+    ]);
+    for (const cmd of ['dib-image-list', 'image-list']) {
+      const r = await env.run(cmd);
+      assert.equal(r.code, 0);
+      assert.equal(r.stderr, 'warning: nodepool-server is running but its passes fail: image-lifecycle: 4 failed passes in a row (last: reading builds: database disk image is malformed); the status shown may be out of date\n', cmd);
+    }
+  });
+
   it('prints empty tables and warns on stderr when no server has published a heartbeat', async () => {
     const { env } = await setup();
     const builds = await env.run('dib-image-list');

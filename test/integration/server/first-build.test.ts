@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fn } from '../../../lib/gearman/functions.js';
 import { adminWorkers } from '../../../lib/gearman/admin.js';
+import type { ServerHeartbeat } from '../../../lib/status/server.js';
 import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY } from '../../../server/image-lifecycle/actions.js';
 import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
@@ -54,9 +55,16 @@ describe('nodepool-server: first build and upload', () => {
     assert.equal(status?.value.diskimages[0]?.diskimage, 'deb');
     assert.equal(status?.value.diskimages[0]?.failures, 0);
     assert.ok(status?.value.diskimages[0]?.rebuildAt);
-    const beat = await sys.store.getStatus<{ hostname: string; interval: number }>(SERVER_HEARTBEAT_KEY);
+    const beat = await sys.store.getStatus<ServerHeartbeat>(SERVER_HEARTBEAT_KEY);
     assert.equal(beat?.value.hostname, 'test-server');
     assert.equal(beat?.value.interval, 1);
+    await sys.passes(2);
+    const later = await sys.store.getStatus<ServerHeartbeat>(SERVER_HEARTBEAT_KEY);
+    assert.ok(later && beat && later.updated > beat.updated, 'refreshed by the passes');
+    const loops = later.value.loops ?? [];
+    // The providers only take images (no pools), so there is no pool worker.
+    assert.deepEqual(loops.map((l) => l.name).sort(), ['cleanup', 'deleter', 'image-lifecycle', 'min-ready']);
+    for (const l of loops) assert.deepEqual([l.name, l.consecutiveFailures, l.lastError, l.passes > 0], [l.name, 0, null, true]);
   });
 
   it('does not build again while the newest build is younger than rebuild-age', async () => {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverDownText, serverLiveness } from '../../../lib/status/server.js';
+import { serverDownText, serverFailingText, serverLiveness } from '../../../lib/status/server.js';
 
 const NOW = 1_700_000_000_000;
 const heartbeat = (ageMs: number, interval = 10) => ({
@@ -28,5 +28,14 @@ describe('serverLiveness', () => {
     const l = serverLiveness(undefined, NOW);
     assert.equal(l.alive, false);
     assert.equal(serverDownText(l), 'no nodepool-server is running (last seen: never)');
+  });
+
+  it('names the loops whose passes fail, and says nothing when every pass succeeds', () => {
+    const loop = (name: string, consecutiveFailures: number, lastError: string | null) => ({ name, passes: 9, consecutiveFailures, lastPass: NOW, lastSuccess: null, lastError });
+    const hb = { ...heartbeat(1000), value: { ...heartbeat(1000).value, loops: [loop('deleter', 0, null), loop('image-lifecycle', 3, 'disk I/O error'), loop('cleanup', 1, null)] } };
+    assert.equal(serverFailingText(serverLiveness(hb, NOW)),
+      'nodepool-server is running but its passes fail: image-lifecycle: 3 failed passes in a row (last: disk I/O error); cleanup: 1 failed pass in a row (last: unknown error)');
+    assert.equal(serverFailingText(serverLiveness(heartbeat(1000), NOW)), null, 'an older server without loops');
+    assert.equal(serverLiveness({ ...hb, updated: NOW - 60_000 }, NOW).failing, null, 'a dead server is reported as down instead');
   });
 });

@@ -1,0 +1,102 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { PeriodicLoop, type LoopHealth } from '../../lib/periodic-loop.js';
+import { testLogger } from '../support/test-log.js';
+
+/** Collects `n` events of a loop (bounded). */
+async function events(loop: PeriodicLoop, n: number, timeoutMs = 5000): Promise<Array<{ ok: boolean; health: LoopHealth; at: number }>> {
+  const seen: Array<{ ok: boolean; health: LoopHealth; at: number }> = [];
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${n} passes of ${loop.name} within ${timeoutMs} ms; saw ${seen.length}`)), timeoutMs);
+    const push = (ok: boolean, health: LoopHealth): void => {
+      seen.push({ ok, health, at: Date.now() });
+      if (seen.length < n) return;
+      clearTimeout(timer);
+      loop.off('pass:complete', onOk);
+      loop.off('pass:failed', onFail);
+      resolve(seen);
+    };
+    const onOk = (h: LoopHealth): void => push(true, h);
+    const onFail = (_e: Error, h: LoopHealth): void => push(false, h);
+    loop.on('pass:complete', onOk);
+    loop.on('pass:failed', onFail);
+  });
+}
+
+describe('PeriodicLoop', () => {
+  it('counts consecutive failures with the last error, backs off, and resets on the next success', async () => {
+    let calls = 0;
+    const loop = new PeriodicLoop({
+      name: 'flaky', log: testLogger(), intervalMs: () => 10, backoff: { initialMs: 100, maxMs: 200 },
+      pass: async () => {
+        calls += 1;
+        if (calls <= 3) throw new Error(`boom ${calls}`);
+      },
+    });
+    loop.start();
+    const seen = await events(loop, 4);
+    await loop.stop();
+    assert.deepEqual(seen.map((e) => [e.ok, e.health.consecutiveFailures, e.health.lastError]), [
+      [false, 1, 'boom 1'], [false, 2, 'boom 2'], [false, 3, 'boom 3'], [true, 0, null],
+    ]);
+    const gaps = seen.slice(1).map((e, i) => e.at - (seen[i] as { at: number }).at);
+    assert.ok((gaps[0] ?? 0) >= 75, `first backoff ≥ 80 ms (100 ms − 20 % jitter), got ${gaps[0]}`);
+    assert.ok((gaps[1] ?? 0) >= 150 && (gaps[2] ?? 0) >= 150, `capped doubling: ${gaps.join(', ')}`);
+    const h = loop.health;
+    assert.equal(h.passes, 4);
+    assert.ok(h.lastSuccess !== null && h.lastPass === h.lastSuccess);
+  });
+
+  it('runs again at once when a pass says there is more, and when nudged during a pass', async () => {
+    let calls = 0;
+    let nudgeDuringPass = false;
+    const loop = new PeriodicLoop({
+      name: 'busy', log: testLogger(), intervalMs: () => 60_000,
+      pass: async () => {
+        calls += 1;
+        if (nudgeDuringPass) {
+          nudgeDuringPass = false;
+          loop.nudge();
+        }
+        return calls < 3;
+      },
+    });
+    loop.start();
+    await events(loop, 3, 2000);
+    assert.equal(calls, 3, 'two "more" answers ran the next passes at once');
+    nudgeDuringPass = true;
+    loop.nudge(); // ends the 60 s wait
+    await events(loop, 2, 2000); // the nudge inside that pass runs one more
+    assert.equal(calls, 5);
+    await loop.stop();
+  });
+
+  it('stops during a wait at once and during a pass after it; stop is idempotent', async () => {
+    let release: (() => void) | undefined;
+    let passes = 0;
+    const loop = new PeriodicLoop({
+      name: 'slow', log: testLogger(), intervalMs: () => 60_000,
+      pass: () => {
+        passes += 1;
+        return passes === 2 ? new Promise<void>((r) => { release = r; }) : Promise.resolve();
+      },
+    });
+    loop.start();
+    await once(loop, 'pass:complete');
+    const t0 = Date.now();
+    loop.nudge();
+    while (!release) await new Promise((r) => setTimeout(r, 5));
+    const stopped = loop.stop();
+    let done = false;
+    void stopped.then(() => { done = true; });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(done, false, 'stop waits for the pass in progress');
+    release();
+    await stopped;
+    await loop.stop();
+    assert.ok(Date.now() - t0 < 1000);
+    assert.equal(passes, 2);
+    assert.throws(() => loop.start(), /cannot start from state stopped/);
+  });
+});
