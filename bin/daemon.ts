@@ -7,6 +7,7 @@ import { watch } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Argv } from 'yargs';
+import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
 import { loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
 import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
@@ -76,6 +77,21 @@ export function reloadOnChange(file: string, log: Logger, apply: (config: Config
       process.off('SIGHUP', onHup);
     },
   };
+}
+
+/**
+ * The config a reload applies: `next`, but with the running `gearman-servers` when the file
+ * changed them, and an error logged that only a restart uses the new ones.
+ */
+export function reloadedConfig(running: Config, next: Config, log: Logger): Config {
+  const { config, heldBack } = keepRunningGearmanServers(running, next);
+  if (heldBack) {
+    const list = (c: Config): string[] => c.gearmanServers.map((s) => `${s.host}:${s.port}`);
+    log.error('gearman-servers changed in the config: restart this daemon to use them; it keeps the running ones until then', {
+      running: list(running), configured: list(next),
+    });
+  }
+  return config;
 }
 
 /** Image services from this host's clouds.yaml (`clouds-file` of the current config first). */

@@ -11,7 +11,7 @@ import { hideBin } from 'yargs/helpers';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { DibBuilder } from '../workers/builder/dib-builder.js';
-import { daemonLogger, hostImageServices, loadConfigOrExit, reloadOnChange, withDaemonOptions } from './daemon.js';
+import { daemonLogger, hostImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
 // words at the column width (cliui's ESM wrap is a plain character count).
@@ -53,8 +53,8 @@ const builder = new DibBuilder({
 const watcher = reloadOnChange(argv.config, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
   checkGearmanServers(next, { forBuilder: true });
-  current = next;
-  builder.reconfigure(next);
+  current = reloadedConfig(current, next, log);
+  builder.reconfigure(current);
 });
 
 let signals = 0;

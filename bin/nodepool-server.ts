@@ -10,7 +10,8 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, StoreError } from '../lib/errors.js';
 import { NodepoolServer } from '../server/main.js';
-import { daemonLogger, hostImageServices, loadConfigOrExit, reloadOnChange, withDaemonOptions } from './daemon.js';
+import { checkGearmanServers } from '../lib/config/gearman-servers.js';
+import { daemonLogger, hostImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
@@ -40,8 +41,10 @@ try {
 const running = server;
 
 const watcher = reloadOnChange(argv.config, log, (next) => {
-  current = next;
-  running.reconfigure(next);
+  // Thrown here, the reload is refused and logged; the running config stays.
+  checkGearmanServers(next);
+  current = reloadedConfig(current, next, log);
+  running.reconfigure(current);
 });
 
 let signals = 0;

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import type { GearmanServerAddress } from '../gearman/types.js';
+import { deepFreeze } from './schema-kit.js';
 import type { Config } from './schema.js';
 
 /** What the rule looks at. */
@@ -30,6 +31,19 @@ export function gearmanServersProblem(config: GearmanRuleInput, opts: { forBuild
     return { path: 'gearman-servers', message: 'expected at least one gearman server, got none: nodepool-builder takes all its jobs from Gearman' };
   }
   return undefined;
+}
+
+/**
+ * A reload keeps the running `gearman-servers`: a daemon holds one set of gearmand
+ * connections for its life (its jobs and registrations live on them), so a changed list takes
+ * effect at the next start. Returns the config to apply and whether a change was held back. An
+ * emptied list is passed through, for {@link checkGearmanServers} to judge. Pure.
+ */
+export function keepRunningGearmanServers(running: Config, next: Config): { config: Config; heldBack: boolean } {
+  if (next.gearmanServers.length === 0 || JSON.stringify(running.gearmanServers) === JSON.stringify(next.gearmanServers)) {
+    return { config: next, heldBack: false };
+  }
+  return { config: deepFreeze({ ...next, gearmanServers: running.gearmanServers }), heldBack: true };
 }
 
 /** Applies {@link gearmanServersProblem}. Thrown: {@link ConfigError} naming the file, when the rule is not met. */
