@@ -35,8 +35,9 @@ export interface ImageBuildOptions extends CommandContext {
 }
 
 /**
- * Requests a build (exit 0); 3 for an unknown diskimage, 1 when paused. With `follow`: 0 when
- * the build is ready; 1 when it fails, no server is alive, or the timeout passes; 130 when interrupted.
+ * Requests a build (exit 0); 3 for an unknown diskimage, 1 when paused or when a build of it
+ * is in progress (no request recorded). With `follow`: 0 when the build is ready; 1 when it
+ * fails, no server is alive, or the timeout passes; 130 when interrupted.
  */
 export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
@@ -53,6 +54,9 @@ export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
       if (pause) {
         throw new CommandFailure(EXIT.failed, `Diskimage ${name} is paused${pause.reason ? ` (${pause.reason})` : ''}; nodepool image-unpause ${name} resumes its builds`);
       }
+      // A request made now would start a second full build as soon as this one ends.
+      const running = (await store.listBuilds({ diskimage: name, states: ['building'] })).at(-1);
+      if (running) throw new CommandFailure(EXIT.failed, `Diskimage ${name} has a build in progress (${describeRunning(running)}); no new build requested`);
       const request = await store.requestBuild(name);
       out.out(`Build of ${name} requested\n`);
       const now = opts.now ?? Date.now;
@@ -167,6 +171,12 @@ async function followBuild(store: Store, out: CommandOutput, p: FollowParams): P
 async function findFollowed(store: Store, p: FollowParams, followed: string | null): Promise<BuildRecord | undefined> {
   if (followed !== null) return store.getBuild(followed);
   return (await store.listBuilds({ diskimage: p.diskimage })).find((b) => b.created >= p.requested);
+}
+
+/** `<id> on <builder>, <n>%` for the build-in-progress refusal. */
+function describeRunning(b: BuildRecord): string {
+  const pct = progressPercent(b.progress);
+  return [b.id, b.builderHostname ? ` on ${b.builderHostname}` : '', pct !== null ? `, ${pct}%` : ''].join('');
 }
 
 /** How a build ended, or null while it is still building. */

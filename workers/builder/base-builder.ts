@@ -1,7 +1,8 @@
 /**
  * BaseBuilder: everything a nodepool-builder does that is not DIB. It owns the Gearman
  * workers, registers `image-build:<diskimage>` for every diskimage it may build and
- * `image-upload:<id>` / `image-delete:<id>` for every complete image on its disk, validates
+ * `image-upload:<id>` / `image-delete:<id>` for every complete image on its disk (and
+ * `image-delete:<id>` while it builds `<id>`, to refuse it: "build in progress"), validates
  * job payloads before any path is touched, runs builds with a per-build log, TMPDIR,
  * timeout and abort, and serves uploads (with conversion) and deletes.
  * Subclasses implement only {@link BaseBuilder.buildImage}.
@@ -90,10 +91,10 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
   private readonly local = new Map<string, ImageSidecar>();
   private readonly building = new Map<string, Promise<ImageSidecar>>();
   private readonly deleting = new Set<string>();
+  /** `image-delete:<id>` jobs running here, by id (the function is dropped only when none is). */
+  private readonly deleteJobs = new Map<string, number>();
   private buildWorker?: GearmanWorker;
   private uploadWorker?: GearmanWorker;
-  /** Work to do once a job's terminal packet is written, by job handle. */
-  private readonly afterJob = new Map<string, () => void>();
 
   constructor(protected readonly opts: BaseBuilderOptions) {
     super();
@@ -135,10 +136,17 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       const common = { servers, clientId: this.clientId, reconnect: this.opts.reconnect };
       this.buildWorker = new GearmanWorker({ ...common, concurrency: this.opts.buildWorkers ?? 1, log: this.log.child({ worker: 'build' }) });
       this.uploadWorker = new GearmanWorker({ ...common, concurrency: this.opts.uploadWorkers ?? 4, log: this.log.child({ worker: 'upload' }) });
+      this.uploadWorker.on('job:start', (info) => {
+        const f = fn.parse(info.functionName);
+        if (f?.kind === 'delete') this.deleteJobs.set(f.imageId, (this.deleteJobs.get(f.imageId) ?? 0) + 1);
+      });
       this.uploadWorker.on('job:end', (info) => {
-        const after = this.afterJob.get(info.handle);
-        this.afterJob.delete(info.handle);
-        after?.();
+        const f = fn.parse(info.functionName);
+        if (f?.kind !== 'delete') return;
+        const left = (this.deleteJobs.get(f.imageId) ?? 1) - 1;
+        if (left > 0) this.deleteJobs.set(f.imageId, left);
+        else this.deleteJobs.delete(f.imageId);
+        this.releaseDeleteFunction(f.imageId);
       });
       for (const [id, sidecar] of scan.complete) this.registerLocal(id, sidecar);
       this.syncBuildRegistrations();
@@ -230,6 +238,16 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     this.uploadWorker?.register(fn.imageDelete(id), (job) => this.onDeleteJob(job, id));
   }
 
+  /**
+   * Drops `image-delete:<id>` once nothing here needs it: no complete image, no build and no
+   * delete job of that id. gearmand drops a job whose function its worker CANT_DOes before
+   * answering it (WORK_COMPLETE then gets ERROR JOB_NOT_FOUND), so this runs after replies.
+   */
+  private releaseDeleteFunction(id: string): void {
+    if (this.local.has(id) || this.building.has(id) || this.deleteJobs.has(id)) return;
+    this.uploadWorker?.unregister(fn.imageDelete(id));
+  }
+
   private jobLog(job: WorkerJob, extra: Record<string, unknown>): Logger {
     return this.log.child({ job: job.handle, fn: job.functionName, ...extra });
   }
@@ -251,7 +269,14 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       else {
         running = this.runBuild(req, job, log.child({ buildId: req.imageId }));
         this.building.set(req.imageId, running);
-        void running.finally(() => this.building.delete(req.imageId)).catch(() => undefined);
+        // image-delete:<id> is served during the build so that a delete sent now is refused
+        // ("build in progress") instead of waiting in gearmand and destroying the build the
+        // moment it completes, while the build reports success.
+        this.uploadWorker?.register(fn.imageDelete(req.imageId), (j) => this.onDeleteJob(j, req.imageId));
+        void running.finally(() => {
+          this.building.delete(req.imageId);
+          this.releaseDeleteFunction(req.imageId);
+        }).catch(() => undefined);
       }
       return completePayload(await running);
     });
@@ -327,6 +352,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     const log = this.jobLog(job, { buildId: id });
     return reportOutcome(log, async () => {
       parseDeletePayload(job.data);
+      // Refused, not queued: the sender decides again once the build has ended.
+      if (this.building.has(id)) throw new BuilderError(`image ${id} not deleted: build in progress on ${this.clientId}`);
       if (!this.local.has(id)) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
       this.deleting.add(id);
       try {
@@ -334,11 +361,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
         const removed = await this.repo.removeAll(id);
         this.uploadWorker?.unregister(fn.imageUpload(id));
         this.local.delete(id);
-        // gearmand drops a job whose function its worker CANT_DOes before answering it
-        // (WORK_COMPLETE then gets ERROR JOB_NOT_FOUND), so image-delete goes after the reply.
-        this.afterJob.set(job.handle, () => {
-          if (!this.local.has(id)) this.uploadWorker?.unregister(fn.imageDelete(id));
-        });
+        // image-delete:<id> itself is dropped after the reply (job:end → releaseDeleteFunction).
         log.info('image deleted', { removed });
         this.emit('image:deleted', { imageId: id });
         return {};

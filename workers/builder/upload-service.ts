@@ -73,6 +73,11 @@ export class UploadService {
   private async doUpload(job: WorkerJob, sidecar: ImageSidecar, log: Logger): Promise<UploadResult> {
     const id = sidecar['image-id'];
     const req = parseUploadPayload(job.data, id);
+    // The cloud image is named and tagged after image-name: one that is not this build's
+    // diskimage would put another diskimage's file under that name (a leak nothing cleans).
+    if (req.imageName !== sidecar.diskimage) {
+      throw new InvalidJobError(`image-upload:${id}: image-name ${JSON.stringify(req.imageName)} is not the build's diskimage ${sidecar.diskimage}`);
+    }
     const config = this.deps.config();
     const provider = config.providers.find((p) => p.name === req.provider);
     if (!provider) throw new UnknownImageError(`provider ${req.provider} is not in this builder's config`);

@@ -75,13 +75,14 @@ describe('builder: malformed payloads and ids get WORK_FAIL and the worker stays
   const uploadCases: Array<[string, string, RegExp]> = [
     ['not JSON', '{', /not JSON/],
     ['no image-name', '{"provider": "c1"}', /missing "image-name"/],
-    ['no provider', '{"image-name": "u"}', /missing "provider"/],
-    ['a non-string provider', '{"image-name": "u", "provider": ["c1"]}', /"provider" must be a string/],
-    ['a control character in the name', '{"image-name": "u\\n", "provider": "c1"}', /"image-name" must be a string of 1-255 printable/],
-    ['an unknown provider', '{"image-name": "u", "provider": "nope"}', /provider nope is not in this builder's config/],
-    ['a static provider', '{"image-name": "u", "provider": "lab"}', /provider lab \(driver static\) does not take image uploads/],
-    ['a provider that does not list the image', '{"image-name": "u", "provider": "c1"}', /provider c1 does not list diskimage ubuntu/],
-    ['a non-string meta value', '{"image-name": "u", "provider": "c1", "meta": {"a": 1}}', /meta\.a must be a string/],
+    ['no provider', '{"image-name": "ubuntu"}', /missing "provider"/],
+    ['a non-string provider', '{"image-name": "ubuntu", "provider": ["c1"]}', /"provider" must be a string/],
+    ['a control character in the name', '{"image-name": "ubuntu\\n", "provider": "c1"}', /"image-name" must be a string of 1-255 printable/],
+    ['an unknown provider', '{"image-name": "ubuntu", "provider": "nope"}', /provider nope is not in this builder's config/],
+    ['a static provider', '{"image-name": "ubuntu", "provider": "lab"}', /provider lab \(driver static\) does not take image uploads/],
+    ['a provider that does not list the image', '{"image-name": "ubuntu", "provider": "c1"}', /provider c1 does not list diskimage ubuntu/],
+    ['another diskimage\'s name', '{"image-name": "other", "provider": "c1"}', /image-name "other" is not the build's diskimage ubuntu/],
+    ['a non-string meta value', '{"image-name": "ubuntu", "provider": "c1", "meta": {"a": 1}}', /meta\.a must be a string/],
   ];
   for (const [what, payload, expected] of uploadCases) {
     it(`image-upload with ${what} → WORK_FAIL`, async () => {

@@ -60,6 +60,33 @@ describe('nodepool image-build', () => {
     assert.deepEqual(await env.store.listBuildRequests(), []);
   });
 
+  it('exits 1 without a request while a build of the diskimage is in progress, with or without --follow', async () => {
+    const env = await setup();
+    await env.heartbeat();
+    const b = await env.store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2'] });
+    await env.store.updateBuild(b.id, { builderHostname: 'builder1', progress: { numerator: 1, denominator: 2 } });
+    const expected = `Diskimage ubuntu-jammy has a build in progress (${b.id} on builder1, 50%); no new build requested\n`;
+    for (const extra of [[], ['--follow']]) {
+      const r = await env.run('image-build', 'ubuntu-jammy', ...extra);
+      assert.deepEqual(r, { stdout: '', stderr: expected, code: 1 }, `with ${JSON.stringify(extra)}`);
+    }
+    assert.deepEqual(await env.store.listBuildRequests(), []);
+  });
+
+  it('records a request when the diskimage\'s builds have ended or only another diskimage is building', async () => {
+    const env = await setup();
+    await env.heartbeat();
+    const other = await env.store.createBuild({ diskimage: 'debian-bookworm', formats: ['qcow2'] });
+    assert.equal(other.state, 'building');
+    for (const state of ['ready', 'failed', 'lost', 'deleting'] as const) {
+      const b = await env.store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2'] });
+      await env.store.updateBuild(b.id, { state, reason: state === 'ready' ? null : `test: ${state}` });
+    }
+    const r = await env.run('image-build', 'ubuntu-jammy');
+    assert.deepEqual(r, { stdout: 'Build of ubuntu-jammy requested\n', stderr: '', code: 0 });
+    assert.deepEqual((await env.store.listBuildRequests()).map((q) => q.diskimage), ['ubuntu-jammy']);
+  });
+
   it('exits 2 for --timeout without --follow or not a positive number', async () => {
     const env = await setup();
     const alone = await env.run('image-build', 'ubuntu-jammy', '--timeout', '30');
@@ -73,9 +100,9 @@ describe('nodepool image-build', () => {
   it('--follow shows progress every 10 % of the requested build and exits 0 when it is ready', async () => {
     const env = await setup();
     await env.heartbeat();
-    // A build already running when the request is made is not the one followed.
+    // A build made before the request is not the one followed.
     const earlier = await env.store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2', 'raw'] });
-    await env.store.updateBuild(earlier.id, { progress: { numerator: 9, denominator: 10 } });
+    await env.store.updateBuild(earlier.id, { state: 'ready', progress: null });
     const cli = env.start(['image-build', 'ubuntu-jammy', '--follow', '--timeout', '60']);
     await cli.waitForOutput(/Build of ubuntu-jammy requested\n/, 'the request');
     const b = await env.store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2', 'raw'] });
