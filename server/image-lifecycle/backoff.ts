@@ -16,6 +16,15 @@ export function retryDelayMs(failures: number, cfg: BackoffConfig): number {
   return Math.min(cfg.maxRetryDelay, cfg.retryDelay * 2 ** (failures - 1)) * 1000;
 }
 
+/**
+ * How many of the newest consecutive failures retention keeps per diskimage or
+ * image-provider: enough for the delay to reach `maxRetryDelay` (older ones would not change
+ * it), and at least 3 for the operator to read.
+ */
+export function failuresKept(cfg: BackoffConfig): number {
+  return Math.max(3, 1 + Math.ceil(Math.log2(cfg.maxRetryDelay / cfg.retryDelay)));
+}
+
 /** A run of consecutive failures, newest first, as the planner counts them. */
 export interface FailureRun {
   failures: number;

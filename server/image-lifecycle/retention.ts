@@ -6,6 +6,7 @@
  * diskimage or image-provider that left the config wait `config-removal-grace` first.
  */
 import { removalKey } from './actions.js';
+import { failuresKept } from './backoff.js';
 import type { PlanView, UploadPair, WorkingBuild, WorkingUpload } from './plan-view.js';
 
 /** Ready builds kept per diskimage, and ready uploads kept per image-provider. */
@@ -14,6 +15,7 @@ export const KEEP = 2;
 /** Builds to delete once their uploads are gone, with the reason. */
 function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
   const retired = new Map<WorkingBuild, string>();
+  const keepFailed = failuresKept(view.lifecycle);
   for (const [name, builds] of view.buildsByDiskimage) {
     if (!view.diskimages.has(name)) {
       const due = view.removalDue(removalKey.diskimage(name));
@@ -24,6 +26,7 @@ function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
       continue;
     }
     let ready = 0;
+    let failed = 0;
     let newestReady: WorkingBuild | undefined;
     for (let i = builds.length - 1; i >= 0; i--) {
       const b = builds[i] as WorkingBuild;
@@ -33,6 +36,7 @@ function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
       } else if (b.state === 'lost') retired.set(b, 'lost and no longer needed');
       else if (b.state === 'deleting') retired.set(b, 'resuming deletion');
       else if (b.state === 'failed' && newestReady) retired.set(b, `failed, superseded by ${newestReady.rec.id}`);
+      else if (b.state === 'failed' && ++failed > keepFailed) retired.set(b, `failed, older than the newest ${keepFailed} failures`);
     }
   }
   return retired;
@@ -40,13 +44,17 @@ function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
 
 /**
  * Marks the kept uploads of a pair (its two newest ready ones whose build is not being
- * deleted) and records its newest ready upload.
+ * deleted), records its newest ready upload, and returns the failures newer than it beyond
+ * the newest `keepFailed`.
  */
-function markKept(pair: UploadPair): void {
+function markKept(pair: UploadPair, keepFailed: number): WorkingUpload[] {
   let newestReady: WorkingUpload | undefined;
   let kept = 0;
+  let failed = 0;
+  const excess: WorkingUpload[] = [];
   for (let i = pair.uploads.length - 1; i >= 0 && kept < KEEP; i--) {
     const u = pair.uploads[i] as WorkingUpload;
+    if (u.state === 'failed' && !newestReady && ++failed > keepFailed) excess.push(u);
     if (u.state !== 'ready') continue;
     newestReady ??= u;
     if (u.build?.state !== 'deleting') {
@@ -55,6 +63,7 @@ function markKept(pair: UploadPair): void {
     }
   }
   pair.newestReady = newestReady;
+  return excess;
 }
 
 function uploadDeleteReason(view: PlanView, u: WorkingUpload, retired: Map<WorkingBuild, string>): string | null {
@@ -79,10 +88,11 @@ function uploadDeleteReason(view: PlanView, u: WorkingUpload, retired: Map<Worki
 export function retention(view: PlanView): void {
   const { uploadDeletes, buildDeletes } = view.snapshot.inFlight;
   const retired = retiredBuilds(view);
-  for (const pair of view.pairList) markKept(pair);
+  const keepFailed = failuresKept(view.lifecycle);
+  const excessFailures = new Set(view.pairList.flatMap((pair) => markKept(pair, keepFailed)));
   for (const u of view.uploads) {
     if (u.state === 'uploading' || uploadDeletes.has(u.rec.id)) continue;
-    const reason = uploadDeleteReason(view, u, retired);
+    const reason = excessFailures.has(u) && u.pair.target ? `failed, older than the newest ${keepFailed} failures` : uploadDeleteReason(view, u, retired);
     if (reason !== null) view.emit(u, { type: 'delete-upload', uploadId: u.rec.id, reason });
   }
   for (const b of view.builds) {

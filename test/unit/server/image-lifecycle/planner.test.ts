@@ -170,9 +170,10 @@ table('rule 2: new builds and requests', [
     actions: [], diskimage: { failures: 3, retryAt: ago(200) + 240_000 },
   },
   {
-    name: 'caps the retry delay at max-retry-delay',
+    name: 'caps the retry delay at max-retry-delay, and deletes the failures beyond the newest 7 (older ones would not change the delay)',
     builds: Array.from({ length: 10 }, (_, i) => failed(i + 1, 3599 + 9 - i)),
-    actions: [], diskimage: { failures: 10, retryAt: ago(3599) + 3_600_000 },
+    actions: [1, 2, 3].map((n) => ({ type: 'delete-build' as const, buildId: bid('a', n), reason: 'failed, older than the newest 7 failures' })),
+    diskimage: { failures: 10, retryAt: ago(3599) + 3_600_000 },
   },
   {
     name: 'an operator request made after the newest failure bypasses the backoff',

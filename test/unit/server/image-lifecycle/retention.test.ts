@@ -41,6 +41,17 @@ table('rule 5: deletion and retention', [
     actions: [],
   },
   {
+    name: 'keeps the newest 7 failed uploads since the newest ready one and deletes older failures (they no longer change the backoff)',
+    builds: [build('a', 1), build('a', 2)],
+    uploads: [upload(1, 'a', 1), ...Array.from({ length: 9 }, (_, i) => upload(i + 2, 'a', 2, 'p1', 'failed', { stateTime: ago(100 - i) }))],
+    actions: [deleteUpload(2, 'failed, older than the newest 7 failures'), deleteUpload(3, 'failed, older than the newest 7 failures')],
+  },
+  {
+    name: 'keeps the newest 7 failed builds when none succeeded and deletes older ones',
+    builds: Array.from({ length: 8 }, (_, i) => build('a', i + 1, 'failed', { stateTime: ago(100 - i) })),
+    actions: [deleteBuild(A1, 'failed, older than the newest 7 failures')],
+  },
+  {
     name: 'deletes uploads to a provider that no longer lists the diskimage once the grace period is over',
     config: twoProviders([]), builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p2')],
     removed: { 'diskimage a on provider p2': 600 },
