@@ -94,6 +94,11 @@ export interface NewBuild {
    * delete of the build cannot leave a request that starts another build.
    */
   servesRequestsUpTo?: number;
+  /**
+   * Ids the new build must not take (those builders still advertise files for, e.g. after the
+   * state was reset or restored): the sequence moves past them.
+   */
+  skipIds?: readonly string[];
 }
 
 /** What a new upload starts with. */

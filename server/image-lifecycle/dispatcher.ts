@@ -23,6 +23,7 @@ import type { Action, PlannerSnapshot } from './actions.js';
 import {
   failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseUploadComplete,
 } from './job-results.js';
+import { advertisedIds } from './registrations.js';
 
 /** Dependencies of {@link ImageDispatcher}. */
 export interface ImageDispatcherDeps {
@@ -118,7 +119,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     switch (action.type) {
       case 'start-build': {
         const build = await store.createBuild({
-          diskimage: action.diskimage, formats: action.formats,
+          diskimage: action.diskimage, formats: action.formats, skipIds: advertisedIds(registered, action.diskimage),
           ...(action.servesRequestsUpTo !== undefined ? { servesRequestsUpTo: action.servesRequestsUpTo } : {}),
         });
         this.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats });
@@ -185,7 +186,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     this.builds.set(build.id, token);
     const live = (): boolean => !this.stopped && this.builds.get(build.id) === token;
     const progress = this.progressWriter((p) => this.deps.store.updateBuild(build.id, { progress: p }, { expectStates: ['building'] }));
-    const job = this.deps.client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id }), {
+    const job = this.deps.client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id, created: build.created }), {
       unique: jobUnique(build.id),
       onStatus: (n, d) => { if (live()) progress(n, d); },
       onData: (data) => {

@@ -3,7 +3,9 @@
  * function name → client ids. This is the source of truth the planner reconciles against.
  */
 import { adminWorkers } from '../../lib/gearman/admin.js';
+import { fn } from '../../lib/gearman/functions.js';
 import type { GearmanServerAddress } from '../../lib/gearman/types.js';
+import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 
 /**
@@ -28,4 +30,22 @@ export async function fetchRegistrations(servers: readonly GearmanServerAddress[
     }
   }
   return merged;
+}
+
+/** Image ids of `diskimage` that builders advertise (upload or delete functions): a new build must not take one. */
+export function advertisedIds(registered: ReadonlyMap<string, readonly string[]> | null, diskimage: string): string[] {
+  const ids = new Set<string>();
+  for (const name of registered?.keys() ?? []) {
+    const f = fn.parse(name);
+    if (f && f.kind !== 'build' && diskimageOf(f.imageId) === diskimage) ids.add(f.imageId);
+  }
+  return [...ids];
+}
+
+function diskimageOf(imageId: string): string | undefined {
+  try {
+    return parseImageId(imageId).diskimage;
+  } catch {
+    return undefined;
+  }
 }

@@ -60,6 +60,12 @@ export function storeContract(name: string, open: OpenTestStore): void {
         assert.equal((await build()).id, 'debian-0000000004');
       });
 
+      void it('moves the sequence past ids a builder still holds (skipIds)', async () => {
+        const b = await store.createBuild({ diskimage: 'debian', formats: ['qcow2'], skipIds: ['debian-0000000001', 'debian-0000000002', 'ubuntu-0000000003'] });
+        assert.equal(b.id, 'debian-0000000003');
+        assert.equal((await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] })).id, 'debian-0000000004');
+      });
+
       void it('hands out distinct ids to concurrent createBuild calls', async () => {
         const made = await Promise.all(Array.from({ length: 20 }, () => build()));
         const expected = Array.from({ length: 20 }, (_, i) => `debian-${String(i + 1).padStart(10, '0')}`);

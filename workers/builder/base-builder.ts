@@ -261,6 +261,10 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       job.sendData(JSON.stringify({ builder: this.hostname, 'builder-id': this.builderId }));
       const existing = this.local.get(req.imageId);
       if (existing) {
+        const theirs = existing['build-created'];
+        if (req.created !== undefined && theirs !== undefined && theirs !== req.created) {
+          throw new BuilderError(`${req.imageId} here is another build with the same id (asked for at ${new Date(theirs).toISOString()}, this job at ${new Date(req.created).toISOString()}): was the server's state reset or restored? Not answering with its files`);
+        }
         log.info('build already complete here, answering with it', { buildId: req.imageId });
         return completePayload(existing);
       }
@@ -317,6 +321,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       const sidecar: ImageSidecar = {
         'image-id': req.imageId, diskimage: req.diskimage, builder: this.hostname, 'builder-id': this.builderId,
         formats: built.formats, files, 'built-at': new Date().toISOString(),
+        ...(req.created !== undefined ? { 'build-created': req.created } : {}),
       };
       await this.repo.writeSidecar(sidecar);
       this.registerLocal(req.imageId, sidecar);

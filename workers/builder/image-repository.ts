@@ -28,6 +28,8 @@ export interface ImageSidecar {
   formats: string[];
   files: ImageFileInfo[];
   'built-at': string;
+  /** The server's record creation time the build was asked with (epoch ms), when it sent one. */
+  'build-created'?: number;
 }
 
 /** Result of {@link ImageRepository.scan}. */

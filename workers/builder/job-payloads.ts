@@ -9,6 +9,11 @@ import { parseImageId } from '../../lib/images/image-file.js';
 export interface BuildRequest {
   imageId: string;
   diskimage: string;
+  /**
+   * When the server created the build record (epoch ms; optional, Nodepool 0.3.x sends none):
+   * files of the same id from another record are not this build.
+   */
+  created?: number;
 }
 
 /** A validated `image-upload:<id>` request. */
@@ -57,7 +62,11 @@ export function parseBuildPayload(data: Buffer, diskimage: string, known: Readon
   if (id.diskimage !== diskimage) {
     throw new InvalidJobError(`image-build:${diskimage} payload: image id ${id.id} belongs to diskimage ${id.diskimage}`);
   }
-  return { imageId: id.id, diskimage };
+  const created = o.created;
+  if (created !== undefined && !(typeof created === 'number' && Number.isSafeInteger(created) && created >= 0)) {
+    throw new InvalidJobError(`image-build payload: "created" must be epoch milliseconds, got ${JSON.stringify(created)}`);
+  }
+  return { imageId: id.id, diskimage, ...(created !== undefined ? { created } : {}) };
 }
 
 /** `{"image-name", "provider"}` (+ optional `upload-id`, `external-name`, `meta`) for `image-upload:<id>`. */

@@ -82,7 +82,10 @@ export class SqliteBuilds {
 
   private createNow(input: NewBuild): BuildRecord {
     const now = this.clock();
-    const id = formatImageId(input.diskimage, this.sequences.next(buildSequence(input.diskimage)));
+    const skip = new Set(input.skipIds ?? []);
+    let id: string;
+    do id = formatImageId(input.diskimage, this.sequences.next(buildSequence(input.diskimage)));
+    while (skip.has(id));
     this.insertStmt.run(id, input.diskimage, now, now, toJson(input.formats, `build ${id} formats`));
     return this.mustGet(id);
   }

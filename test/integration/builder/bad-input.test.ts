@@ -125,4 +125,19 @@ describe('builder: malformed payloads and ids get WORK_FAIL and the worker stays
     assert.ok(existsSync(sentinel), 'the file beside images-dir is still there');
     assert.deepEqual(builder.localImages(), [good, 'ubuntu-0000000010']);
   });
+
+  it('answers "already complete" only for the build record that made the files: another record with the same id → WORK_FAIL', async () => {
+    const id = 'ubuntu-0000000011';
+    const first = await runJob(client, fn.imageBuild('ubuntu'), { 'image-id': id, created: 1_700_000_000_000 });
+    assert.equal(first.type, 'complete', first.message);
+    const again = await runJob(client, fn.imageBuild('ubuntu'), { 'image-id': id, created: 1_700_000_000_000 });
+    assert.equal(again.type, 'complete', 'the same record (a resubmission after a server restart) gets the files');
+    const other = await runJob(client, fn.imageBuild('ubuntu'), { 'image-id': id, created: 1_800_000_000_000 });
+    assert.equal(other.type, 'fail');
+    assert.match(other.message, /ubuntu-0000000011 here is another build with the same id .*state reset or restored/);
+    const bad = await runJob(client, fn.imageBuild('ubuntu'), { 'image-id': id, created: 'yesterday' });
+    assert.equal(bad.type, 'fail');
+    assert.match(bad.message, /"created" must be epoch milliseconds, got "yesterday"/);
+    assert.ok(existsSync(path.join(env.imagesDir, `${id}.qcow2`)), 'the files stay');
+  });
 });

@@ -1,0 +1,46 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, rm } from 'node:fs/promises';
+import { loadConfig } from '../../../lib/config/load.js';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { openStore } from '../../../lib/store/open-store.js';
+import type { Store } from '../../../lib/store/store.js';
+import { fakeDiskimage, loopbackProvider } from '../../support/builder-env.js';
+import { ImageSystem } from '../../support/image-system.js';
+import { runningProcesses } from '../../support/processes.js';
+
+/** Ids with files in a builder's images-dir. */
+async function idsOnDisk(dir: string): Promise<string[]> {
+  return [...new Set((await readdir(dir)).map((f) => /^(deb-\d{10})\./.exec(f)?.[1]).filter((x): x is string => !!x))].sort();
+}
+
+describe('state reset or restored from an old backup', () => {
+  let sys: ImageSystem | undefined;
+  after(async () => {
+    await sys?.stop();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('never hands out an id a builder still holds: the new build takes the next id and the old files go as strays', async () => {
+    sys = await ImageSystem.start({ diskimages: [fakeDiskimage('deb', { formats: ['qcow2'] }, { FAKE_DIB_DELAY: '0.1' })], providers: [loopbackProvider('cloud-a', ['deb'])] });
+    const a = await sys.addBuilder('a');
+    let dibRuns = 0;
+    a.inProcess!.on('build:complete', () => { dibRuns += 1; });
+    await sys.startServer();
+    await sys.waitForState('first build and upload ready', (x) => x.builds.some((b) => b.id === 'deb-0000000001' && b.state === 'ready') && x.uploads.some((u) => u.state === 'ready'));
+    await sys.stopServer();
+
+    // The operator wipes the state (or restores a backup from before the first build).
+    await sys.store.close();
+    const stateDir = loadConfig(sys.serverConfigPath).stateDir;
+    await rm(stateDir, { recursive: true, force: true });
+    (sys as { store: Store }).store = await openStore(loadConfig(sys.serverConfigPath));
+    await sys.startServer();
+
+    const fresh = await sys.waitForBuild('a new build ready', (b) => b.state === 'ready', 60_000);
+    assert.equal(fresh.id, 'deb-0000000002', 'the id the builder still advertised was skipped');
+    assert.equal(dibRuns, 2, 'a real second build, not the old files answered as new');
+    await waitFor(async () => (await idsOnDisk(a.env.imagesDir)).join() === 'deb-0000000002', { timeoutMs: 30_000, what: 'the old files deleted as strays' });
+    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), ['deb-0000000002']);
+  });
+});
