@@ -1,6 +1,7 @@
 /**
- * The test runner behind `make test`: selects test files (all, `unit`, `integration`, or
- * paths), starts one shared loopback Keystone+Glance for the integration tests and, in
+ * The test runner behind `make test`: selects test files (all, `unit`, `integration`,
+ * `contract` (the files running a contract suite), or paths), checks the machine has what they
+ * need (test/support/preflight.ts), starts one shared loopback Keystone+Glance for the integration tests and, in
  * parallel, one shared full cloud (Nova, Neutron, Placement, MariaDB, RabbitMQ) when a
  * selected test boots servers, runs Node's test runner, stops the clouds, and fails the run
  * if a process it started is left behind.
@@ -10,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
+import { preflight } from './support/preflight.js';
 
 const WATCHED = /^(sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq)/;
 
@@ -45,12 +47,26 @@ function watchedPids(): Map<number, string> {
 const args = process.argv.slice(2);
 let files: string[];
 if (args.length === 0) files = findTests('test');
-else if (args.length === 1 && (args[0] === 'unit' || args[0] === 'integration' || args[0] === 'contract')) files = findTests(path.join('test', args[0]));
+else if (args.length === 1 && (args[0] === 'unit' || args[0] === 'integration')) files = findTests(path.join('test', args[0]));
+// The contract suites (test/contract/*.contract.ts) run from the test files of each backend or driver that imports them.
+else if (args.length === 1 && args[0] === 'contract') files = findTests('test').filter((f) => readFileSync(f, 'utf8').includes('/contract/'));
 else files = args;
 if (files.length === 0) {
   console.error('no test files selected');
   process.exit(1);
 }
+
+const missing = preflight({
+  integration: files.some((f) => f.includes(`${path.sep}integration${path.sep}`)),
+  realDib: files.some((f) => f.endsWith('real-dib.test.ts')),
+});
+if (missing.length) {
+  console.error(`# this machine cannot run the selected tests:\n${missing.map((m) => `#   ${m}`).join('\n')}`);
+  process.exit(1);
+}
+
+/** Longest a single test may run unless it sets its own timeout (the real DIB build does). */
+const TEST_TIMEOUT_MS = 600_000;
 
 const before = watchedPids();
 const needsCloud = files.some((f) => f.includes(`${path.sep}integration${path.sep}`)) && !process.env.NODEPOOL_TEST_CLOUD;
@@ -82,7 +98,9 @@ async function startCloud(what: string, script: string, info: string, timeoutMs:
 /** Runs `node --test` over `group`; resolves with its exit code. */
 function runTests(group: string[], concurrency: number): Promise<number> {
   if (group.length === 0) return Promise.resolve(0);
-  const runner = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...group], { stdio: 'inherit', env });
+  const runner = spawn(process.execPath, [
+    '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, ...group,
+  ], { stdio: 'inherit', env });
   return new Promise((resolve) => runner.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 
