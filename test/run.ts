@@ -57,7 +57,7 @@ if (files.length === 0) {
 }
 
 const missing = preflight({
-  integration: files.some((f) => f.includes(`${path.sep}integration${path.sep}`)),
+  integration: files.some((f) => !f.includes(`${path.sep}unit${path.sep}`)),
   realDib: files.some((f) => f.endsWith('real-dib.test.ts')),
 });
 if (missing.length) {
@@ -68,11 +68,25 @@ if (missing.length) {
 /** Longest a single test may run unless it sets its own timeout (the real DIB build does). */
 const TEST_TIMEOUT_MS = 600_000;
 
+/** The local modules `file` imports, directly or through other local modules (test/ and the code under test). */
+function localImports(file: string, seen = new Set<string>()): Set<string> {
+  for (const m of readFileSync(file, 'utf8').matchAll(/from '(\.{1,2}\/[^']+)\.js'/g)) {
+    const dep = path.resolve(path.dirname(file), `${m[1] as string}.ts`);
+    if (seen.has(dep) || !existsSync(dep)) continue;
+    seen.add(dep);
+    localImports(dep, seen);
+  }
+  return seen;
+}
+
 const before = watchedPids();
-const needsCloud = files.some((f) => f.includes(`${path.sep}integration${path.sep}`)) && !process.env.NODEPOOL_TEST_CLOUD;
 /** Tests that boot servers get the full cloud (its start takes a minute or more, so only then). */
 const bootsServers = (f: string): boolean => ['drivers/openstack', 'launcher'].some((d) => f.includes(`${path.sep}integration${path.sep}${d.split('/').join(path.sep)}${path.sep}`))
   || f.endsWith('nova-cloud.test.ts');
+/** Tests that use the shared Keystone + Glance (test/support/openstack.ts); the others never wait for it. */
+const LOOPBACK_CLOUD = path.resolve('test/support/openstack.ts');
+const usesCloud = (f: string): boolean => bootsServers(f) || localImports(path.resolve(f)).has(LOOPBACK_CLOUD);
+const needsCloud = files.some(usesCloud) && !process.env.NODEPOOL_TEST_CLOUD;
 const needsNovaCloud = files.some(bootsServers) && !process.env.NODEPOOL_TEST_NOVA_CLOUD;
 const [markKey, markValue] = RUN_MARK.split('=') as [string, string];
 process.env[markKey] = markValue;
@@ -104,10 +118,17 @@ function runTests(group: string[], concurrency: number): Promise<number> {
   return new Promise((resolve) => runner.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 
+/** Reports files that cannot run because a cloud did not start; resolves with exit code 1. */
+function notRun(group: string[], err: Error): number {
+  if (group.length) console.error(`# not run, ${err.message}:\n${group.map((f) => `#   ${f}`).join('\n')}`);
+  return group.length ? 1 : 0;
+}
+
 /**
  * Tests that boot servers share one Nova and change its project quotas, so they run one file
- * at a time, beside the other tests (two files at a time), which start as soon as Keystone +
- * Glance are up.
+ * at a time, beside the other tests (two files at a time): first those that need no cloud,
+ * while the clouds start, then those that use Keystone + Glance. A cloud that fails to start
+ * fails only the files that use it.
  */
 async function main(): Promise<number> {
   const keystone = needsCloud
@@ -119,10 +140,16 @@ async function main(): Promise<number> {
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
   const serial = files.filter(bootsServers);
-  const parallel = files.filter((f) => !bootsServers(f));
+  const withCloud = files.filter((f) => !bootsServers(f) && usesCloud(f));
+  const plain = files.filter((f) => !usesCloud(f));
+  // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
+  const keystoneUp = keystone.then(() => undefined, (err: Error) => err);
   const codes = await Promise.all([
-    keystone.then(() => runTests(parallel, 2)),
-    Promise.all([keystone, nova]).then(() => runTests(serial, 1)),
+    runTests(plain, 2).then(async (code) => {
+      const failed = await keystoneUp;
+      return Math.max(code, failed ? notRun(withCloud, failed) : await runTests(withCloud, 2));
+    }),
+    Promise.all([keystone, nova]).then(() => runTests(serial, 1), (err: Error) => notRun(serial, err)),
   ]);
   return Math.max(...codes);
 }
