@@ -19,6 +19,7 @@ import type { ReconnectOptions } from '../../lib/gearman/types.js';
 import { GearmanWorker, type WorkerJob } from '../../lib/gearman/worker.js';
 import { buildFormats } from '../../lib/images/formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
+import { readDibChecksum, verifyBuildOutput } from './verify-output.js';
 import type { Logger } from '../../lib/log.js';
 import { BuildLog } from './build-log.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
@@ -316,7 +317,11 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       const files = [];
       for (const format of built.formats) {
         if (!(await this.repo.hasFile(req.imageId, format))) throw new BuilderError(`build finished but ${req.imageId}.${format} is missing (see ${buildLog.path})`);
-        files.push(await this.repo.checksum(req.imageId, format));
+        // DIB's own checksum is read before ours replaces it at the same path.
+        const dibChecksum = await readDibChecksum(imagePaths.sha256(dir, req.imageId, format));
+        const file = await this.repo.checksum(req.imageId, format);
+        await verifyBuildOutput(imagePaths.file(dir, req.imageId, format), format, file.sha256, dibChecksum, { ...(this.opts.qemuImg ? { qemuImg: this.opts.qemuImg } : {}), signal });
+        files.push(file);
       }
       const sidecar: ImageSidecar = {
         'image-id': req.imageId, diskimage: req.diskimage, builder: this.hostname, 'builder-id': this.builderId,

@@ -140,4 +140,19 @@ describe('builder: malformed payloads and ids get WORK_FAIL and the worker stays
     assert.match(bad.message, /"created" must be epoch milliseconds, got "yesterday"/);
     assert.ok(existsSync(path.join(env.imagesDir, `${id}.qcow2`)), 'the files stay');
   });
+
+  it('a build whose DIB exits 0 but leaves a cut image → WORK_FAIL naming the file and what qemu-img said, no files left', async () => {
+    await env.rewrite({ diskimages: [fakeDiskimage('ubuntu', { formats: ['qcow2', 'raw'] }, { FAKE_DIB_TRUNCATE: '196608' }), fakeDiskimage('other')] });
+    builder.reconfigure(env.config);
+    try {
+      const end = await runJob(client, fn.imageBuild('ubuntu'), { 'image-id': 'ubuntu-0000000012' });
+      assert.equal(end.type, 'fail', end.message);
+      assert.match(end.message, /ubuntu-0000000012\.qcow2 is not a usable qcow2 image: .*(corruptions|its data ends at byte \d+ but the file has 196608)/);
+      assert.deepEqual((await readdir(env.imagesDir)).filter((n) => n.startsWith('ubuntu-0000000012')), []);
+      assert.ok(!builder.localImages().includes('ubuntu-0000000012'));
+    } finally {
+      await env.rewrite({ diskimages: [fakeDiskimage('ubuntu'), fakeDiskimage('other')] });
+      builder.reconfigure(env.config);
+    }
+  });
 });
