@@ -135,12 +135,17 @@ export interface JobEnd {
   statuses: Array<[number, number]>;
 }
 
-/** Submits a job with a JSON (or raw string) payload and waits for its end. */
-export async function runJob(client: GearmanClient, fnName: string, payload: unknown, opts: { unique?: string; raw?: boolean } = {}): Promise<JobEnd> {
+/** Submits a job with a JSON (or raw string) payload and waits for its end (at most `timeoutMs`, default 2 min). */
+export async function runJob(client: GearmanClient, fnName: string, payload: unknown, opts: { unique?: string; raw?: boolean; timeoutMs?: number } = {}): Promise<JobEnd> {
   const statuses: Array<[number, number]> = [];
   const data = opts.raw ? String(payload) : JSON.stringify(payload);
   const job = client.submit(fnName, data, { unique: opts.unique, onStatus: (n, d) => statuses.push([n, d]), createdTimeoutMs: 10_000 });
-  const r = await job.result;
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  let timer: NodeJS.Timeout | undefined;
+  const r = await Promise.race([
+    job.result,
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${fnName} did not end within ${timeoutMs} ms`)), timeoutMs); }),
+  ]).finally(() => clearTimeout(timer));
   if (r.type === 'complete') {
     const text = r.data.toString('utf8');
     return { type: r.type, json: text ? JSON.parse(text) as Record<string, unknown> : {}, message: '', statuses };
