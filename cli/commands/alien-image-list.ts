@@ -32,17 +32,21 @@ export interface AlienImageListOptions extends CommandContext, ProviderAccess {
 export const DEFAULT_ALIEN_LIST_TIMEOUT_SECONDS = 30;
 
 /**
- * Resolves or rejects as `work` does, or rejects once `seconds` have passed. The work cannot
- * be cancelled (the image service takes no signal), so it may go on after the rejection; the
- * CLI exits once the command is done.
+ * Resolves or rejects as `work` does, or rejects once `seconds` have passed and then aborts
+ * the signal handed to `work` (the image listing's request is cancelled; authentication is not).
  */
-async function within<T>(seconds: number, work: Promise<T>): Promise<T> {
+async function within<T>(seconds: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  const abort = new AbortController();
   const expired = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${seconds} s (--timeout)`)), seconds * 1000);
+    timer = setTimeout(() => {
+      const err = new Error(`no answer within ${seconds} s (--timeout)`);
+      reject(err);
+      abort.abort(err);
+    }, seconds * 1000);
   });
   try {
-    return await Promise.race([work, expired]);
+    return await Promise.race([work(abort.signal), expired]);
   } finally {
     clearTimeout(timer);
   }
@@ -71,12 +75,12 @@ async function scan(providers: readonly ProviderConfig[], config: Config, store:
       const log = (opts.log ?? silentLogger()).child({ component: 'alien-image-list', provider: p.name });
       const services = (opts.imageServices ?? NO_IMAGE_SERVICES)(config, log);
       try {
-        const images = await within(timeoutSeconds, (async () => {
+        const images = await within(timeoutSeconds, async (signal) => {
           const service: ImageService | undefined = p.driver === 'openstack'
             ? await services(p)
             : driverOf(p).createProvider(p, { store, log, clock: Date.now, config, sessionId: await sessionId().then((id) => () => id), imageServices: services }).images;
-          return service ? service.list() : undefined;
-        })());
+          return service ? service.list({}, signal) : undefined;
+        });
         if (!images) continue;
         result.aliens.push(...alienImages(p.name, images, await store.listUploads({ provider: p.name })));
       } catch (err) {

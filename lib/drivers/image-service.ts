@@ -45,6 +45,9 @@ export interface ImageService {
   upload(req: UploadRequest): Promise<UploadedImage>;
   /** Deletes an image; an image that is already gone is not an error. */
   delete(externalId: string): Promise<void>;
-  /** Images visible to us, optionally only those whose properties all match (leak detection). */
-  list(filter?: { properties?: Record<string, string> }): Promise<ListedImage[]>;
+  /**
+   * Images visible to us, optionally only those whose properties all match (leak detection).
+   * Aborting `signal` cancels the request in flight (a caller's timeout).
+   */
+  list(filter?: { properties?: Record<string, string> }, signal?: AbortSignal): Promise<ListedImage[]>;
 }

@@ -11,7 +11,9 @@ import https from 'node:https';
 import { AbortedError, CloudError, coerceError } from '../../errors.js';
 import { sleep } from '../../lifecycle.js';
 import { silentLogger, type Logger } from '../../log.js';
-import { errorMessage, type KeystoneSession } from './keystone.js';
+import { callName, statusError } from './http-client.js';
+import { JsonReader } from './json-reader.js';
+import type { KeystoneSession } from './keystone.js';
 
 /** An image as listed by Glance, with its extra (string) properties split out. */
 export interface GlanceImage {
@@ -107,6 +109,18 @@ export function toGlanceImage(raw: Record<string, unknown>): GlanceImage {
   };
 }
 
+/**
+ * Reads an image object of a Glance answer, checking the type of every field used.
+ * Thrown: {@link CloudError} naming the call and the field.
+ */
+export function readGlanceImage(r: JsonReader): GlanceImage {
+  r.id('id');
+  r.str('status');
+  for (const k of ['name', 'checksum', 'disk_format', 'container_format', 'visibility']) r.optStr(k);
+  r.optNum('size');
+  return toGlanceImage(r.value);
+}
+
 /** A Glance v2 client on top of a {@link KeystoneSession}. */
 export class GlanceClient {
   /** Glance's base URL (no version suffix). */
@@ -147,6 +161,7 @@ export class GlanceClient {
     // No signal on the create: an abort between Glance's commit and our reading the id would leak the image.
     const res = await this.session.request(`${this.baseUrl}/v2/images`, {
       method: 'POST',
+      service: 'Glance',
       json: {
         ...req.properties,
         name: req.name,
@@ -155,8 +170,7 @@ export class GlanceClient {
         visibility: 'private',
       },
     });
-    const id = (JSON.parse(res.body) as { id?: unknown }).id;
-    if (typeof id !== 'string' || !id) throw new CloudError(`POST ${this.baseUrl}/v2/images answered ${res.status} without an image id`);
+    const id = JsonReader.parse(res).id('id');
     log.info('image created', { id, diskFormat: req.diskFormat, size });
     try {
       if (req.signal?.aborted) throw aborted(req);
@@ -182,21 +196,29 @@ export class GlanceClient {
 
   /** Deletes an image; one that is already gone is fine. Thrown: {@link CloudError}. */
   async deleteImage(id: string): Promise<void> {
-    const res = await this.session.request(`${this.baseUrl}/v2/images/${encodeURIComponent(id)}`, { method: 'DELETE', expect: [204, 200, 404] });
+    const res = await this.session.request(`${this.baseUrl}/v2/images/${encodeURIComponent(id)}`, { method: 'DELETE', service: 'Glance', expect: [204, 200, 404] });
     this.log.info(res.status === 404 ? 'image already gone' : 'image deleted', { id });
   }
 
-  /** The image, or `undefined` when Glance does not know it. Thrown: {@link CloudError}. */
-  async getImage(id: string): Promise<GlanceImage | undefined> {
-    const res = await this.session.request(`${this.baseUrl}/v2/images/${encodeURIComponent(id)}`, { method: 'GET', expect: [200, 404] });
-    return res.status === 404 ? undefined : toGlanceImage(JSON.parse(res.body) as Record<string, unknown>);
+  /**
+   * The image, or `undefined` when Glance does not know it. Thrown: {@link CloudError}, also
+   * for an answer that is not an image (or another image).
+   */
+  async getImage(id: string, signal?: AbortSignal): Promise<GlanceImage | undefined> {
+    const res = await this.session.request(`${this.baseUrl}/v2/images/${encodeURIComponent(id)}`, { method: 'GET', service: 'Glance', expect: [200, 404], signal });
+    if (res.status === 404) return undefined;
+    const r = JsonReader.parse(res);
+    const img = readGlanceImage(r);
+    if (img.id !== id) r.fail('id', JSON.stringify(id));
+    return img;
   }
 
   /**
    * Every image visible to the project matching the filter (all properties equal, and the
-   * name when given), following Glance's `next` links. Thrown: {@link CloudError}.
+   * name when given), following Glance's `next` links. `signal` aborts the request in flight.
+   * Thrown: {@link CloudError}.
    */
-  async listImages(filter: { properties?: Record<string, string>; name?: string } = {}): Promise<GlanceImage[]> {
+  async listImages(filter: { properties?: Record<string, string>; name?: string } = {}, signal?: AbortSignal): Promise<GlanceImage[]> {
     const q = new URLSearchParams({ limit: String(this.listPageSize) });
     if (filter.name !== undefined) q.set('name', filter.name);
     for (const [k, v] of Object.entries(filter.properties ?? {})) q.set(k, v);
@@ -205,10 +227,10 @@ export class GlanceClient {
     const out: GlanceImage[] = [];
     while (next && !seen.has(next)) {
       seen.add(next);
-      const res = await this.session.request(`${this.baseUrl}${next}`, { method: 'GET' });
-      const page = JSON.parse(res.body) as { images?: Array<Record<string, unknown>>; next?: string };
-      for (const raw of page.images ?? []) out.push(toGlanceImage(raw));
-      next = page.next;
+      const page = JsonReader.parse(await this.session.request(`${this.baseUrl}${next}`, { method: 'GET', service: 'Glance', signal }));
+      for (const raw of page.list('images')) out.push(readGlanceImage(raw));
+      next = page.optStr('next') ?? undefined;
+      if (next !== undefined && !next.startsWith('/')) page.fail('next', 'a path starting with /');
     }
     // Glance filters on properties server-side; check again in case a deployment ignores one.
     return out.filter((img) =>
@@ -219,7 +241,7 @@ export class GlanceClient {
   private async waitActive(id: string, signal?: AbortSignal): Promise<GlanceImage> {
     const deadline = Date.now() + this.activeTimeoutMs;
     for (;;) {
-      const img = await this.getImage(id);
+      const img = await this.getImage(id, signal);
       if (!img) throw new CloudError(`image ${id} disappeared while waiting for it to become active`);
       if (img.status === 'active') return img;
       if (FAILED_STATUSES.has(img.status)) throw new CloudError(`image ${id} went to status ${img.status} after its upload`);
@@ -239,7 +261,7 @@ export class GlanceClient {
         this.log.info('upload answered 401, re-authenticating', { id });
         continue;
       }
-      throw new CloudError(`PUT ${url} failed: ${res.status} ${errorMessage(res.body)}`, { status: res.status });
+      throw statusError({ ...res, call: callName('Glance', 'PUT', url) });
     }
   }
 
@@ -281,7 +303,7 @@ export class GlanceClient {
       const onAbort = (): void => settle(aborted(req));
       if (req.signal?.aborted) return onAbort();
       req.signal?.addEventListener('abort', onAbort, { once: true });
-      put.setTimeout(this.idleTimeoutMs, () => settle(new CloudError(`PUT ${url}: no progress for ${this.idleTimeoutMs} ms`)));
+      put.setTimeout(this.idleTimeoutMs, () => settle(new CloudError(`Glance PUT ${url}: no progress for ${this.idleTimeoutMs} ms`)));
       // An early error answer (e.g. 413) may arrive before the body is sent and the server
       // then drops the connection: the answer wins over the write error.
       let early: { status: number; chunks: Buffer[] } | undefined;
@@ -290,14 +312,14 @@ export class GlanceClient {
       put.on('error', (err) => {
         const a = answered();
         if (a && a.status >= 300) return settle(undefined, a);
-        settle(new CloudError(`PUT ${url} failed after ${sent} of ${size} bytes: ${err.message}`, { cause: err }));
+        settle(new CloudError(`Glance PUT ${url} failed after ${sent} of ${size} bytes: ${err.message}`, { cause: err }));
       });
       put.on('response', (res) => {
         const a = { status: res.statusCode ?? 0, chunks: [] as Buffer[] };
         early = a;
         res.on('data', (c: Buffer) => a.chunks.length < 64 && a.chunks.push(c));
         res.on('end', () => settle(undefined, answered()));
-        res.on('error', (err) => settle(new CloudError(`PUT ${url}: reading the answer failed: ${err.message}`, { cause: err })));
+        res.on('error', (err) => settle(new CloudError(`Glance PUT ${url}: reading the answer failed: ${err.message}`, { cause: err })));
       });
       const progress = (n: number): void => {
         sent += n;

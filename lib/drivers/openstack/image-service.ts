@@ -49,8 +49,13 @@ export class OpenStackImageService implements ImageService {
     await this.glance.deleteImage(externalId);
   }
 
-  async list(filter: { properties?: Record<string, string> } = {}): Promise<ListedImage[]> {
-    const images = await this.glance.listImages(filter);
+  async list(filter: { properties?: Record<string, string> } = {}, signal?: AbortSignal): Promise<ListedImage[]> {
+    const images = await this.glance.listImages(filter, signal);
     return images.map((img) => ({ externalId: img.id, name: img.name, status: img.status, properties: img.properties }));
+  }
+
+  /** Closes the session's idle connections. */
+  close(): void {
+    this.session.close();
   }
 }

@@ -1,15 +1,17 @@
 /**
  * Keystone v3 password authentication and the service catalog: a {@link KeystoneSession}
  * holds a project- (or domain-) scoped token, re-authenticates shortly before it expires,
- * and retries a request once after a 401 from a service. Plain node:http(s), no client
- * library.
+ * and retries a request once after a 401 from a service. Its requests go through one
+ * keep-alive {@link HttpClient} per session (http-client.ts); the token answer is checked
+ * field by field (json-reader.ts).
  */
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
-import https from 'node:https';
-import { CloudError, coerceError } from '../../errors.js';
+import type https from 'node:https';
+import { CloudError } from '../../errors.js';
 import { silentLogger, type Logger } from '../../log.js';
 import type { CloudCredentials, EndpointInterface } from './clouds-yaml.js';
+import { errorSaid, HttpClient, statusError, type HttpClientOptions, type HttpRequestOptions, type HttpResponse } from './http-client.js';
+import { JsonReader } from './json-reader.js';
 
 /** One endpoint of a catalog entry, as Keystone returns it. */
 export interface CatalogEndpoint {
@@ -72,44 +74,16 @@ export function authRequestBody(c: CloudCredentials): Record<string, unknown> {
   };
 }
 
-/** The readable message of an OpenStack error body (JSON `error.message`, `message`, or HTML/text). Pure. */
-export function errorMessage(body: string): string {
-  let text = body.trim();
-  try {
-    const j = JSON.parse(text) as Record<string, unknown>;
-    const inner = (typeof j.error === 'object' && j.error ? j.error : j) as Record<string, unknown>;
-    const nested = Object.values(j).find((v): v is Record<string, unknown> => typeof v === 'object' && v !== null && 'message' in v);
-    const msg = inner.message ?? inner.title ?? nested?.message;
-    if (typeof msg === 'string' && msg) text = msg;
-  } catch {
-    // not JSON: webob's text/plain or HTML
-  }
-  // webob (Glance) writes "400 Bad Request", a blank line, then the message, whose later
-  // lines (e.g. a jsonschema dump) are not worth a log line; in text/plain they are joined
-  // with double spaces.
-  const stripped = text.replace(/<title>[^<]*<\/title>/i, '').replace(/<br\s*\/?>/gi, '\n').replace(/<[^>]+>/g, '\n');
-  const paragraphs = stripped.split(/\n[ \t]*\n/).map((p) => p.trim()).filter((p) => p && !/^\d{3}( [A-Za-z-]+)+$/.test(p));
-  const first = (paragraphs[0] ?? '').split(/[ \t]*\n\s*|\s{2,}/)[0] ?? '';
-  return first.length > 500 ? `${first.slice(0, 500)}…` : first;
-}
+export { errorMessage } from './http-client.js';
+export type { HttpRequestOptions, HttpResponse } from './http-client.js';
 
-/** A response with its body read (bounded). */
-export interface HttpResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
+/** Options of one {@link KeystoneSession.request}. */
+export interface SessionRequestOptions extends HttpRequestOptions {
+  /** Sent as JSON (sets Content-Type). */
+  json?: unknown;
+  /** Statuses that are not an error (default: any 2xx). */
+  expect?: number[];
 }
-
-/** Options of one {@link KeystoneSession.httpRequest}. */
-export interface HttpRequestOptions {
-  method: string;
-  headers?: Record<string, string | number>;
-  body?: string;
-  timeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-const MAX_BODY = 16 * 1024 * 1024;
 
 /** Options of {@link KeystoneSession.authenticate}. */
 export interface KeystoneSessionOptions {
@@ -120,6 +94,8 @@ export interface KeystoneSessionOptions {
   reauthMarginMs?: number;
   /** Clock, for tests. */
   now?: () => number;
+  /** Tunables of the session's HTTP client (body limit, retry delay, idle connections). */
+  http?: Omit<HttpClientOptions, 'tls' | 'timeoutMs'>;
 }
 
 interface TokenState {
@@ -138,8 +114,10 @@ export class KeystoneSession {
 
   private constructor(
     readonly creds: CloudCredentials,
-    private readonly opts: Required<Omit<KeystoneSessionOptions, 'log'>>,
+    private readonly opts: Required<Omit<KeystoneSessionOptions, 'log' | 'http'>>,
     private readonly tls: https.AgentOptions,
+    /** The session's connections (keep-alive, body limit, GET retry). */
+    readonly http: HttpClient,
     log: Logger,
     state: TokenState,
   ) {
@@ -149,15 +127,22 @@ export class KeystoneSession {
 
   /**
    * Authenticates and returns a session.
-   * Thrown: {@link CloudError} (status 401 for bad credentials) with Keystone's message.
+   * Thrown: {@link CloudError} (status 401 for bad credentials) with Keystone's message, or
+   * naming the field of a token answer that is not what Keystone v3 sends.
    */
   static async authenticate(creds: CloudCredentials, opts: KeystoneSessionOptions = {}): Promise<KeystoneSession> {
     const log = (opts.log ?? silentLogger()).child({ component: 'keystone', cloud: creds.cloudName });
     const tls: https.AgentOptions = { rejectUnauthorized: creds.verify };
     if (creds.cacert) tls.ca = await readFile(creds.cacert);
     const full = { timeoutMs: opts.timeoutMs ?? 60_000, reauthMarginMs: opts.reauthMarginMs ?? 300_000, now: opts.now ?? Date.now };
-    const state = await fetchToken(creds, tls, full.timeoutMs, full.now, log);
-    return new KeystoneSession(creds, full, tls, log, state);
+    const client = new HttpClient({ ...opts.http, tls, timeoutMs: full.timeoutMs });
+    try {
+      const state = await fetchToken(creds, client, full.now, log);
+      return new KeystoneSession(creds, full, tls, client, log, state);
+    } catch (err) {
+      client.close();
+      throw err;
+    }
   }
 
   /** The project the token is scoped to, when project-scoped. */
@@ -180,7 +165,7 @@ export class KeystoneSession {
 
   /** Forces a new token (single flight: concurrent callers share one request). */
   async refresh(): Promise<string> {
-    this.reauth ??= fetchToken(this.creds, this.tls, this.opts.timeoutMs, this.opts.now, this.log)
+    this.reauth ??= fetchToken(this.creds, this.http, this.opts.now, this.log)
       .then((s) => (this.state = s))
       .finally(() => (this.reauth = undefined));
     return (await this.reauth).token;
@@ -198,104 +183,102 @@ export class KeystoneSession {
     return { ...this.tls };
   }
 
-  /** One plain HTTP(S) request with this cloud's TLS settings; the body is read up to 16 MiB. */
+  /** One plain HTTP(S) request on this session's connections; the body is read up to the client's limit. */
   httpRequest(url: string, o: HttpRequestOptions): Promise<HttpResponse> {
-    return sendRequest(url, o, this.tls, o.timeoutMs ?? this.opts.timeoutMs);
+    return this.http.request(url, o);
+  }
+
+  /** Closes the session's idle connections (requests in flight finish; later ones open new connections). */
+  close(): void {
+    this.http.close();
   }
 
   /**
-   * An authenticated JSON request to `url`; on 401 re-authenticates once and retries.
+   * An authenticated request to `url`; on 401 re-authenticates once and retries.
    * Statuses outside `expect` (default 2xx) → {@link CloudError} with the status and the
-   * server's message.
+   * cloud's message (`Glance POST /v2/images failed with 400; cloud said: …`).
    */
-  async request(url: string, o: HttpRequestOptions & { json?: unknown; expect?: number[] }): Promise<HttpResponse> {
+  async request(url: string, o: SessionRequestOptions): Promise<HttpResponse> {
     const headers: Record<string, string | number> = { Accept: 'application/json', ...o.headers };
     let body = o.body;
     if (o.json !== undefined) {
       body = JSON.stringify(o.json);
       headers['Content-Type'] ??= 'application/json';
     }
+    const { json: _json, expect, ...rest } = o;
     let res: HttpResponse | undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
       const token = attempt === 0 ? await this.token() : await this.refresh();
-      res = await this.httpRequest(url, { ...o, headers: { ...headers, 'X-Auth-Token': token }, body });
+      const req: HttpRequestOptions = { ...rest, headers: { ...headers, 'X-Auth-Token': token } };
+      if (body !== undefined) req.body = body;
+      res = await this.http.request(url, req);
       if (res.status !== 401) break;
       this.log.info('service answered 401, re-authenticating', { url, method: o.method });
     }
     const r = res as HttpResponse;
-    const ok = o.expect ? o.expect.includes(r.status) : r.status >= 200 && r.status < 300;
-    if (!ok) throw new CloudError(`${o.method} ${url} failed: ${r.status} ${errorMessage(r.body)}`, { status: r.status });
+    const ok = expect ? expect.includes(r.status) : r.status >= 200 && r.status < 300;
+    if (!ok) throw statusError(r);
     return r;
   }
 }
 
-async function fetchToken(c: CloudCredentials, tls: https.AgentOptions, timeoutMs: number, now: () => number, log: Logger): Promise<TokenState> {
+async function fetchToken(c: CloudCredentials, client: HttpClient, now: () => number, log: Logger): Promise<TokenState> {
   const url = tokensUrl(c.authUrl);
-  const res = await sendRequest(url, {
+  const res = await client.request(url, {
     method: 'POST',
+    service: 'Keystone',
     headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
     body: JSON.stringify(authRequestBody(c)),
-  }, tls, timeoutMs);
+  });
   if (res.status !== 201 && res.status !== 200) {
     const who = `user '${c.username}'${c.projectName ? ` in project '${c.projectName}'` : ''}`;
-    throw new CloudError(`Keystone authentication failed for ${who} at ${url}: ${res.status} ${errorMessage(res.body)}`, { status: res.status });
+    throw new CloudError(`Keystone authentication failed for ${who} at ${url}: ${res.status}; ${errorSaid(res.body)}`, { status: res.status });
   }
-  const token = res.headers['x-subject-token'];
-  let parsed: { token?: { expires_at?: string; issued_at?: string; catalog?: CatalogService[]; project?: { id?: string } } };
-  try {
-    parsed = JSON.parse(res.body) as typeof parsed;
-  } catch (err) {
-    throw new CloudError(`Keystone at ${url} answered ${res.status} with a body that is not JSON`, { cause: err, status: res.status });
-  }
-  const expiresAt = Date.parse(parsed.token?.expires_at ?? '');
-  if (typeof token !== 'string' || !token || Number.isNaN(expiresAt)) {
-    throw new CloudError(`Keystone at ${url} answered ${res.status} without a token or expiry`, { status: res.status });
-  }
-  const issued = Date.parse(parsed.token?.issued_at ?? '');
+  const token = readToken(res);
+  const lifetime = token.expiresAt - (token.issuedAt ?? token.expiresAt - 3_600_000);
   // Keystone's clock may differ from ours: keep the token's lifetime, anchored on our clock.
-  const lifetime = expiresAt - (Number.isNaN(issued) ? expiresAt - 3_600_000 : issued);
   const issuedAt = now();
-  log.debug('authenticated', { url, expiresAt: parsed.token?.expires_at });
-  const state: TokenState = { token, expiresAt: issuedAt + lifetime, issuedAt, catalog: parsed.token?.catalog ?? [] };
-  if (parsed.token?.project?.id) state.projectId = parsed.token.project.id;
+  log.debug('authenticated', { url, lifetimeMs: lifetime });
+  const state: TokenState = { token: token.token, expiresAt: issuedAt + lifetime, issuedAt, catalog: token.catalog };
+  if (token.projectId) state.projectId = token.projectId;
   return state;
 }
 
 /**
- * One HTTP(S) request with a bounded idle timeout; a new connection each time (Keystone
- * under uwsgi closes every connection anyway, and a fresh socket never hits a stale one).
+ * The token, its times, catalog and project from a `POST /v3/auth/tokens` answer.
+ * Thrown: {@link CloudError} naming the header or field that is missing or of the wrong type.
  */
-function sendRequest(url: string, o: HttpRequestOptions, tls: https.AgentOptions, timeoutMs: number): Promise<HttpResponse> {
-  return new Promise<HttpResponse>((resolve, reject) => {
-    const u = new URL(url);
-    const mod = u.protocol === 'https:' ? https : http;
-    const headers: Record<string, string | number> = { ...o.headers };
-    if (o.body !== undefined) headers['Content-Length'] = Buffer.byteLength(o.body);
-    const req = mod.request(u, { method: o.method, headers, agent: false, ...(u.protocol === 'https:' ? tls : {}) });
-    const onAbort = (): void => {
-      req.destroy(new CloudError(`${o.method} ${url} aborted`, { cause: o.signal?.reason }));
+function readToken(res: HttpResponse): { token: string; expiresAt: number; issuedAt: number | undefined; catalog: CatalogService[]; projectId: string | undefined } {
+  const root = JsonReader.parse(res);
+  const header = res.headers['x-subject-token'];
+  if (typeof header !== 'string' || !header) {
+    throw new CloudError(`${res.call}: header "X-Subject-Token": expected a token, got ${header === undefined ? 'none' : JSON.stringify(header)}`, { status: res.status });
+  }
+  const t = root.obj('token');
+  const date = (key: string, required: boolean): number | undefined => {
+    const text = required ? t.str(key) : t.optStr(key);
+    if (text === null) return undefined;
+    const ms = Date.parse(text);
+    if (Number.isNaN(ms)) t.fail(key, 'an ISO 8601 time');
+    return ms;
+  };
+  const expiresAt = date('expires_at', true) as number;
+  const catalog = t.optList('catalog').map((svc): CatalogService => {
+    const out: CatalogService = {
+      type: svc.str('type'),
+      endpoints: svc.list('endpoints').map((e) => {
+        const ep: CatalogEndpoint = { url: e.str('url'), interface: e.str('interface') };
+        const region = e.optStr('region');
+        const regionId = e.optStr('region_id');
+        if (region !== null) ep.region = region;
+        if (regionId !== null) ep.region_id = regionId;
+        return ep;
+      }),
     };
-    if (o.signal?.aborted) return onAbort();
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-    const done = (): void => o.signal?.removeEventListener('abort', onAbort);
-    req.setTimeout(timeoutMs, () => req.destroy(new CloudError(`${o.method} ${url}: no answer within ${timeoutMs} ms`)));
-    req.on('error', (err) => {
-      done();
-      reject(err instanceof CloudError ? err : new CloudError(`${o.method} ${url} failed: ${coerceError(err).message}`, { cause: err }));
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size <= MAX_BODY) chunks.push(c);
-      });
-      res.on('end', () => {
-        done();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
-      });
-      res.on('error', (err) => req.destroy(err));
-    });
-    req.end(o.body);
+    const name = svc.optStr('name');
+    if (name !== null) out.name = name;
+    return out;
   });
+  const project = t.optObj('project');
+  return { token: header, expiresAt, issuedAt: date('issued_at', false), catalog, projectId: project ? project.id('id') : undefined };
 }

@@ -8,7 +8,9 @@ import { CloudError } from '../../errors.js';
 import { sleep } from '../../lifecycle.js';
 import { silentLogger, type Logger } from '../../log.js';
 import type { Flavor } from './flavors.js';
-import type { HttpResponse, KeystoneSession } from './keystone.js';
+import type { HttpResponse } from './http-client.js';
+import { JsonReader } from './json-reader.js';
+import type { KeystoneSession, SessionRequestOptions } from './keystone.js';
 import type { ComputeLimits } from './quota.js';
 
 /** The compute microversion every call asks for (embedded flavors in servers: ≥ 2.47). */
@@ -118,6 +120,27 @@ export function toNovaServer(raw: Json): NovaServer {
   };
 }
 
+/**
+ * Reads a server object of a Nova answer, checking the type of every field used.
+ * Thrown: {@link CloudError} naming the call and the field.
+ */
+export function readNovaServer(r: JsonReader): NovaServer {
+  r.id('id');
+  r.str('status');
+  for (const k of ['name', 'OS-EXT-AZ:availability_zone', 'accessIPv4', 'accessIPv6']) r.optStr(k);
+  r.optObj('metadata');
+  const addresses = r.optObj('addresses');
+  for (const net of Object.keys(addresses?.value ?? {})) addresses?.list(net).forEach((a) => a.optStr('addr'));
+  r.optObj('fault')?.optStr('message');
+  const flavor = r.optObj('flavor');
+  if (flavor) {
+    flavor.optNum('vcpus');
+    flavor.optNum('ram');
+    flavor.optStr('original_name');
+  }
+  return toNovaServer(r.value);
+}
+
 /** The request body of `POST /servers`. Pure. */
 export function createServerBody(s: CreateServerSpec): Json {
   const server: Json = {
@@ -140,14 +163,6 @@ export function createServerBody(s: CreateServerSpec): Json {
   return { server };
 }
 
-function parse(res: HttpResponse, what: string): Json {
-  try {
-    return JSON.parse(res.body) as Json;
-  } catch (err) {
-    throw new CloudError(`${what}: answer ${res.status} is not JSON`, { cause: err, status: res.status });
-  }
-}
-
 /** Nova (and the Neutron network lookup) for one cloud and region. */
 export class NovaClient {
   readonly computeUrl: string;
@@ -167,7 +182,7 @@ export class NovaClient {
     return this.session.projectId;
   }
 
-  private async call(method: string, path: string, o: { json?: unknown; expect?: number[]; signal?: AbortSignal | undefined } = {}): Promise<HttpResponse> {
+  private async call(method: string, path: string, o: { json?: unknown; expect?: number[]; signal?: AbortSignal | undefined; service?: string } = {}): Promise<HttpResponse> {
     if (this.rateMs > 0) {
       const now = Date.now();
       const wait = Math.max(0, this.nextSlot - now);
@@ -175,7 +190,7 @@ export class NovaClient {
       if (wait) await sleep(wait, o.signal);
     }
     const headers = { 'OpenStack-API-Version': `compute ${COMPUTE_MICROVERSION}`, 'X-OpenStack-Nova-API-Version': COMPUTE_MICROVERSION };
-    const req: Parameters<KeystoneSession['request']>[1] = { method, headers };
+    const req: SessionRequestOptions = { method, headers, service: o.service ?? 'Nova' };
     if (o.json !== undefined) req.json = o.json;
     if (o.expect) req.expect = o.expect;
     if (o.signal) req.signal = o.signal;
@@ -189,17 +204,19 @@ export class NovaClient {
    */
   async createServer(spec: CreateServerSpec): Promise<string> {
     const res = await this.call('POST', '/servers', { json: createServerBody(spec) });
-    const server = parse(res, 'POST /servers').server as Json | undefined;
-    if (!server || typeof server.id !== 'string') throw new CloudError(`POST /servers answered ${res.status} without a server id`, { status: res.status });
-    this.log.info('server created', { id: server.id, name: spec.name });
-    return server.id;
+    const id = JsonReader.parse(res).obj('server').id('id');
+    this.log.info('server created', { id, name: spec.name });
+    return id;
   }
 
   /** The server, or undefined when Nova does not know it (any more). */
   async getServer(id: string, signal?: AbortSignal): Promise<NovaServer | undefined> {
     const res = await this.call('GET', `/servers/${encodeURIComponent(id)}`, { expect: [200, 404], signal });
     if (res.status === 404) return undefined;
-    return toNovaServer(parse(res, `GET /servers/${id}`).server as Json);
+    const r = JsonReader.parse(res).obj('server');
+    const server = readNovaServer(r);
+    if (server.id !== id) r.fail('id', JSON.stringify(id));
+    return server;
   }
 
   /** Every server of the project (detail) but those already DELETED, following Nova's `next` links. */
@@ -207,10 +224,10 @@ export class NovaClient {
     const out: NovaServer[] = [];
     let url: string | undefined = `${this.computeUrl}/servers/detail`;
     for (let page = 0; url && page < 1000; page++) {
-      const body = parse(await this.call('GET', url), 'GET /servers/detail');
-      out.push(...((body.servers as Json[] | undefined) ?? []).map(toNovaServer).filter((s) => s.status !== 'DELETED'));
-      const next = ((body.servers_links as Json[] | undefined) ?? []).find((l) => l.rel === 'next');
-      url = typeof next?.href === 'string' ? next.href : undefined;
+      const body = JsonReader.parse(await this.call('GET', url));
+      out.push(...body.list('servers').map(readNovaServer).filter((s) => s.status !== 'DELETED'));
+      const next = body.optList('servers_links').find((l) => l.optStr('rel') === 'next');
+      url = next?.str('href');
     }
     return out;
   }
@@ -225,29 +242,27 @@ export class NovaClient {
   /** The last `lines` of the server's console log ('' when Nova has none). */
   async consoleOutput(id: string, lines = 100): Promise<string> {
     const res = await this.call('POST', `/servers/${encodeURIComponent(id)}/action`, { json: { 'os-getConsoleOutput': { length: lines } } });
-    const out = parse(res, 'os-getConsoleOutput').output;
-    return typeof out === 'string' ? out : '';
+    return JsonReader.parse(res).optStr('output') ?? '';
   }
 
   /** Every flavor visible to the project. */
   async listFlavors(): Promise<Flavor[]> {
-    const body = parse(await this.call('GET', '/flavors/detail'), 'GET /flavors/detail');
-    return ((body.flavors as Json[] | undefined) ?? []).map((f) => ({
-      id: String(f.id),
-      name: String(f.name),
-      vcpus: Number(f.vcpus),
-      ram: Number(f.ram),
-      disk: Number(f.disk ?? 0),
-      disabled: f['OS-FLV-DISABLED:disabled'] === true,
+    const body = JsonReader.parse(await this.call('GET', '/flavors/detail'));
+    return body.list('flavors').map((f) => ({
+      id: f.id('id'),
+      name: f.str('name'),
+      vcpus: f.num('vcpus'),
+      ram: f.num('ram'),
+      disk: f.optNum('disk') ?? 0,
+      disabled: f.optBool('OS-FLV-DISABLED:disabled') === true,
     }));
   }
 
   /** The project's absolute compute limits and usage. */
   async getLimits(): Promise<ComputeLimits> {
-    const body = parse(await this.call('GET', '/limits'), 'GET /limits');
-    const abs = ((body.limits as Json | undefined)?.absolute ?? {}) as Json;
-    const n = (k: string): number => (typeof abs[k] === 'number' ? abs[k] : -1);
-    const used = (k: string): number => (typeof abs[k] === 'number' ? abs[k] : 0);
+    const abs = JsonReader.parse(await this.call('GET', '/limits')).obj('limits').obj('absolute');
+    const n = (k: string): number => abs.optNum(k) ?? -1;
+    const used = (k: string): number => abs.optNum(k) ?? 0;
     return {
       maxTotalInstances: n('maxTotalInstances'),
       maxTotalCores: n('maxTotalCores'),
@@ -260,10 +275,10 @@ export class NovaClient {
 
   /** Names of the availability zones that are available. */
   async listAvailabilityZones(): Promise<string[]> {
-    const body = parse(await this.call('GET', '/os-availability-zone'), 'GET /os-availability-zone');
-    return ((body.availabilityZoneInfo as Json[] | undefined) ?? [])
-      .filter((z) => (z.zoneState as Json | undefined)?.available !== false)
-      .map((z) => String(z.zoneName));
+    const body = JsonReader.parse(await this.call('GET', '/os-availability-zone'));
+    return body.list('availabilityZoneInfo')
+      .filter((z) => z.optObj('zoneState')?.optBool('available') !== false)
+      .map((z) => z.str('zoneName'));
   }
 
   /**
@@ -272,12 +287,12 @@ export class NovaClient {
    */
   async networkId(nameOrId: string): Promise<string> {
     const base = this.session.endpoint('network').replace(/\/v2\.0$/, '');
-    const byName = parse(await this.call('GET', `${base}/v2.0/networks?name=${encodeURIComponent(nameOrId)}`), 'GET /v2.0/networks');
-    const nets = (byName.networks as Json[] | undefined) ?? [];
-    if (nets.length === 1) return String(nets[0]?.id);
+    const byName = JsonReader.parse(await this.call('GET', `${base}/v2.0/networks?name=${encodeURIComponent(nameOrId)}`, { service: 'Neutron' }));
+    const nets = byName.list('networks').map((n) => n.id('id'));
+    if (nets.length === 1) return nets[0] as string;
     if (nets.length > 1) throw new CloudError(`${nets.length} networks are named ${JSON.stringify(nameOrId)}: use the id`);
-    const byId = await this.call('GET', `${base}/v2.0/networks/${encodeURIComponent(nameOrId)}`, { expect: [200, 404] });
-    if (byId.status === 200) return String((parse(byId, 'GET /v2.0/networks/{id}').network as Json).id);
+    const byId = await this.call('GET', `${base}/v2.0/networks/${encodeURIComponent(nameOrId)}`, { expect: [200, 404], service: 'Neutron' });
+    if (byId.status === 200) return JsonReader.parse(byId).obj('network').id('id');
     throw new CloudError(`no network named or with id ${JSON.stringify(nameOrId)}`);
   }
 }

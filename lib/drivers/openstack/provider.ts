@@ -71,7 +71,7 @@ export class OpenStackProvider implements Provider {
     this.images = {
       upload: async (req) => (await svc()).upload(req),
       delete: async (id) => (await svc()).delete(id),
-      list: async (filter) => (await svc()).list(filter),
+      list: async (filter, signal) => (await svc()).list(filter, signal),
     };
   }
 

@@ -67,7 +67,7 @@ describe('Keystone v3 against the loopback cloud', () => {
       assert.ok(err instanceof CloudError, String(err));
       assert.equal(err.status, 401);
       assert.equal(err.message, `Keystone authentication failed for user 'demo' in project 'demo' at ${cloud.authUrl}/auth/tokens: `
-        + '401 The request you have made requires authentication.');
+        + '401; cloud said: The request you have made requires authentication.');
       return true;
     });
   });
