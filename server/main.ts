@@ -13,13 +13,13 @@ import type { ImageServiceFactory } from '../lib/drivers/openstack/image-service
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
 import type { Logger } from '../lib/log.js';
+import { SessionKeeper } from '../lib/client/session-keeper.js';
 import type { LoopHealth } from '../lib/periodic-loop.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
 import { Heartbeat } from './heartbeat.js';
 import { ImageLifecycle } from './image-lifecycle/image-lifecycle.js';
 import { Launcher } from './launcher/launcher.js';
-import { StoreSession } from './store-session.js';
 
 /** Options of {@link NodepoolServer.create}. */
 export interface NodepoolServerOptions {
@@ -45,7 +45,7 @@ export class NodepoolServer {
     readonly store: Store,
     readonly lifecycle: ImageLifecycle | undefined,
     readonly launcher: Launcher,
-    readonly session: StoreSession,
+    readonly session: SessionKeeper,
   ) {}
 
   /** Health of every loop of this server: the image lifecycle (when it runs here) and the launcher's. */
@@ -74,7 +74,9 @@ export class NodepoolServer {
       });
       releasers.add('heartbeat', () => heartbeat.stop());
       const onLoopPass = (): void => heartbeat.note();
-      const session = await StoreSession.open({ store, owner: 'nodepool-server', hostname, pid, ttlSeconds: () => current.config.launcher.sessionTtl, log });
+      const session = await SessionKeeper.open(store, {
+        owner: 'nodepool-server', hostname, pid, ttlMs: () => current.config.launcher.sessionTtl * 1000, onLapse: 'replace', log,
+      });
       releasers.add('store session', () => session.close());
       let lifecycle: ImageLifecycle | undefined;
       if (config.gearmanServers.length > 0) {

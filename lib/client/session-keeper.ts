@@ -1,7 +1,11 @@
 /**
- * A store session kept alive on a timer: opened with an owner and TTL, renewed three times
- * per TTL, closed (with its locks and ephemeral requests) on `close()`. A renewal that finds
- * the session gone marks it lost; a renewal that fails (store busy) is retried next tick.
+ * The one store-session keeper, for daemons and consumers alike: opened with an owner and
+ * TTL, renewed three times per TTL, closed (with its locks and ephemeral requests) on
+ * `close()`. A renewal that fails (store busy) is retried next tick. A renewal that finds the
+ * session gone (the process stalled past its TTL and another process reaped it) either marks
+ * it lost (`onLapse: 'lose'`, a consumer: its requests are gone and it must know) or opens a
+ * new one (`'replace'`, a daemon: locks held under the old one are gone, and its next passes
+ * take them afresh under the new id).
  */
 import os from 'node:os';
 import { coerceError } from '../errors.js';
@@ -13,60 +17,90 @@ import { SessionLostError } from './errors.js';
 
 /** Options of {@link SessionKeeper.open}. */
 export interface SessionKeeperOptions {
-  /** What holds the session, e.g. `nodepool request`. */
+  /** What holds the session, e.g. `nodepool request` or `nodepool-server`. */
   owner: string;
-  ttlMs: number;
+  /** TTL; a function is read at each renewal (a daemon's config reload may change it). */
+  ttlMs: number | (() => number);
   log: Logger;
   /** Default: three times per TTL. */
   renewIntervalMs?: number;
+  /** What a lapsed session becomes (default `lose`). */
+  onLapse?: 'lose' | 'replace';
+  /** Recorded with the session (default: this host and process). */
+  hostname?: string;
+  pid?: number;
 }
 
 /** One open session and its renewal timer. */
 export class SessionKeeper {
   private lost = false;
   private closing: Promise<void> | undefined;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly store: SessionStore, readonly session: SessionRecord, private readonly log: Logger, intervalMs: number) {
-    this.timer = setInterval(() => void this.renew(), intervalMs);
-    // The timer alone must not keep a process alive; callers close() when done.
-    this.timer.unref();
+  private constructor(private readonly store: SessionStore, private current: SessionRecord, private readonly opts: SessionKeeperOptions) {
+    this.schedule();
   }
 
-  /** Opens a session (hostname and pid of this process) and starts renewing it. */
+  /** Opens a session and starts renewing it. */
   static async open(store: SessionStore, opts: SessionKeeperOptions): Promise<SessionKeeper> {
-    const session = await store.openSession({ owner: opts.owner, hostname: os.hostname(), pid: process.pid, ttlMs: opts.ttlMs });
-    return new SessionKeeper(store, session, opts.log, opts.renewIntervalMs ?? renewIntervalMs(opts.ttlMs));
+    return new SessionKeeper(store, await openFor(store, opts), opts);
+  }
+
+  /** The live session (a replaced one has a new id: read it at each use). */
+  get session(): SessionRecord {
+    return this.current;
   }
 
   get id(): string {
-    return this.session.id;
+    return this.current.id;
   }
 
-  /** Thrown: SessionLostError once a renewal found the session gone, or after close(). */
+  /** Thrown: SessionLostError once a renewal found the session gone (`lose`), or after close(). */
   check(): void {
-    if (this.lost || this.closing) throw new SessionLostError(this.session.id);
-  }
-
-  private async renew(): Promise<void> {
-    if (this.lost || this.closing) return;
-    try {
-      if (!(await this.store.renewSession(this.session.id))) {
-        this.lost = true;
-        clearInterval(this.timer);
-        this.log.error('store session lost; its locks and ephemeral requests are gone', { session: this.session.id });
-      }
-    } catch (err) {
-      this.log.warn('renewing the store session failed; retrying', { session: this.session.id, error: coerceError(err).message });
-    }
+    if (this.lost || this.closing) throw new SessionLostError(this.current.id);
   }
 
   /** Stops renewing and closes the session (its locks and ephemeral requests go with it). Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      clearInterval(this.timer);
-      await this.store.closeSession(this.session.id);
+      clearTimeout(this.timer);
+      await this.store.closeSession(this.current.id);
     })();
     return this.closing;
   }
+
+  private schedule(): void {
+    const interval = this.opts.renewIntervalMs ?? renewIntervalMs(ttlOf(this.opts));
+    this.timer = setTimeout(() => void this.renew().finally(() => {
+      if (!this.lost && !this.closing) this.schedule();
+    }), interval);
+    // The timer alone must not keep a process alive; owners close() when done.
+    this.timer.unref();
+  }
+
+  private async renew(): Promise<void> {
+    if (this.lost || this.closing) return;
+    const { log } = this.opts;
+    try {
+      if (await this.store.renewSession(this.current.id)) return;
+      if (this.opts.onLapse === 'replace') {
+        const next = await openFor(this.store, this.opts);
+        log.error('store session lapsed and was replaced; locks held under it are gone', { old: this.current.id, new: next.id });
+        this.current = next;
+      } else {
+        this.lost = true;
+        log.error('store session lost; its locks and ephemeral requests are gone', { session: this.current.id });
+      }
+    } catch (err) {
+      log.warn('renewing the store session failed; retrying', { session: this.current.id, error: coerceError(err).message });
+    }
+  }
+}
+
+function ttlOf(opts: SessionKeeperOptions): number {
+  return typeof opts.ttlMs === 'function' ? opts.ttlMs() : opts.ttlMs;
+}
+
+function openFor(store: SessionStore, opts: SessionKeeperOptions): Promise<SessionRecord> {
+  return store.openSession({ owner: opts.owner, hostname: opts.hostname ?? os.hostname(), pid: opts.pid ?? process.pid, ttlMs: Math.round(ttlOf(opts)) });
 }

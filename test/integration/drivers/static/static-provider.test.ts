@@ -12,7 +12,7 @@ import { StaticProvider } from '../../../../lib/drivers/static/provider.js';
 import type { Provider } from '../../../../lib/drivers/driver.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
-import { StoreSession } from '../../../../server/store-session.js';
+import { SessionKeeper } from '../../../../lib/client/session-keeper.js';
 import { freePort, runningProcesses } from '../../../support/processes.js';
 import { testLogger } from '../../../support/test-log.js';
 import { startSshd, type SshdHandle } from '../../../support/sshd.js';
@@ -130,7 +130,7 @@ describe('static provider', () => {
 
   it('takes locks under the live session after the old one lapsed and was replaced: a down host is deregistered and registered again', async () => {
     const s = await sshd('127.0.0.10');
-    const session = await StoreSession.open({ store: env.store, owner: 'static-test', hostname: 'localhost', pid: process.pid, ttlSeconds: () => 1, log: testLogger() });
+    const session = await SessionKeeper.open(env.store, { owner: 'static-test', ttlMs: 1000, onLapse: 'replace', log: testLogger() });
     try {
       const { config, provider: pc } = env.config([{ name: s.host, port: s.port, maxParallelJobs: 2, timeout: 1 }]);
       const p = staticDriver.createProvider(pc, env.ctx(config, () => session.id)) as StaticProvider;
