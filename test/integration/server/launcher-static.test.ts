@@ -205,8 +205,7 @@ void describe('launcher: max-ready-age and max-hold-age', () => {
     const client = await sys.client();
     const [held, used] = await client.requestNodes(['held', 'held'], { timeoutMs: 20_000 });
     await client.hold(held!.id, { reason: 'debugging' });
-    await new Promise((r) => setTimeout(r, 4000));
-    assert.equal((await sys.store.getNode(held!.id)), undefined, 'the held node expired and was deleted');
+    await waitFor(async () => (await sys.store.getNode(held!.id)) === undefined, { timeoutMs: 20_000, what: 'the held node to expire and be deleted' });
     assert.equal((await sys.store.getNode(used!.id))?.state, 'in-use', 'the in-use node is untouched');
     await client.release(used!.id);
   });

@@ -79,13 +79,13 @@ describe('nodepool-server: failures, backoff, pause and waiting', () => {
     await waitFor(async () => (await status(sys)).diskimages.find((x) => x.diskimage === 'deb')?.paused === 'operator', { timeoutMs: 10_000, what: 'paused by operator' });
     const before = (await sys.store.listBuilds({ diskimage: 'deb' })).length;
     await sys.store.requestBuild('deb');
-    await new Promise((r) => setTimeout(r, 2500));
+    await sys.passes(3);
     assert.equal((await sys.store.listBuilds({ diskimage: 'deb' })).length, before, 'a paused diskimage is not built, even on request');
     await sys.store.setPause('deb', 'cloud-a', true);
     await sys.store.setPause('deb', null, false);
     const s = await sys.waitForState('the requested build is ready', (x) => x.builds.filter((b) => b.diskimage === 'deb' && b.state === 'ready').length === 2, 30_000);
     const newest = s.builds.filter((b) => b.diskimage === 'deb').at(-1)!;
-    await new Promise((r) => setTimeout(r, 2500));
+    await sys.passes(3);
     const uploads = await sys.store.listUploads({ buildId: newest.id });
     assert.equal(uploads.filter((u) => u.provider === 'cloud-a').length, 0, 'no upload to a paused provider');
     assert.equal((await status(sys)).targets.find((x) => x.provider === 'cloud-a')?.paused, 'operator');

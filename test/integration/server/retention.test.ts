@@ -68,7 +68,7 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete', ()
     const glance = await glanceAdmin(sys.cloud);
     assert.deepEqual((await glance.list({ properties: { nodepool_build_id: newest } })).length, 0);
     // No rebuild: the previous build is current and young enough.
-    await new Promise((r) => setTimeout(r, 2500));
+    await sys.passes(3);
     assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [previous]);
   });
 
