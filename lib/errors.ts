@@ -70,6 +70,9 @@ export class CloudError extends BuilderError {
 /** Thrown when a format conversion with qemu-img fails. */
 export class ConversionError extends BuilderError {}
 
+/** Thrown when an upload passed its provider's `image-upload-timeout` (it was aborted). */
+export class UploadTimeoutError extends BuilderError {}
+
 /** Thrown when a Gearman connection fails or drops while a job depends on it. */
 export class GearmanConnectionError extends NodepoolError {}
 

@@ -31,6 +31,8 @@ export type RawProvider = Record<string, unknown> & { name: string };
 export interface BuilderEnvOptions {
   gearmanPort: number;
   cloud?: LoopbackCloud;
+  /** A clouds.yaml of the test's own (instead of the loopback cloud's). */
+  cloudsFile?: string;
   diskimages?: RawDiskimage[];
   providers?: RawProvider[];
   /** Subdirectory name, for several builders in one test. */
@@ -78,7 +80,8 @@ export async function createBuilderEnv(opts: BuilderEnvOptions): Promise<Builder
       diskimages,
       providers,
     };
-    if (opts.cloud) doc['clouds-file'] = opts.cloud.cloudsYamlPath;
+    const cloudsFile = opts.cloudsFile ?? opts.cloud?.cloudsYamlPath;
+    if (cloudsFile) doc['clouds-file'] = cloudsFile;
     await writeFile(configPath, yaml.dump(doc));
     return loadConfig(configPath);
   };

@@ -6,7 +6,7 @@
  */
 import type { Config } from '../../lib/config/schema.js';
 import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
-import { InvalidJobError, UnknownImageError } from '../../lib/errors.js';
+import { InvalidJobError, UnknownImageError, UploadTimeoutError } from '../../lib/errors.js';
 import type { WorkerJob } from '../../lib/gearman/worker.js';
 import { conversionSource } from '../../lib/images/formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
@@ -98,7 +98,14 @@ export class UploadService {
     if (req.uploadId !== undefined) properties.nodepool_upload_id = req.uploadId;
     const started = Date.now();
     log.info('upload started', { provider: provider.name, name, format, file: filePath });
-    const uploaded = await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal });
+    const timeout = AbortSignal.timeout(provider.imageUploadTimeout * 1000);
+    let uploaded;
+    try {
+      uploaded = await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]) });
+    } catch (err) {
+      if (!timeout.aborted || signal.aborted) throw err;
+      throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${provider.imageUploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
+    }
     log.info('upload complete', { provider: provider.name, externalId: uploaded.externalId, durationMs: Date.now() - started });
     return { provider: provider.name, payload: { 'external-id': uploaded.externalId, 'external-name': uploaded.externalName, format } };
   }

@@ -72,6 +72,8 @@ const rawProviderSchema = object({
   'region-name': optional(string()),
   'image-format': optional(oneOf(IMAGE_FORMATS.filter((f) => f !== 'tar' && f !== 'squashfs')), 'qcow2'),
   'image-name-format': optional(string(), '{image_name}-{timestamp}'),
+  /** Seconds an upload may take (conversion excluded) before it is aborted and the partial image deleted. */
+  'image-upload-timeout': optional(seconds({ min: 1 }), 3600),
   'hostname-format': optional(string(), '{label.name}-{provider.name}-{node.id}'),
   'launch-timeout': optional(seconds({ min: 1 }), 3600),
   /** Total attempts per node. */
