@@ -38,6 +38,9 @@ export interface LeakedImage {
   uploadId: string;
 }
 
+/** Longest one provider's listing may take: a frozen cloud must not hold up the lifecycle pass. */
+const LIST_TIMEOUT_MS = 60_000;
+
 /**
  * Lists each openstack provider's images, then reads the upload records (in that order, so an
  * upload that starts meanwhile is never mistaken for a leak), and deletes images whose upload
@@ -51,7 +54,8 @@ export async function deleteLeakedImages(
     if (provider.driver !== 'openstack') continue;
     try {
       const service = await imageServices(provider);
-      listed.push({ provider: provider.name, service, images: await service.list({ properties: { nodepool_provider_name: provider.name } }) });
+      const images = await service.list({ properties: { nodepool_provider_name: provider.name } }, AbortSignal.timeout(LIST_TIMEOUT_MS));
+      listed.push({ provider: provider.name, service, images });
     } catch (err) {
       log.warn('leak check could not list images of a provider', { provider: provider.name, error: coerceError(err).message });
     }
