@@ -52,7 +52,7 @@ export interface TargetAttentionInput {
 /**
  * Lines shown under the upload table: per target (`<diskimage> to <provider>`), one line
  * joining what needs attention (paused, waiting, failures with backoff), then one line per
- * failed upload with its reason.
+ * failed upload with its reason and one per upload its builder is trying again.
  */
 export function targetAttention(input: TargetAttentionInput): string[] {
   const key = (d: string, p: string): string => `${d}\u0000${p}`;
@@ -70,6 +70,8 @@ export function targetAttention(input: TargetAttentionInput): string[] {
     for (const u of [...failed].sort(byTargetThenId)) {
       lines.push(`upload ${u.id} of ${u.buildId} to ${provider} failed: ${u.reason ?? 'no reason recorded'}`);
     }
+    const retrying = input.uploads.filter((u) => u.diskimage === diskimage && u.provider === provider && u.state === 'uploading' && u.reason);
+    for (const u of [...retrying].sort(byTargetThenId)) lines.push(`upload ${u.id} of ${u.buildId} to ${provider} retrying: ${u.reason}`);
   }
   return lines;
 }

@@ -21,7 +21,7 @@ import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import type { Action, PlannerSnapshot } from './actions.js';
 import {
-  failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseUploadComplete,
+  failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseUploadAttempt, parseUploadComplete,
 } from './job-results.js';
 import { advertisedIds } from './registrations.js';
 
@@ -299,6 +299,12 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const job = this.deps.client.submit(fn.imageUpload(upload.buildId), JSON.stringify(payload), {
       unique: jobUnique(`${upload.buildId}:${upload.provider}:${upload.id}`),
       onStatus: (n, d) => { if (live()) progress(n, d); },
+      onData: (data) => {
+        const retrying = parseUploadAttempt(data);
+        if (!retrying || !live()) return;
+        this.log.warn('upload retrying', { uploadId: upload.id, provider: upload.provider, reason: retrying });
+        this.track(this.deps.store.updateUpload(upload.id, { reason: retrying }, { expectStates: ['uploading'] }));
+      },
     });
     this.follow(job.result, live, {
       what: { uploadId: upload.id },

@@ -81,6 +81,26 @@ export function parseBuilderIdentity(data: Buffer): { hostname: string; builderI
   return undefined;
 }
 
+/**
+ * A builder's note that an upload attempt failed and another follows (`{"upload-attempt",
+ * "attempts", "last-error"}`), as the reason to show on the uploading record; undefined for
+ * other data.
+ */
+export function parseUploadAttempt(data: Buffer): string | undefined {
+  try {
+    const o = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+    const n = o['upload-attempt'];
+    const of = o.attempts;
+    const error = o['last-error'];
+    if (typeof n === 'number' && typeof of === 'number' && typeof error === 'string') {
+      return `attempt ${n} of ${of}, after: ${error.slice(0, 500)}`;
+    }
+  } catch {
+    // Not ours.
+  }
+  return undefined;
+}
+
 /** The reason to record for a job that did not complete. */
 export function failureReason(result: Exclude<JobResult, { type: 'complete' }>): string {
   const warnings = result.warnings.map((w) => w.toString('utf8').trim()).filter(Boolean);

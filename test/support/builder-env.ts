@@ -101,7 +101,9 @@ export async function createBuilderEnv(opts: BuilderEnvOptions): Promise<Builder
 
 
 /** An in-process DibBuilder for `env` (not started); `processEnv` is the build commands' environment. */
-export function inProcessBuilder(env: BuilderEnv, opts: { hostname?: string; log?: Logger; uploadWorkers?: number; processEnv?: Record<string, string | undefined> } = {}): DibBuilder {
+export function inProcessBuilder(env: BuilderEnv, opts: {
+  hostname?: string; log?: Logger; uploadWorkers?: number; processEnv?: Record<string, string | undefined>; uploadRetryDelayMs?: number;
+} = {}): DibBuilder {
   const log = opts.log ?? testLogger();
   return new DibBuilder({
     config: env.config,
@@ -111,6 +113,7 @@ export function inProcessBuilder(env: BuilderEnv, opts: { hostname?: string; log
     env: opts.processEnv ?? { PATH: process.env.PATH, HOME: process.env.HOME },
     reconnect: { initialMs: 50, maxMs: 500 },
     killGraceMs: 2000,
+    ...(opts.uploadRetryDelayMs !== undefined ? { uploadRetryDelayMs: opts.uploadRetryDelayMs } : {}),
     imageServices: openstackImageServices({ cloudsFile: () => env.config.cloudsFile, searchPaths: [], log }),
   });
 }

@@ -65,6 +65,8 @@ export interface BaseBuilderOptions {
   uploadWorkers?: number;
   reconnect?: ReconnectOptions;
   qemuImg?: string;
+  /** Wait before an upload's second attempt after a cloud error (doubling after; default 5000 ms). */
+  uploadRetryDelayMs?: number;
   /** Base environment for build commands (bin/ passes process.env). */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -106,6 +108,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     this.uploads = new UploadService({
       repo: this.repo, log: this.log, imageServices: opts.imageServices, qemuImg: opts.qemuImg,
       config: () => this.config, shutdown: this.shutdown.signal,
+      ...(opts.uploadRetryDelayMs !== undefined ? { retryDelayMs: opts.uploadRetryDelayMs } : {}),
     });
   }
 

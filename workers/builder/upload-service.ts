@@ -15,6 +15,8 @@ import { convertImage } from './convert.js';
 import type { ImageRepository, ImageSidecar } from './image-repository.js';
 import { externalImageName } from '../../lib/images/external-name.js';
 import { parseUploadPayload } from './job-payloads.js';
+import { retryableUploadError, UPLOAD_ATTEMPTS, uploadRetryDelayMs, type UploadAttemptData } from './upload-retry.js';
+import { sleep } from '../../lib/lifecycle.js';
 
 
 /** Dependencies of {@link UploadService}. */
@@ -25,6 +27,8 @@ export interface UploadServiceDeps {
   qemuImg?: string | undefined;
   config(): Config;
   shutdown: AbortSignal;
+  /** Wait before the second attempt of an upload (doubling after), default 5000 ms. */
+  retryDelayMs?: number;
 }
 
 /** The WORK_COMPLETE payload of an upload, and the provider it went to. */
@@ -98,13 +102,29 @@ export class UploadService {
     if (req.uploadId !== undefined) properties.nodepool_upload_id = req.uploadId;
     const started = Date.now();
     log.info('upload started', { provider: provider.name, name, format, file: filePath });
-    const timeout = AbortSignal.timeout(provider.imageUploadTimeout * 1000);
+    const attempt = async (): Promise<Awaited<ReturnType<typeof service.upload>>> => {
+      const timeout = AbortSignal.timeout(provider.imageUploadTimeout * 1000);
+      try {
+        return await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]) });
+      } catch (err) {
+        if (!timeout.aborted || signal.aborted) throw err;
+        throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${provider.imageUploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
+      }
+    };
     let uploaded;
-    try {
-      uploaded = await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]) });
-    } catch (err) {
-      if (!timeout.aborted || signal.aborted) throw err;
-      throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${provider.imageUploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
+    for (let n = 1; ; n++) {
+      try {
+        uploaded = await attempt();
+        break;
+      } catch (err) {
+        if (n >= UPLOAD_ATTEMPTS || !retryableUploadError(err) || signal.aborted) throw err;
+        const delay = uploadRetryDelayMs(n + 1, this.deps.retryDelayMs ?? 5000);
+        const message = (err as Error).message;
+        log.warn('upload attempt failed; trying again', { provider: provider.name, attempt: n, of: UPLOAD_ATTEMPTS, retryInMs: delay, error: message });
+        const data: UploadAttemptData = { 'upload-attempt': n + 1, attempts: UPLOAD_ATTEMPTS, 'last-error': message };
+        job.sendData(JSON.stringify(data));
+        await sleep(delay, signal);
+      }
     }
     log.info('upload complete', { provider: provider.name, externalId: uploaded.externalId, durationMs: Date.now() - started });
     return { provider: provider.name, payload: { 'external-id': uploaded.externalId, 'external-name': uploaded.externalName, format } };

@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -11,7 +12,7 @@ import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { runningProcesses } from '../../support/processes.js';
 import { ScriptedCloud, SCRIPTED_REGION } from '../../support/scripted-cloud.js';
 
-describe('builder: a Glance that stalls an upload', () => {
+describe('builder: a Glance that stalls or fails an upload', () => {
   let gearmand: GearmandHandle;
   let cloud: ScriptedCloud;
   let env: BuilderEnv;
@@ -23,7 +24,7 @@ describe('builder: a Glance that stalls an upload', () => {
     [gearmand, cloud] = await Promise.all([startGearmand(), ScriptedCloud.start()]);
     cloud.answer('POST', /^\/v2\/images$/, { status: 201, body: { id: 'img-1', name: 'deb-1', status: 'queued' } })
       .answer('PUT', /^\/v2\/images\/img-1\/file$/, { hang: true })
-      .answer('DELETE', /^\/v2\/images\/img-1$/, { status: 204 });
+      .answer('DELETE', /^\/v2\/images\/img-\d+$/, { status: 204 });
     cloudsFile = path.join(process.env.TMPDIR ?? '/tmp', `nodepool-scripted-clouds-${process.pid}.yaml`);
     const creds = cloud.creds();
     await writeFile(cloudsFile, yaml.dump({
@@ -38,7 +39,7 @@ describe('builder: a Glance that stalls an upload', () => {
       gearmanPort: gearmand.port, cloudsFile, diskimages: [fakeDiskimage('deb')],
       providers: [{ name: 'stalled', driver: 'openstack', cloud: 'scripted', 'image-upload-timeout': 2, diskimages: [{ name: 'deb' }] }],
     });
-    builder = inProcessBuilder(env);
+    builder = inProcessBuilder(env, { uploadRetryDelayMs: 100 });
     await builder.start();
     client = await testClient(gearmand.port);
   });
@@ -64,5 +65,34 @@ describe('builder: a Glance that stalls an upload', () => {
     assert.ok(took < 15_000, `the job ended ${took} ms after it started`);
     assert.equal(cloud.seen('DELETE', /^\/v2\/images\/img-1$/).length, 1, 'the partial image was deleted in Glance');
     assert.deepEqual(builder.localImages(), ['deb-0000000001']);
+  });
+
+  it('tries an upload again after a 503 and a dropped connection, telling the server each time, and completes', async () => {
+    const ids = ['img-2', 'img-3', 'img-4'];
+    cloud.answer('POST', /^\/v2\/images$/, ids.map((id) => ({ status: 201, body: { id, name: 'deb-1', status: 'queued' } })))
+      .answer('PUT', /^\/v2\/images\/img-2\/file$/, { status: 503, body: '<html>Service Unavailable</html>' })
+      .answer('PUT', /^\/v2\/images\/img-3\/file$/, { reset: true })
+      .answer('PUT', /^\/v2\/images\/img-4\/file$/, { status: 204 })
+      .answer('GET', /^\/v2\/images\/img-4$/, () => ({ body: { id: 'img-4', name: 'deb-1', status: 'active', size: statSync(path.join(env.imagesDir, 'deb-0000000001.qcow2')).size } }));
+    const notes: string[] = [];
+    const job = client.submit(fn.imageUpload('deb-0000000001'), JSON.stringify({ 'image-name': 'deb', provider: 'stalled', 'upload-id': '0000000002' }), {
+      onData: (d) => notes.push(d.toString('utf8')),
+    });
+    const r = await job.result;
+    assert.equal(r.type, 'complete', r.type === 'complete' ? '' : Buffer.concat(r.warnings).toString());
+    assert.equal(JSON.parse(r.data.toString())['external-id'], 'img-4');
+    assert.deepEqual(notes.map((n) => JSON.parse(n) as Record<string, unknown>).map((n) => [n['upload-attempt'], n.attempts]), [[2, 3], [3, 3]]);
+    assert.match(JSON.parse(notes[0]!)['last-error'] as string, /Glance PUT \/v2\/images\/img-2\/file failed with 503; cloud said: .*Service Unavailable/);
+    assert.deepEqual(['img-2', 'img-3'].map((id) => cloud.seen('DELETE', new RegExp(`^/v2/images/${id}$`)).length), [1, 1], 'each failed attempt\'s image deleted');
+  });
+
+  it('does not try again after a rejection (4xx): one attempt, WORK_FAIL with the cloud\'s words', async () => {
+    const posts = cloud.seen('POST', /^\/v2\/images$/).length;
+    cloud.answer('POST', /^\/v2\/images$/, { status: 201, body: { id: 'img-5', name: 'deb-1', status: 'queued' } })
+      .answer('PUT', /^\/v2\/images\/img-5\/file$/, { status: 413, body: { message: 'image too large for quota' } });
+    const end = await runJob(client, fn.imageUpload('deb-0000000001'), { 'image-name': 'deb', provider: 'stalled', 'upload-id': '0000000003' }, { timeoutMs: 30_000 });
+    assert.equal(end.type, 'fail');
+    assert.match(end.message, /413; cloud said: .*image too large for quota/);
+    assert.equal(cloud.seen('POST', /^\/v2\/images$/).length, posts + 1);
   });
 });

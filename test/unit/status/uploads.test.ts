@@ -74,4 +74,18 @@ describe('upload presenters', () => {
     });
     assert.deepEqual(lines, ['upload 0000000009 of ubuntu-jammy-0000000004 to cloud-a failed: Glance said 413']);
   });
+
+  it('says which running uploads their builder is trying again, and why', () => {
+    const lines = targetAttention({
+      targets: [],
+      uploads: [
+        upload('0000000011', { state: 'uploading', reason: 'attempt 2 of 3, after: Glance PUT /v2/images/x/file failed with 503' }),
+        upload('0000000012', { state: 'uploading' }),
+      ],
+      pauses: [],
+      now: NOW,
+    });
+    assert.deepEqual(lines, ['upload 0000000011 of ubuntu-jammy-0000000004 to cloud-a retrying: attempt 2 of 3, after: Glance PUT /v2/images/x/file failed with 503']);
+  });
 });
+
