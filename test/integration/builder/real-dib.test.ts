@@ -56,7 +56,7 @@ describe('the real diskimage-builder: debian-minimal bookworm, built and uploade
 
   it('builds a qcow2 with disk-image-create, reports its phases, and leaves no mounts or loop devices', async () => {
     const started = Date.now();
-    const end = await runJob(client, fn.imageBuild('debian-real'), { 'image-id': id });
+    const end = await runJob(client, fn.imageBuild('debian-real'), { 'image-id': id }, { timeoutMs: 1_200_000 }); // build-timeout of the diskimage
     const log = await readFile(`${env.buildLogDir}/${id}.log`, 'utf8');
     assert.equal(end.type, 'complete', `${end.message}\n--- build log tail ---\n${log.slice(-3000)}`);
     console.log(`# real DIB build took ${((Date.now() - started) / 1000).toFixed(0)} s`);
@@ -73,7 +73,7 @@ describe('the real diskimage-builder: debian-minimal bookworm, built and uploade
   });
 
   it('uploads it to Glance: active, same md5', async () => {
-    const end = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-real', provider: 'cloud' });
+    const end = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-real', provider: 'cloud' }, { timeoutMs: 600_000 });
     assert.equal(end.type, 'complete', end.message);
     const glance = await glanceAdmin(cloud);
     const image = await glance.glance.getImage(String(end.json?.['external-id']));
