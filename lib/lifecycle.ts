@@ -1,6 +1,6 @@
 /**
- * Small lifecycle helpers shared by daemons and tests: bounded waiting, capped backoff,
- * abortable sleep, and LIFO releasers.
+ * Small lifecycle helpers shared by daemons and tests: bounded polling and waiting, capped
+ * backoff, abortable sleep, and LIFO releasers.
  */
 
 /** Options of {@link waitFor}. */
@@ -19,21 +19,48 @@ export class WaitTimeoutError extends Error {
   }
 }
 
+/** Options of {@link pollUntil}. */
+export interface PollOptions {
+  timeoutMs: number;
+  /** Wait after attempt `n` (0-based): a fixed number of ms (default 500) or a function of `n`. */
+  intervalMs?: number | ((attempt: number) => number);
+  signal?: AbortSignal;
+}
+
+/**
+ * The one bounded poll behind every "until it is ready, at most so long" loop: calls
+ * `attempt(remainingMs)` until it returns something other than undefined and resolves with
+ * that; resolves undefined once the time is up (the caller says why, with what it saw last).
+ * The waits never run past the deadline, and one last attempt is made at it. What `attempt`
+ * throws is thrown; an abort throws the signal's reason.
+ */
+export async function pollUntil<T>(attempt: (remainingMs: number) => Promise<T | undefined> | T | undefined, opts: PollOptions): Promise<T | undefined> {
+  const deadline = Date.now() + opts.timeoutMs;
+  for (let n = 0; ; n++) {
+    opts.signal?.throwIfAborted();
+    const value = await attempt(Math.max(1, deadline - Date.now()));
+    if (value !== undefined) return value;
+    const left = deadline - Date.now();
+    if (left <= 0) return undefined;
+    const wait = typeof opts.intervalMs === 'function' ? opts.intervalMs(n) : opts.intervalMs ?? 500;
+    await sleep(Math.min(wait, left), opts.signal);
+  }
+}
+
 /** Polls `cond` until it returns a truthy value, at most `timeoutMs`. Errors thrown by `cond` count as "not yet". */
 export async function waitFor<T>(cond: () => T | Promise<T>, opts: WaitForOptions): Promise<NonNullable<T>> {
-  const deadline = Date.now() + opts.timeoutMs;
-  const interval = opts.intervalMs ?? 50;
   let lastError: unknown;
-  for (;;) {
+  const value = await pollUntil(async () => {
     try {
       const v = await cond();
-      if (v) return v as NonNullable<T>;
+      return v ? v as NonNullable<T> : undefined;
     } catch (err) {
       lastError = err;
+      return undefined;
     }
-    if (Date.now() >= deadline) throw new WaitTimeoutError(opts.what, opts.timeoutMs, lastError);
-    await sleep(Math.min(interval, Math.max(1, deadline - Date.now())));
-  }
+  }, { timeoutMs: opts.timeoutMs, intervalMs: opts.intervalMs ?? 50 });
+  if (value === undefined) throw new WaitTimeoutError(opts.what, opts.timeoutMs, lastError);
+  return value;
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when aborted first. */

@@ -9,7 +9,7 @@ import { SessionKeeper } from '../../lib/client/session-keeper.js';
 import { coerceError } from '../../lib/errors.js';
 import { driverOf, type ProviderConfig } from '../../lib/drivers/registry.js';
 import { removeNode } from '../../lib/drivers/remove-node.js';
-import { sleep } from '../../lib/lifecycle.js';
+import { pollUntil } from '../../lib/lifecycle.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
@@ -33,12 +33,7 @@ export interface DeleteOptions extends CommandContext, ProviderAccess {
 
 /** Takes `node:<id>` for the session, retrying for up to `timeoutMs` (bounded). */
 async function lockNode(store: Store, id: string, sessionId: string, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await store.tryLock(nodeLock(id), sessionId)) return true;
-    if (Date.now() >= deadline) return false;
-    await sleep(Math.min(200, Math.max(1, deadline - Date.now())));
-  }
+  return (await pollUntil(async () => (await store.tryLock(nodeLock(id), sessionId)) || undefined, { timeoutMs, intervalMs: 200 })) ?? false;
 }
 
 /** The deleter's work for one locked node: resource, record, then the provider's notice. */

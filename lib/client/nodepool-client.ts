@@ -7,7 +7,7 @@
  */
 import type { Config } from '../config/schema.js';
 import { splitNodeset, type NodesetPart } from './nodeset.js';
-import { sleep } from '../lifecycle.js';
+import { pollUntil } from '../lifecycle.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../store/models.js';
 import { openStore } from '../store/open-store.js';
@@ -122,11 +122,9 @@ export class NodepoolClient {
    * signal's reason when aborted.
    */
   async waitFor(requestId: string, opts: WaitOptions): Promise<NodeRequestRecord> {
-    const deadline = Date.now() + opts.timeoutMs;
-    const interval = opts.pollIntervalMs ?? 250;
     let seen = '';
-    for (;;) {
-      opts.signal?.throwIfAborted();
+    let state = 'unknown';
+    const done = await pollUntil(async () => {
       const r = await this.store.getRequest(requestId);
       if (!r) throw new RequestNotFoundError(requestId);
       const key = `${r.state}\0${r.stateTime}`;
@@ -134,11 +132,11 @@ export class NodepoolClient {
         seen = key;
         opts.onUpdate?.(r);
       }
-      if (r.state === 'fulfilled' || r.state === 'failed') return r;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new RequestTimeoutError(requestId, opts.timeoutMs, r.state);
-      await sleep(Math.min(interval, left), opts.signal);
-    }
+      state = r.state;
+      return r.state === 'fulfilled' || r.state === 'failed' ? r : undefined;
+    }, { timeoutMs: opts.timeoutMs, intervalMs: opts.pollIntervalMs ?? 250, ...(opts.signal ? { signal: opts.signal } : {}) });
+    if (!done) throw new RequestTimeoutError(requestId, opts.timeoutMs, state);
+    return done;
   }
 
   /**

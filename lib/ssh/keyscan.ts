@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
 import { coerceError } from '../errors.js';
-import { sleep } from '../lifecycle.js';
+import { pollUntil } from '../lifecycle.js';
 import { parseKeyscanOutput } from './host-keys.js';
 import { HostScanError } from './keyscan-error.js';
 import { tcpProbe } from './tcp-probe.js';
@@ -37,28 +37,22 @@ export interface KeyscanOptions {
  * deadline) or `no-keys` (connections accepted but no key exchange completed).
  */
 export async function keyscan(host: string, port: number, opts: KeyscanOptions): Promise<string[]> {
-  const deadline = Date.now() + opts.timeoutMs;
   const retryMs = opts.retryMs ?? 500;
   try {
     await lookup(host);
   } catch (err) {
     throw new HostScanError(host, port, 'unresolvable', `cannot resolve ${host}: ${coerceError(err).message}`, { cause: err });
   }
-  for (;;) {
-    opts.signal?.throwIfAborted();
-    const remaining = Math.max(1, deadline - Date.now());
-    const out = await runKeyscan(host, port, remaining, opts);
-    const keys = parseKeyscanOutput(out);
-    if (keys.length) return keys;
-    opts.signal?.throwIfAborted();
-    if (Date.now() + retryMs >= deadline) {
-      // One connect tells "refused" from "answers but no key exchange" for the message.
-      const probe = await tcpProbe(host, port, Math.min(1000, opts.timeoutMs), opts.signal);
-      if (!probe.ok) throw new HostScanError(host, port, 'unreachable', `no SSH connection within ${opts.timeoutMs} ms (${probe.reason})`);
-      throw new HostScanError(host, port, 'no-keys', `no SSH host key received within ${opts.timeoutMs} ms`);
-    }
-    await sleep(retryMs, opts.signal);
-  }
+  const keys = await pollUntil(async (remaining) => {
+    const found = parseKeyscanOutput(await runKeyscan(host, port, remaining, opts));
+    return found.length ? found : undefined;
+  }, { timeoutMs: opts.timeoutMs, intervalMs: retryMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+  if (keys) return keys;
+  opts.signal?.throwIfAborted();
+  // One connect tells "refused" from "answers but no key exchange" for the message.
+  const probe = await tcpProbe(host, port, Math.min(1000, opts.timeoutMs), opts.signal);
+  if (!probe.ok) throw new HostScanError(host, port, 'unreachable', `no SSH connection within ${opts.timeoutMs} ms (${probe.reason})`);
+  throw new HostScanError(host, port, 'no-keys', `no SSH host key received within ${opts.timeoutMs} ms`);
 }
 
 /** Runs ssh-keyscan once and resolves with its stdout (empty when nothing answered); killed at the deadline. */

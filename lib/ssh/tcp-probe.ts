@@ -4,7 +4,7 @@
  * up (winrm registration, a booted server's SSH port).
  */
 import net from 'node:net';
-import { sleep } from '../lifecycle.js';
+import { pollUntil } from '../lifecycle.js';
 import { HostScanError } from './keyscan-error.js';
 
 /** Outcome of one connect attempt. */
@@ -46,16 +46,13 @@ export interface WaitForTcpOptions {
  * naming the last failure once `timeoutMs` has passed; the signal's reason when aborted.
  */
 export async function waitForTcp(host: string, port: number, opts: WaitForTcpOptions): Promise<void> {
-  const deadline = Date.now() + opts.timeoutMs;
-  const retryMs = opts.retryMs ?? 500;
-  for (;;) {
-    opts.signal?.throwIfAborted();
-    const result = await tcpProbe(host, port, Math.max(1, deadline - Date.now()), opts.signal);
-    if (result.ok) return;
-    opts.signal?.throwIfAborted();
-    if (Date.now() + retryMs >= deadline) {
-      throw new HostScanError(host, port, 'unreachable', `no TCP connection within ${opts.timeoutMs} ms (${result.reason})`);
-    }
-    await sleep(retryMs, opts.signal);
-  }
+  let last = 'no attempt';
+  const connected = await pollUntil(async (remaining) => {
+    const result = await tcpProbe(host, port, remaining, opts.signal);
+    if (result.ok) return true;
+    last = result.reason;
+    return undefined;
+  }, { timeoutMs: opts.timeoutMs, intervalMs: opts.retryMs ?? 500, ...(opts.signal ? { signal: opts.signal } : {}) });
+  opts.signal?.throwIfAborted();
+  if (!connected) throw new HostScanError(host, port, 'unreachable', `no TCP connection within ${opts.timeoutMs} ms (${last})`);
 }

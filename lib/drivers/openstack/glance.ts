@@ -9,7 +9,7 @@ import { open, stat } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { AbortedError, CloudError, coerceError } from '../../errors.js';
-import { sleep } from '../../lifecycle.js';
+import { pollUntil } from '../../lifecycle.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { callName, statusError } from './http-client.js';
 import { JsonReader } from './json-reader.js';
@@ -239,15 +239,17 @@ export class GlanceClient {
   }
 
   private async waitActive(id: string, signal?: AbortSignal): Promise<GlanceImage> {
-    const deadline = Date.now() + this.activeTimeoutMs;
-    for (;;) {
+    let status = 'unknown';
+    const active = await pollUntil(async () => {
       const img = await this.getImage(id, signal);
       if (!img) throw new CloudError(`image ${id} disappeared while waiting for it to become active`);
       if (img.status === 'active') return img;
       if (FAILED_STATUSES.has(img.status)) throw new CloudError(`image ${id} went to status ${img.status} after its upload`);
-      if (Date.now() >= deadline) throw new CloudError(`image ${id} still ${img.status} after ${this.activeTimeoutMs} ms`);
-      await sleep(this.pollIntervalMs, signal);
-    }
+      status = img.status;
+      return undefined;
+    }, { timeoutMs: this.activeTimeoutMs, intervalMs: this.pollIntervalMs, ...(signal ? { signal } : {}) });
+    if (active) return active;
+    throw new CloudError(`image ${id} still ${status} after ${this.activeTimeoutMs} ms`);
   }
 
   /** PUT the file; after a 401 (token expired meanwhile) re-authenticate and send it once more. */

@@ -5,7 +5,7 @@
  * ACTIVE, check the host, and retry with a fresh server up to `launch-retries` attempts.
  */
 import { CloudError, coerceError, LaunchError, QuotaExceededError } from '../../errors.js';
-import { sleep } from '../../lifecycle.js';
+import { pollUntil } from '../../lifecycle.js';
 import { HostScanError, keyscan } from '../../ssh/keyscan.js';
 import { waitForTcp } from '../../ssh/tcp-probe.js';
 import type { Logger } from '../../log.js';
@@ -176,10 +176,8 @@ export class OpenStackHandler extends LaunchingHandler {
   /** Polls until ACTIVE (bounded by `launch-timeout`); ERROR, a vanished server or the deadline throw. */
   private async waitActive(nova: NovaClient, id: string): Promise<NovaServer> {
     const p = this.provider;
-    const timeoutMs = p.config.launchTimeout * 1000;
-    const deadline = Date.now() + timeoutMs;
     let status = 'unknown';
-    for (let i = 0; ; i++) {
+    const active = await pollUntil(async () => {
       const s = await nova.getServer(id, p.signal);
       if (!s) throw new LaunchError(`server ${id} vanished while building`);
       status = s.status;
@@ -188,10 +186,9 @@ export class OpenStackHandler extends LaunchingHandler {
         const msg = `server ${id} went to ERROR: ${s.fault ?? 'Nova gave no fault message'}`;
         throw isQuotaMessage(msg) ? new QuotaExceededError(msg) : new LaunchError(msg);
       }
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      await sleep(Math.min(left, 250 * 2 ** Math.min(i, 3)), p.signal);
-    }
+      return undefined;
+    }, { timeoutMs: p.config.launchTimeout * 1000, intervalMs: (n) => 250 * 2 ** Math.min(n, 3), signal: p.signal });
+    if (active) return active;
     throw new LaunchError(`server ${id} was not ACTIVE within launch-timeout ${p.config.launchTimeout} s (status ${status})`);
   }
 

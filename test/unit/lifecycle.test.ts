@@ -1,0 +1,40 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { pollUntil, waitFor, WaitTimeoutError } from '../../lib/lifecycle.js';
+
+describe('pollUntil and waitFor', () => {
+  it('returns the first value an attempt gives, passing the time left', async () => {
+    const left: number[] = [];
+    let n = 0;
+    const v = await pollUntil(async (remaining) => {
+      left.push(remaining);
+      return ++n === 3 ? 'ready' : undefined;
+    }, { timeoutMs: 5000, intervalMs: 10 });
+    assert.equal(v, 'ready');
+    assert.equal(left.length, 3);
+    assert.ok(left.every((ms) => ms > 0 && ms <= 5000));
+  });
+
+  it('gives up at the deadline with one last attempt there, never waiting past it', async () => {
+    const t0 = Date.now();
+    let attempts = 0;
+    const v = await pollUntil(() => { attempts += 1; return undefined; }, { timeoutMs: 120, intervalMs: (k) => 50 * (k + 1) });
+    const took = Date.now() - t0;
+    assert.equal(v, undefined);
+    assert.equal(attempts, 3, 'at 0, 50 and 120 ms (the second wait cut to the deadline)');
+    assert.ok(took >= 115 && took < 1000, `took ${took} ms`);
+  });
+
+  it('throws what an attempt throws, and the signal\'s reason when aborted', async () => {
+    await assert.rejects(pollUntil(() => { throw new RangeError('gone'); }, { timeoutMs: 1000 }), RangeError);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error('stopped')), 20);
+    await assert.rejects(pollUntil(() => undefined, { timeoutMs: 10_000, intervalMs: 5000, signal: ac.signal }), /stopped/);
+  });
+
+  it('waitFor names what it waited for, with the last error as cause', async () => {
+    await assert.rejects(waitFor(() => { throw new Error('not yet'); }, { timeoutMs: 60, what: 'the moon' }), (e: unknown) =>
+      e instanceof WaitTimeoutError && e.message === 'timed out after 60 ms waiting for the moon' && (e.cause as Error).message === 'not yet');
+    assert.equal(await waitFor(() => 7, { timeoutMs: 10, what: 'seven' }), 7);
+  });
+});
