@@ -93,9 +93,9 @@ describe('nodepool list, hold, release, delete, label-list, info, erase', () => 
   it('list shows a lock of a lapsed session as unlocked', async () => {
     const { env, old } = await setup();
     const n = await old.createNode({ state: 'in-use', provider: 'cloud-a', pool: 'main', labels: ['small'] });
-    const gone = await env.store.openSession({ owner: 'zuul', hostname: 'zuul1', pid: 1, ttlMs: 1000 });
-    await env.store.tryLock(`node:${n.id}`, gone.id);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // Opened two hours ago (the old store's clock) with a 1 s TTL: lapsed long since.
+    const gone = await old.openSession({ owner: 'zuul', hostname: 'zuul1', pid: 1, ttlMs: 1000 });
+    await old.tryLock(`node:${n.id}`, gone.id);
     const r = await env.run('list');
     assert.equal(tableRows(r.stdout)[0]?.[8], 'unlocked');
   });

@@ -17,15 +17,17 @@ describe('NodepoolClient against a SQLite store', () => {
   afterEach(() => releasers.releaseAll());
 
   /** A store file per test, a "launcher" store connection for the test, and a client. */
-  async function setup(ttlSeconds = 30): Promise<{ store: Store; launcher: Store; client: NodepoolClient }> {
+  async function setup(ttlSeconds = 30, opts: { clock?: () => number; renewIntervalMs?: number } = {}): Promise<{ store: Store; launcher: Store; client: NodepoolClient }> {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-client-'));
     releasers.add('temp dir', () => rm(dir, { recursive: true, force: true }));
     const file = path.join(dir, 'nodepool.db');
-    const store = await SqliteStore.open(file);
+    const store = await SqliteStore.open(file, opts.clock ? { clock: opts.clock } : {});
     releasers.add('client store', () => store.close());
-    const launcher = await SqliteStore.open(file);
+    const launcher = await SqliteStore.open(file, opts.clock ? { clock: opts.clock } : {});
     releasers.add('launcher store', () => launcher.close());
-    const client = await NodepoolClient.open({ store, sessionTtlSeconds: ttlSeconds, requestor: 'ci-system' });
+    const client = await NodepoolClient.open({
+      store, sessionTtlSeconds: ttlSeconds, requestor: 'ci-system', ...(opts.renewIntervalMs ? { renewIntervalMs: opts.renewIntervalMs } : {}),
+    });
     releasers.add('client', () => client.close());
     return { store, launcher, client };
   }
@@ -116,9 +118,15 @@ describe('NodepoolClient against a SQLite store', () => {
   });
 
   it('keeps its session alive past the TTL by renewing it', async () => {
-    const { launcher, client } = await setup(1);
-    await new Promise((resolve) => setTimeout(resolve, 1600));
-    assert.equal(await launcher.isSessionLive(client.sessionId), true);
+    let skew = 0;
+    const { launcher, client } = await setup(30, { clock: () => Date.now() + skew, renewIntervalMs: 20 });
+    // Past the first TTL on the store clock, in steps shorter than the TTL, a renewal between each.
+    for (const step of [20_000, 20_000, 20_000]) {
+      skew += step;
+      const after = Date.now() + skew;
+      await waitFor(async () => ((await launcher.getSession(client.sessionId))?.renewed ?? 0) >= after, { timeoutMs: 5000, what: 'a renewal after the clock moved' });
+    }
+    assert.equal(await launcher.isSessionLive(client.sessionId), true, '60 s of store time with a 30 s TTL');
   });
 
   it('holds and releases nodes by state, and names unknown nodes', async () => {
