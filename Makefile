@@ -9,7 +9,7 @@ APT_PACKAGES := gearman-job-server gearman-tools qemu-utils openssh-server opens
   mariadb-server python3-pymysql rabbitmq-server placement-api nova-api nova-conductor nova-scheduler python3-nova neutron-server
 NODE_TEST := node --import tsx test/run.ts
 
-.PHONY: help deps apt-deps npm-deps typecheck lint test test-steps test-unit bench build run clean
+.PHONY: help deps apt-deps npm-deps typecheck lint test test-steps test-unit faults bench build run clean
 
 help:
 	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
@@ -42,6 +42,13 @@ test-steps: deps typecheck lint
 
 test-unit: npm-deps
 	$(NODE_TEST) unit
+
+# The fault suite alone; each scenario appends its figures to the report, printed as a table at the end.
+FAULTS_REPORT := .run/faults-report.jsonl
+faults: deps
+	@mkdir -p .run && rm -f $(FAULTS_REPORT); \
+	  NODEPOOL_FAULTS_REPORT=$(CURDIR)/$(FAULTS_REPORT) $(NODE_TEST) test/faults/*.test.ts; rc=$$?; \
+	  node --import tsx test/support/fault-report.ts table $(FAULTS_REPORT); exit $$rc
 
 build: npm-deps
 	npx tsc -p tsconfig.build.json

@@ -1,0 +1,34 @@
+import { after, afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { arm, finish, reach, resume, type FaultMoment } from '../support/fault-scenario.js';
+import { FaultSystem } from '../support/fault-system.js';
+import { runningProcesses } from '../support/processes.js';
+
+describe('faults: nodepool-server stopped or killed', () => {
+  let sys: FaultSystem | undefined;
+
+  afterEach(async () => {
+    await sys?.stop();
+    sys = undefined;
+  });
+  after(() => assert.deepEqual(runningProcesses().map((p) => p.name), []));
+
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    for (const moment of ['mid-build', 'mid-upload'] as FaultMoment[]) {
+      it(`recovers from a server ${signal} ${moment} once a server is back: nothing lost or leaked`, async () => {
+        sys = await FaultSystem.start();
+        await arm(sys, moment);
+        await sys.startBuilder();
+        const proc = sys.startServer();
+        const before = await reach(sys, moment);
+        const t0 = Date.now();
+        proc.child.kill(signal);
+        const exit = await Promise.race([proc.exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 10_000).unref())]);
+        assert.notEqual(exit, 'hung', `the server exited within 10 s of ${signal}`);
+        await resume(sys);
+        sys.startServer();
+        await finish(sys, `server ${signal} ${moment}`, t0, before);
+      });
+    }
+  }
+});
