@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * nodepool-builder: argv → config → logger → DibBuilder → signals.
+ * nodepool-builder: argv → config → logger → NodepoolBuilder (DIB and command diskimages) → signals.
  * SIGHUP or a change of the config file reloads it; the first SIGINT/SIGTERM drains running
  * jobs (up to --shutdown-timeout), a second one aborts them at once.
  */
@@ -10,7 +10,7 @@ import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
-import { DibBuilder } from '../workers/builder/dib-builder.js';
+import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
 import { daemonLogger, hostImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
@@ -40,7 +40,7 @@ try {
   process.exit(2);
 }
 let current = config;
-const builder = new DibBuilder({
+const builder = new NodepoolBuilder({
   config,
   log,
   hostname: argv.hostname,

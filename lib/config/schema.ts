@@ -33,7 +33,10 @@ const label = object({
   'max-ready-age': optional(int({ min: 0 }), 0),
 });
 
-const diskimage = object({
+/** How a diskimage is built: diskimage-builder, or a command of the operator's (docs/writing-a-builder.md). */
+export const BUILDER_KINDS = ['dib', 'command'] as const;
+
+const diskimage = checked(object({
   name: required(diskimageName()),
   elements: optional(list(string()), []),
   release: optional(scalarString()),
@@ -44,6 +47,13 @@ const diskimage = object({
   pause: optional(bool(), false),
   'dib-cmd': optional(string(), 'disk-image-create'),
   'qemu-img-options': optional(string()),
+  builder: optional(oneOf(BUILDER_KINDS), 'dib'),
+  /** argv of a `builder: command` build (no shell); argv[0] is looked up in PATH. */
+  command: optional(list(string(), { minItems: 1, what: 'argument' })),
+}), (d, path, p) => {
+  if (d.builder === 'command' && d.command === undefined) p.add(`${path}.command`, 'expected the argv to run (builder: command), got nothing');
+  if (d.builder === 'dib' && d.command !== undefined) p.add(`${path}.command`, 'only used with builder: command (this diskimage is built by DIB)');
+  if (d.builder === 'command' && d.elements.length) p.add(`${path}.elements`, 'only used with builder: dib (this diskimage is built by its command)');
 });
 
 /** Parses a provider with its driver's schema; an unknown driver names the provider. */

@@ -5,12 +5,13 @@
  * `image-delete:<id>` while it builds `<id>`, to refuse it: "build in progress"), validates
  * job payloads before any path is touched, runs builds with a per-build log, TMPDIR,
  * timeout and abort, and serves uploads (with conversion) and deletes.
- * Subclasses implement only {@link BaseBuilder.buildImage}.
+ * Subclasses give only their build methods (build-method.ts), by the diskimages' `builder` key:
+ * `image-build:<name>` is registered for the diskimages this builder has a method for.
  */
 import { EventEmitter } from 'node:events';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config, DiskimageConfig } from '../../lib/config/schema.js';
+import type { Config } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
 import { AbortedError, BuilderError, BuildTimeoutError, UnknownImageError } from '../../lib/errors.js';
 import { builderClientId } from '../../lib/gearman/client-id.js';
@@ -29,29 +30,7 @@ import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
 import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
 import { UploadService } from './upload-service.js';
-
-/** What a subclass gets for one build. */
-export interface BuildContext {
-  diskimage: DiskimageConfig;
-  /** `<images-dir>/<id>`: the build must produce `<outBase>.<format>` for every format. */
-  outBase: string;
-  formats: string[];
-  /** Private TMPDIR of this build, removed (with any mounts and loop devices) afterwards. */
-  tmpDir: string;
-  imageCacheDir: string;
-  elementsDir: string | undefined;
-  buildLog: BuildLog;
-  log: Logger;
-  /** Aborted on build-timeout or shutdown. */
-  signal: AbortSignal;
-  /** Reports progress (WORK_STATUS and the log). */
-  progress(phase: string, numerator: number, denominator: number): void;
-}
-
-/** What a subclass's build returns. */
-export interface BuiltImage {
-  formats: string[];
-}
+import type { BuildMethods } from './build-method.js';
 
 /** Options of {@link BaseBuilder}. */
 export interface BaseBuilderOptions {
@@ -112,8 +91,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     });
   }
 
-  /** Runs the build command; must leave `<outBase>.<format>` for every `ctx.formats`. */
-  protected abstract buildImage(req: BuildRequest, ctx: BuildContext): Promise<BuiltImage>;
+  /** How this builder makes images, by the diskimage's `builder` key; others are not registered. */
+  protected abstract readonly buildMethods: BuildMethods;
 
   /** `<hostname>:<builder-id>`, the Gearman client id the server maps files to. */
   get clientId(): string {
@@ -223,11 +202,11 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     }
   }
 
-  /** Registers `image-build:<name>` for every diskimage not paused, and drops the others. */
+  /** Registers `image-build:<name>` for every diskimage not paused that it can build, and drops the others. */
   private syncBuildRegistrations(): void {
     const worker = this.buildWorker;
     if (!worker) return;
-    const wanted = new Set(this.config.diskimages.filter((d) => !d.pause).map((d) => fn.imageBuild(d.name)));
+    const wanted = new Set(this.config.diskimages.filter((d) => !d.pause && this.buildMethods[d.builder]).map((d) => fn.imageBuild(d.name)));
     for (const name of worker.registeredFunctions()) if (!wanted.has(name)) worker.unregister(name);
     for (const name of wanted) {
       if (worker.isRegistered(name)) continue;
@@ -294,6 +273,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     const diskimage = this.config.diskimages.find((d) => d.name === req.diskimage);
     if (!diskimage) throw new UnknownImageError(`diskimage ${req.diskimage} is not in this builder's config`);
     if (diskimage.pause) throw new BuilderError(`diskimage ${req.diskimage} is paused`);
+    const method = this.buildMethods[diskimage.builder];
+    if (!method) throw new BuilderError(`diskimage ${req.diskimage} has builder: ${diskimage.builder}, which ${this.clientId} does not run`);
     const dir = this.config.imagesDir;
     const tmpDir = path.join(this.config.buildTmpDir, req.imageId);
     const formats = buildFormats(this.config, diskimage);
@@ -308,7 +289,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       await mkdir(tmpDir, { recursive: true });
       const imageCacheDir = path.join(this.config.buildTmpDir, 'image-cache', req.diskimage);
       await mkdir(imageCacheDir, { recursive: true });
-      const built = await this.buildImage(req, {
+      const built = await method.build(req, {
         diskimage, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir,
         elementsDir: this.config.elementsDir, buildLog, log, signal,
         progress: (phase, n, d) => {

@@ -4,26 +4,25 @@
  * build log, its phases become progress, and the group is killed on timeout or shutdown.
  */
 import { DibFailedError } from '../../lib/errors.js';
-import { BaseBuilder, type BaseBuilderOptions, type BuildContext, type BuiltImage } from './base-builder.js';
+import { BaseBuilder, type BaseBuilderOptions } from './base-builder.js';
+import type { BuildContext, BuildMethod, BuildMethods, BuiltImage } from './build-method.js';
 import { DIB_PHASES, dibCommand, dibPhase } from './dib-command.js';
 import type { BuildRequest } from './job-payloads.js';
 import { runCommand } from './run-command.js';
 
-/** Options of {@link DibBuilder}. */
-export interface DibBuilderOptions extends BaseBuilderOptions {
+/** Options of {@link DibBuild}. */
+export interface DibBuildOptions {
+  /** The builder's environment, the base of DIB's (bin/ passes process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
   /** After SIGTERM to DIB's process group, SIGKILL follows after this long (default 10 s). */
   killGraceMs?: number;
 }
 
-export class DibBuilder extends BaseBuilder {
-  private readonly killGraceMs: number;
+/** The build method of `builder: dib` diskimages: runs disk-image-create. */
+export class DibBuild implements BuildMethod {
+  constructor(private readonly opts: DibBuildOptions = {}) {}
 
-  constructor(opts: DibBuilderOptions) {
-    super(opts);
-    this.killGraceMs = opts.killGraceMs ?? 10_000;
-  }
-
-  protected async buildImage(req: BuildRequest, ctx: BuildContext): Promise<BuiltImage> {
+  async build(req: BuildRequest, ctx: BuildContext): Promise<BuiltImage> {
     const { argv, env } = dibCommand(ctx.diskimage, {
       outBase: ctx.outBase, formats: ctx.formats, elementsDir: ctx.elementsDir,
       tmpDir: ctx.tmpDir, imageCacheDir: ctx.imageCacheDir, baseEnv: this.opts.env ?? {},
@@ -34,7 +33,7 @@ export class DibBuilder extends BaseBuilder {
     let lastPhase: string | undefined;
     try {
       result = await runCommand(argv, {
-        env, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: this.killGraceMs,
+        env, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: this.opts.killGraceMs ?? 10_000,
         onLine(line) {
           const phase = dibPhase(line);
           if (!phase || phase === lastPhase) return;
@@ -54,5 +53,21 @@ export class DibBuilder extends BaseBuilder {
       );
     }
     return { formats: ctx.formats };
+  }
+}
+
+/** Options of {@link DibBuilder}. */
+export interface DibBuilderOptions extends BaseBuilderOptions {
+  /** After SIGTERM to DIB's process group, SIGKILL follows after this long (default 10 s). */
+  killGraceMs?: number;
+}
+
+/** A builder of `builder: dib` diskimages only. */
+export class DibBuilder extends BaseBuilder {
+  protected readonly buildMethods: BuildMethods;
+
+  constructor(opts: DibBuilderOptions) {
+    super(opts);
+    this.buildMethods = { dib: new DibBuild(opts) };
   }
 }

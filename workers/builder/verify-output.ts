@@ -1,8 +1,9 @@
 /**
  * A build is complete only when its outputs are images: DIB can exit 0 and still leave a
  * truncated file (a full disk in its last step). Each output must be non-empty, agree with the
- * checksum DIB wrote itself (`--checksum`), and open as its format in `qemu-img` (`check` for
- * qcow2, `info` for raw and vhd). The verdicts are pure; the checks run the real tools.
+ * checksum DIB wrote itself (`--checksum`; a build command may write one too), and open as its
+ * format in `qemu-img` (`check` for qcow2, `info` for raw and vhd). The verdicts are pure; the
+ * checks run the real tools.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { BuilderError } from '../../lib/errors.js';
@@ -72,7 +73,7 @@ export async function verifyBuildOutput(file: string, format: string, sha256: st
   const { size } = await stat(file);
   if (size === 0) throw new BadBuildOutputError(`${file} is empty`);
   if (dibChecksum !== undefined && dibChecksum !== sha256) {
-    throw new BadBuildOutputError(`${file} does not match the checksum DIB wrote (${dibChecksum}, the file has ${sha256}): changed or cut after DIB finished?`);
+    throw new BadBuildOutputError(`${file} does not match the checksum its build wrote (${dibChecksum}, the file has ${sha256}): changed or cut after the build finished?`);
   }
   const qemuFormat = QEMU_FORMAT[format];
   if (!qemuFormat) return;

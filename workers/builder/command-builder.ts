@@ -1,0 +1,78 @@
+/**
+ * CommandBuilder: a BaseBuilder that builds `builder: command` diskimages by running their
+ * `command` (Packer, a script around mke2fs, a build on another host) with the contract of
+ * build-command.ts: NODEPOOL_* variables in, `<NODEPOOL_OUTPUT>.<format>` for every format out,
+ * exit 0 for success. It runs in its own process group with its output in the build log, and
+ * the group is killed on build-timeout or shutdown. BaseBuilder then verifies the outputs.
+ */
+import { BuilderError } from '../../lib/errors.js';
+import { BaseBuilder, type BaseBuilderOptions } from './base-builder.js';
+import { buildCommand } from './build-command.js';
+import type { BuildContext, BuildMethod, BuildMethods, BuiltImage } from './build-method.js';
+import type { BuildRequest } from './job-payloads.js';
+import { runCommand } from './run-command.js';
+
+/** Thrown when a build command cannot be started or exits non-zero: the build fails (WORK_FAIL). */
+export class BuildCommandFailedError extends BuilderError {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly logPath: string;
+  constructor(message: string, details: { exitCode: number | null; signal: string | null; logPath: string }) {
+    super(message);
+    this.exitCode = details.exitCode;
+    this.signal = details.signal;
+    this.logPath = details.logPath;
+  }
+}
+
+/** Options of {@link CommandBuild}. */
+export interface CommandBuildOptions {
+  /** The builder's environment, the base of the command's (bin/ passes process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** After SIGTERM to the command's process group, SIGKILL follows after this long (default 10 s). */
+  killGraceMs?: number;
+}
+
+/** The build method of `builder: command` diskimages. */
+export class CommandBuild implements BuildMethod {
+  constructor(private readonly opts: CommandBuildOptions = {}) {}
+
+  async build(req: BuildRequest, ctx: BuildContext): Promise<BuiltImage> {
+    const { argv, env, cwd } = buildCommand(ctx.diskimage, {
+      imageId: req.imageId, outBase: ctx.outBase, formats: ctx.formats, tmpDir: ctx.tmpDir, baseEnv: this.opts.env ?? {},
+    });
+    ctx.buildLog.line(`running: ${argv.join(' ')}`);
+    ctx.log.debug('running build command', { argv });
+    const logPath = ctx.buildLog.path;
+    let result;
+    try {
+      result = await runCommand(argv, { env, cwd, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: this.opts.killGraceMs ?? 10_000 });
+    } catch (err) {
+      throw new BuildCommandFailedError(`cannot run ${argv[0]}: ${(err as Error).message}`, { exitCode: null, signal: null, logPath });
+    }
+    if (result.aborted) return { formats: [] }; // BaseBuilder reports timeout or shutdown from the signal
+    if (result.exitCode !== 0) {
+      const tail = (await ctx.buildLog.tail(600)).trim().split('\n').slice(-5).join(' | ');
+      throw new BuildCommandFailedError(
+        `build command ${argv[0]} for ${req.imageId} exited with ${result.exitCode ?? `signal ${result.signal}`}: ${tail}`,
+        { exitCode: result.exitCode, signal: result.signal, logPath },
+      );
+    }
+    return { formats: ctx.formats };
+  }
+}
+
+/** Options of {@link CommandBuilder}. */
+export interface CommandBuilderOptions extends BaseBuilderOptions {
+  killGraceMs?: number;
+}
+
+/** A builder of `builder: command` diskimages only (a host without DIB). */
+export class CommandBuilder extends BaseBuilder {
+  protected readonly buildMethods: BuildMethods;
+
+  constructor(opts: CommandBuilderOptions) {
+    super(opts);
+    this.buildMethods = { command: new CommandBuild(opts) };
+  }
+}
