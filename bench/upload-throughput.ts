@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCloud } from '../lib/drivers/openstack/clouds-yaml.js';
 import { GlanceClient } from '../lib/drivers/openstack/glance.js';
-import { OpenStackImageService } from '../lib/drivers/openstack/image-service.js';
+import { OpenStackImageService } from '../lib/drivers/openstack/glance-image-service.js';
 import { KeystoneSession } from '../lib/drivers/openstack/keystone.js';
 import { useLoopbackCloud } from '../test/support/openstack.js';
 

@@ -10,8 +10,8 @@ import type { Argv } from 'yargs';
 import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
 import { loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
-import { standardSearchPaths } from '../lib/drivers/openstack/clouds-yaml.js';
-import { openstackImageServices, type ImageServiceFactory } from '../lib/drivers/openstack/image-services.js';
+import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
+import { hostImageServices } from '../lib/drivers/registry.js';
 import { ConfigError } from '../lib/errors.js';
 import { createRootLogger, type Logger } from '../lib/log.js';
 
@@ -94,11 +94,7 @@ export function reloadedConfig(running: Config, next: Config, log: Logger): Conf
   return config;
 }
 
-/** Image services from this host's clouds.yaml (`clouds-file` of the current config first). */
-export function hostImageServices(current: () => Config, log: Logger): ImageServiceFactory {
-  return openstackImageServices({
-    cloudsFile: () => current().cloudsFile,
-    searchPaths: standardSearchPaths({ env: process.env, homeDir: os.homedir(), cwd: process.cwd() }),
-    log,
-  });
+/** The image services of this host's providers, from its own credentials (`clouds-file` of the current config first). */
+export function processImageServices(current: () => Config, log: Logger): ImageServiceFactory {
+  return hostImageServices({ cloudsFile: () => current().cloudsFile, env: process.env, homeDir: os.homedir(), cwd: process.cwd(), log });
 }

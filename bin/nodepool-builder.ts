@@ -11,7 +11,7 @@ import { hideBin } from 'yargs/helpers';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
-import { daemonLogger, hostImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
+import { daemonLogger, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
 // words at the column width (cliui's ESM wrap is a plain character count).
@@ -47,7 +47,7 @@ const builder = new NodepoolBuilder({
   buildWorkers: argv['build-workers'],
   uploadWorkers: argv['upload-workers'],
   env: process.env,
-  imageServices: hostImageServices(() => current, log),
+  imageServices: processImageServices(() => current, log),
 });
 
 const watcher = reloadOnChange(argv.config, log, (next) => {

@@ -11,7 +11,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, StoreError } from '../lib/errors.js';
 import { NodepoolServer } from '../server/main.js';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
-import { daemonLogger, hostImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
+import { daemonLogger, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
@@ -31,7 +31,7 @@ try {
     log,
     hostname: argv.hostname,
     ...(argv.provider?.length ? { providers: argv.provider } : {}),
-    imageServices: hostImageServices(() => current, log),
+    imageServices: processImageServices(() => current, log),
   });
 } catch (err) {
   const known = err instanceof ConfigError || err instanceof StoreError;

@@ -28,7 +28,7 @@ import { request } from '../cli/commands/request.js';
 import { requestList } from '../cli/commands/request-list.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { createRootLogger } from '../lib/log.js';
-import { hostImageServices } from './daemon.js';
+import { processImageServices } from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
 // words at the column width (cliui's ESM wrap is a plain character count).
@@ -62,7 +62,7 @@ function interruptSignal(): AbortSignal {
 
 /** Messages of providers and cloud clients the CLI creates (delete --now, alien-image-list). */
 const cliLog = () => createRootLogger({ level: process.env.NODEPOOL_LOG_LEVEL ?? 'warn', format: 'pretty' });
-const imageServices: ImageServicesFor = (config, log) => hostImageServices(() => config, log);
+const imageServices: ImageServicesFor = (config, log) => processImageServices(() => config, log);
 
 /** Asks on the terminal; undefined when stdin is not one (erase then refuses). */
 const confirm = process.stdin.isTTY === true ? async (question: string): Promise<boolean> => {

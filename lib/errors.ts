@@ -39,8 +39,8 @@ export class InvalidJobError extends BuilderError {}
 /** Thrown when a job names a diskimage, provider or image id this builder does not know. */
 export class UnknownImageError extends BuilderError {}
 
-/** Thrown when disk-image-create exits non-zero. */
-export class DibFailedError extends BuilderError {
+/** Thrown when a build command (DIB or a `builder: command` program) cannot start or exits non-zero. */
+export class BuildCommandFailedError extends BuilderError {
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly logPath: string;
@@ -52,14 +52,20 @@ export class DibFailedError extends BuilderError {
   }
 }
 
+/** Thrown when `disk-image-create` cannot start or exits non-zero. */
+export class DibFailedError extends BuildCommandFailedError {}
+
 /** Thrown when a build runs past its `build-timeout`. */
 export class BuildTimeoutError extends BuilderError {}
 
 /** Thrown when a build or upload is aborted because the builder is shutting down. */
 export class AbortedError extends BuilderError {}
 
-/** Thrown when a cloud rejects an image upload or delete (an expected failure). */
-export class CloudError extends BuilderError {
+/**
+ * Thrown when a cloud fails a call or answers something unusable (an expected failure, with
+ * the cloud's words): the builder reports it as WORK_FAIL, a launch as the node's reason.
+ */
+export class CloudError extends NodepoolError {
   readonly status: number | undefined;
   constructor(message: string, options?: { cause?: unknown; status?: number }) {
     super(message, options);
@@ -114,3 +120,17 @@ export class QuotaExceededError extends NodepoolError {}
 
 /** Thrown by a node launch that failed (the node becomes `failed` with this message). */
 export class LaunchError extends NodepoolError {}
+
+/** Why a host could not be scanned. */
+export type HostScanFailure = 'unresolvable' | 'unreachable' | 'no-keys';
+
+/** Thrown when a host cannot be resolved, does not answer in time, or offers no SSH host key. */
+export class HostScanError extends NodepoolError {
+  constructor(readonly host: string, readonly port: number, readonly failure: HostScanFailure, readonly detail: string, options?: { cause?: unknown }) {
+    super(`${host}:${port}: ${detail}`, options);
+  }
+}
+
+/** Thrown when a build's output is not a usable image (empty, cut, not its format): the build fails. */
+export class BadBuildOutputError extends BuilderError {}
+

@@ -12,7 +12,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../lib/config/load.js';
-import { providerDiskimages } from '../lib/drivers/registry.js';
+import { imageTargets } from '../lib/drivers/config-registry.js';
 import { waitFor } from '../lib/lifecycle.js';
 import { openStore } from '../lib/store/open-store.js';
 import { bookwormDibEnv } from '../test/support/debian-mirror.js';
@@ -96,7 +96,7 @@ try {
 
   const store = await openStore(config);
   stops.push(() => store.close());
-  const providers = config.providers.filter((p) => providerDiskimages(p).length > 0).map((p) => p.name);
+  const providers = config.providers.filter((p) => imageTargets(p).length > 0).map((p) => p.name);
   let last = '';
   const timeoutMs = (config.diskimages[0]?.buildTimeout ?? 1800) * 1000 + 600_000;
   await waitFor(async () => {

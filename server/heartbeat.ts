@@ -6,7 +6,7 @@
 import type { Logger } from '../lib/log.js';
 import type { ServerHeartbeat } from '../lib/status/server.js';
 import type { Store } from '../lib/store/store.js';
-import { SERVER_HEARTBEAT_KEY } from './image-lifecycle/actions.js';
+import { SERVER_HEARTBEAT_KEY } from '../lib/status/lifecycle-status.js';
 
 /** Options of {@link Heartbeat}. */
 export interface HeartbeatOptions {

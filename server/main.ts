@@ -9,7 +9,7 @@
 import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
 import { checkGearmanServers, gearmanAddresses } from '../lib/config/gearman-servers.js';
-import type { ImageServiceFactory } from '../lib/drivers/openstack/image-services.js';
+import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
 import type { Logger } from '../lib/log.js';

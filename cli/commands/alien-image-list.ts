@@ -6,10 +6,8 @@
  * reported as a failed provider instead of holding the command.
  */
 import { alienImages, type AlienImage } from '../../lib/client/alien-images.js';
-import { SessionKeeper } from '../../lib/client/session-keeper.js';
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageService } from '../../lib/drivers/image-service.js';
-import { driverOf, type ProviderConfig } from '../../lib/drivers/registry.js';
+import { imageTargets, type ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { coerceError } from '../../lib/errors.js';
 import { silentLogger } from '../../lib/log.js';
 import { renderTable } from '../../lib/status/table.js';
@@ -59,36 +57,22 @@ interface Scan {
 }
 
 /**
- * Lists each provider's images through the clouds.yaml image service (openstack) or the
- * unstarted provider's own `images` (created under a session opened on first need), then
- * reads its uploads: images first, so an upload that starts meanwhile is never called alien.
+ * Lists each provider's images through its driver's image service (this host's own
+ * credentials), then reads its uploads: images first, so an upload that starts meanwhile is
+ * never called alien.
  */
 async function scan(providers: readonly ProviderConfig[], config: Config, store: Store, opts: AlienImageListOptions): Promise<Scan> {
   const result: Scan = { aliens: [], failures: [] };
-  let keeper: Promise<SessionKeeper> | undefined;
-  const sessionId = async (): Promise<string> => (await (keeper ??= SessionKeeper.open(store, {
-    owner: 'nodepool alien-image-list', ttlMs: config.launcher.sessionTtl * 1000, log: opts.log ?? silentLogger(),
-  }))).id;
   const timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_ALIEN_LIST_TIMEOUT_SECONDS;
-  try {
-    for (const p of providers) {
-      const log = (opts.log ?? silentLogger()).child({ component: 'alien-image-list', provider: p.name });
-      const services = (opts.imageServices ?? NO_IMAGE_SERVICES)(config, log);
-      try {
-        const images = await within(timeoutSeconds, async (signal) => {
-          const service: ImageService | undefined = p.driver === 'openstack'
-            ? await services(p)
-            : driverOf(p).createProvider(p, { store, log, clock: Date.now, config, sessionId: await sessionId().then((id) => () => id), imageServices: services }).images;
-          return service ? service.list({}, signal) : undefined;
-        });
-        if (!images) continue;
-        result.aliens.push(...alienImages(p.name, images, await store.listUploads({ provider: p.name })));
-      } catch (err) {
-        result.failures.push(`Listing images of provider ${p.name} failed: ${coerceError(err).message}`);
-      }
+  for (const p of providers) {
+    const log = (opts.log ?? silentLogger()).child({ component: 'alien-image-list', provider: p.name });
+    const services = (opts.imageServices ?? NO_IMAGE_SERVICES)(config, log);
+    try {
+      const images = await within(timeoutSeconds, async (signal) => (await services(p)).list({}, signal));
+      result.aliens.push(...alienImages(p.name, images, await store.listUploads({ provider: p.name })));
+    } catch (err) {
+      result.failures.push(`Listing images of provider ${p.name} failed: ${coerceError(err).message}`);
     }
-  } finally {
-    if (keeper) await (await keeper).close();
   }
   return result;
 }
@@ -98,7 +82,7 @@ export function alienImageList(opts: AlienImageListOptions): Promise<CommandResu
   return runCommand(async (out) => {
     const config = commandConfig(opts);
     const providers = opts.provider === undefined ? config.providers : [requireProvider(config, opts.provider)];
-    const managing = providers.filter((p) => driverOf(p).manageImages(p));
+    const managing = providers.filter((p) => imageTargets(p).length > 0);
     if (opts.provider !== undefined && managing.length === 0) out.err(`Provider ${opts.provider} does not manage images\n`);
     const { aliens, failures } = await withStore(config, (store) => scan(managing, config, store, opts));
     for (const f of failures) out.err(`${f}\n`);

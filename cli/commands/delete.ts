@@ -7,7 +7,8 @@
 import type { Config } from '../../lib/config/schema.js';
 import { SessionKeeper } from '../../lib/client/session-keeper.js';
 import { coerceError } from '../../lib/errors.js';
-import { driverOf, type ProviderConfig } from '../../lib/drivers/registry.js';
+import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
+import { driverOf } from '../../lib/drivers/registry.js';
 import { removeNode } from '../../lib/drivers/remove-node.js';
 import { pollUntil } from '../../lib/lifecycle.js';
 import { silentLogger, type Logger } from '../../lib/log.js';

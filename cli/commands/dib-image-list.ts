@@ -4,12 +4,11 @@
  */
 import { ageSeconds } from '../../lib/status/age.js';
 import { BUILD_COLUMNS, buildRows, diskimageAttention } from '../../lib/status/builds.js';
-import type { LifecycleStatus } from '../../lib/status/server.js';
 import { renderTable } from '../../lib/status/table.js';
-import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
 import {
   commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
+import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
 /** Options of {@link dibImageList}. */
 export interface DibImageListOptions extends CommandContext {

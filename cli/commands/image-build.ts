@@ -7,12 +7,12 @@ import { sleep } from '../../lib/lifecycle.js';
 import type { BuildRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { progressBar, progressPercent } from '../../lib/status/progress.js';
-import { serverDownText, type LifecycleStatus } from '../../lib/status/server.js';
-import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
+import { serverDownText } from '../../lib/status/server.js';
 import {
   commandConfig, CommandFailure, CommandOutput, EXIT, readServerLiveness, requireDiskimage, runCommand, withStore,
   type CommandContext, type CommandResult, type LiveOutput,
 } from './shared.js';
+import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
 /** How long `--follow` waits past the diskimage's build-timeout by default. */
 export const FOLLOW_SLACK_SECONDS = 600;

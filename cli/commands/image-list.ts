@@ -4,13 +4,12 @@
  * targets need attention (paused, waiting, backing off after failures).
  */
 import { ageSeconds } from '../../lib/status/age.js';
-import type { LifecycleStatus } from '../../lib/status/server.js';
 import { renderTable } from '../../lib/status/table.js';
 import { targetAttention, UPLOAD_COLUMNS, uploadRows } from '../../lib/status/uploads.js';
-import { LIFECYCLE_STATUS_KEY } from '../../server/image-lifecycle/actions.js';
 import {
   commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
+import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
 /** Options of {@link imageList}. */
 export interface ImageListOptions extends CommandContext {

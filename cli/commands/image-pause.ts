@@ -4,7 +4,7 @@
  * `image-build` refuses) until `nodepool image-unpause`.
  */
 import type { Config } from '../../lib/config/schema.js';
-import { providerDiskimages } from '../../lib/drivers/registry.js';
+import { imageTarget } from '../../lib/drivers/config-registry.js';
 import {
   commandConfig, CommandFailure, EXIT, requireDiskimage, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
@@ -26,7 +26,7 @@ export function pausedByConfig(config: Config, diskimage: string, provider: stri
   if (provider === undefined) return d.pause;
   const p = config.providers.find((x) => x.name === provider);
   if (!p) throw new CommandFailure(EXIT.notFound, `Provider ${provider} not found in ${config.file}`);
-  const pd = providerDiskimages(p).find((x) => x.name === diskimage);
+  const pd = imageTarget(p, diskimage);
   if (!pd) throw new CommandFailure(EXIT.notFound, `Provider ${provider} does not list diskimage ${diskimage}`);
   return pd.pause;
 }

@@ -4,7 +4,7 @@
  * labels no pool serves.
  */
 import type { Config } from '../../lib/config/schema.js';
-import { providerPools } from '../../lib/drivers/registry.js';
+import { providerPools } from '../../lib/drivers/config-registry.js';
 import { LABEL_COLUMNS, labelAttention, labelRow, labelSummaries, type ServingPool } from '../../lib/status/labels.js';
 import { renderTable } from '../../lib/status/table.js';
 import { commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';

@@ -8,15 +8,13 @@ import type { Config } from '../../lib/config/schema.js';
 import { ConfigError, StoreError, coerceError } from '../../lib/errors.js';
 import { ClientError, NodeNotFoundError, RequestNotFoundError } from '../../lib/client/errors.js';
 import { NodepoolClient } from '../../lib/client/nodepool-client.js';
-import type { ProviderConfig } from '../../lib/drivers/registry.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
+import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import type { Logger } from '../../lib/log.js';
 import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
-import { SERVER_HEARTBEAT_KEY } from '../../server/image-lifecycle/actions.js';
-import {
-  serverDownText, serverFailingText, serverLiveness, type ServerHeartbeat, type ServerLiveness,
-} from '../../lib/status/server.js';
+import { serverDownText, serverFailingText, serverLiveness, type ServerHeartbeat, type ServerLiveness } from '../../lib/status/server.js';
+import { SERVER_HEARTBEAT_KEY } from '../../lib/status/lifecycle-status.js';
 
 /** Output and exit code of a CLI command (bin/ prints and exits). */
 export interface CommandResult {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { ConfigError } from '../errors.js';
-import { driverOf, providerDiskimages, providerPools } from '../drivers/registry.js';
+import { driverConfigOf, imageTargets, providerPools } from '../drivers/config-registry.js';
 import { deepFreeze, Problems } from './schema-kit.js';
 import { nodepoolSchema, type Config } from './schema.js';
 
@@ -62,12 +62,12 @@ function checkReferences(c: Parsed, p: Problems): void {
   const diskimages = new Set(c.diskimages.map((d) => d.name));
   const labels = new Set(c.labels.map((l) => l.name));
   c.providers.forEach((prov, i) => {
-    providerDiskimages(prov).forEach((d, j) => {
-      if (!diskimages.has(d.name)) p.add(`providers[${i}].diskimages[${j}].name`, `diskimage ${JSON.stringify(d.name)} is not defined in diskimages`);
+    imageTargets(prov).forEach((t, j) => {
+      if (!diskimages.has(t.diskimage)) p.add(`providers[${i}].diskimages[${j}].name`, `diskimage ${JSON.stringify(t.diskimage)} is not defined in diskimages`);
     });
     providerPools(prov).forEach((pool, k) => pool.labels.forEach((l) => {
       if (!labels.has(l)) p.add(`providers[${i}].pools[${k}]`, `label ${JSON.stringify(l)} (pool ${pool.name}) is not defined in labels`);
     }));
-    driverOf(prov).checkReferences?.(prov, { labels, diskimages }, `providers[${i}]`, p);
+    driverConfigOf(prov).checkReferences?.(prov, { labels, diskimages }, `providers[${i}]`, p);
   });
 }

@@ -1,10 +1,10 @@
 /**
  * The nodepool.yaml schema: one file for the server, the builders and the CLI. Key names
  * follow Nodepool's own; defaults live here only. Providers are checked against their
- * driver's schema (lib/drivers/registry.ts).
+ * driver's schema (lib/drivers/config-registry.ts: config parts only, no runtime code).
  */
 import { IMAGE_FORMATS } from '../images/image-file.js';
-import { DRIVER_NAMES, drivers, type ProviderConfig } from '../drivers/registry.js';
+import { DEFAULT_DRIVER, DRIVER_NAMES, driverConfigs, type ProviderConfig } from '../drivers/config-registry.js';
 import { diskimageName } from './names.js';
 import {
   bool, checked, defaultsOf, int, list, object, oneOf, optional, record, required, scalarString, seconds, string,
@@ -64,14 +64,14 @@ const provider: Schema<ProviderConfig> = {
       p.add(path, `expected a provider mapping, got ${Array.isArray(v) ? 'a list' : String(v)}`);
       return undefined;
     }
-    const raw: Record<string, unknown> = { driver: 'openstack', ...(v as Record<string, unknown>) };
+    const raw: Record<string, unknown> = { driver: DEFAULT_DRIVER, ...(v as Record<string, unknown>) };
     const driver = raw.driver;
     if (typeof driver !== 'string' || !(DRIVER_NAMES as readonly string[]).includes(driver)) {
       const name = typeof raw.name === 'string' ? ` (provider ${raw.name})` : '';
       p.add(`${path}.driver`, `unknown driver ${JSON.stringify(driver)}${name}: expected one of ${DRIVER_NAMES.join(', ')}`);
       return undefined;
     }
-    return (drivers[driver as ProviderConfig['driver']].providerSchema as Schema<ProviderConfig>).parse(raw, path, p);
+    return (driverConfigs[driver as ProviderConfig['driver']].providerSchema as Schema<ProviderConfig>).parse(raw, path, p);
   },
 };
 

@@ -6,31 +6,13 @@
  * Every driver passes test/contract/driver.contract.ts.
  */
 import type { Config } from '../config/schema.js';
-import type { Problems, Schema } from '../config/schema-kit.js';
 import type { Logger } from '../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
 import type { Store } from '../store/store.js';
-import type { ImageService } from './image-service.js';
-import type { ImageServiceFactory } from './openstack/image-services.js';
+import type { DriverConfig, PoolInfo, ProviderConfigBase } from './driver-config.js';
+import type { ImageHost, ImageService, ImageServiceFactory } from './image-service.js';
 
-/** What the launcher needs to know about one pool of a provider. */
-export interface PoolInfo {
-  name: string;
-  /** Most nodes the pool may have at once (any state but deleting); 0 disables the pool. */
-  maxServers: number;
-  /** Labels the pool can serve. */
-  labels: readonly string[];
-  /** Copied to every new node's `attributes`. */
-  nodeAttributes: Readonly<Record<string, string>>;
-}
-
-/** The common part of every provider config. */
-export interface ProviderConfigBase {
-  readonly name: string;
-  readonly driver: string;
-  /** Most launches in flight for the whole provider (-1: unlimited, 0: handle no requests). */
-  readonly maxConcurrency: number;
-}
+export type { PoolInfo, ProviderConfigBase };
 
 /** What a provider gets from the process that runs it. */
 export interface ProviderContext {
@@ -45,7 +27,7 @@ export interface ProviderContext {
    * that lapsed is replaced by a new one with another id.
    */
   sessionId: () => string;
-  /** Cloud API clients from clouds.yaml, for drivers that talk to a cloud. */
+  /** The process's image services (from its own credentials), for drivers that manage images. */
   imageServices: ImageServiceFactory;
 }
 
@@ -116,18 +98,9 @@ export interface RequestHandler {
   launchesComplete(): boolean;
 }
 
-/** A driver: its provider schema and how to make providers. */
-export interface Driver<C extends ProviderConfigBase = ProviderConfigBase> {
-  readonly name: string;
-  readonly providerSchema: Schema<C>;
-  /** True when the builders build and upload images for this provider. */
-  manageImages(config: C): boolean;
-  /** The provider's pools as the launcher sees them. */
-  pools(config: C): PoolInfo[];
+/** A driver: its config part (driver-config.ts) joined with how to make providers and image services. */
+export interface Driver<C extends ProviderConfigBase = ProviderConfigBase> extends DriverConfig<C> {
   createProvider(config: C, ctx: ProviderContext): Provider;
-  /**
-   * Cross-checks against the rest of the file (e.g. a pool label's diskimage). The loader
-   * already checks that every pool label is defined in `labels`. `at` is the provider's key path.
-   */
-  checkReferences?(config: C, known: { labels: ReadonlySet<string>; diskimages: ReadonlySet<string> }, at: string, problems: Problems): void;
+  /** The image capability's runtime side, for drivers with `imageTargets`: the provider's image service. */
+  imageService?(config: C, host: ImageHost): Promise<ImageService>;
 }

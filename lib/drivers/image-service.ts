@@ -1,8 +1,11 @@
 /**
- * The image API a builder uploads through, independent of the cloud behind it. The
- * OpenStack driver implements it with Glance (`OpenStackImageService`); tests and other
- * drivers may provide their own.
+ * The runtime side of a driver's image capability: the image API a builder uploads through
+ * and the server deletes and lists with, independent of the cloud behind it. The openstack
+ * driver implements it with Glance; core code reaches it only through an
+ * {@link ImageServiceFactory} (lib/drivers/registry.ts `hostImageServices`).
  */
+import type { Logger } from '../log.js';
+import type { ProviderConfig } from './config-registry.js';
 
 /** One image file to upload. */
 export interface UploadRequest {
@@ -51,3 +54,22 @@ export interface ImageService {
    */
   list(filter?: { properties?: Record<string, string> }, signal?: AbortSignal): Promise<ListedImage[]>;
 }
+
+/**
+ * What a process offers drivers to reach their image APIs with its own credentials (a
+ * builder's or server's): where its credential files are, and a logger. Drivers decide
+ * what to read (the openstack driver: clouds.yaml).
+ */
+export interface ImageHost {
+  /** The config's `clouds-file`, when set. */
+  cloudsFile(): string | undefined;
+  /** For the drivers' standard file locations (`OS_CLIENT_CONFIG_FILE`, `~/.config/…`, `./…`). */
+  env: Readonly<Record<string, string | undefined>>;
+  homeDir: string;
+  cwd: string;
+  log: Logger;
+}
+
+/** The image service of a provider whose driver manages images (one per provider config, reused). */
+export type ImageServiceFactory = (provider: ProviderConfig) => Promise<ImageService>;
+

@@ -1,35 +1,44 @@
 /**
- * The explicit driver registry: driver name → Driver. No directory scanning, no magic
- * names; an unknown driver is a config problem naming the provider (lib/config/schema.ts).
- * Driver modules must not import runtime values from lib/config (schema.ts imports this).
+ * The explicit runtime registry: driver name → Driver (its config part joined with providers
+ * and image services). lib/config never imports this (it sees config-registry.ts), so
+ * validating a file loads no cloud client. No directory scanning, no magic names.
  */
-import type { Driver, PoolInfo } from './driver.js';
+import { fingerprint } from './common-config.js';
+import type { ProviderConfig } from './config-registry.js';
+import type { Driver } from './driver.js';
+import type { ImageHost, ImageService, ImageServiceFactory } from './image-service.js';
 import { openstackDriver } from './openstack/index.js';
 import type { OpenStackProviderConfig } from './openstack/config.js';
 import { staticDriver } from './static/index.js';
 import type { StaticProviderConfig } from './static/config.js';
-
-/** Any loaded provider, discriminated by `driver`. */
-export type ProviderConfig = OpenStackProviderConfig | StaticProviderConfig;
 
 export const drivers: { readonly openstack: Driver<OpenStackProviderConfig>; readonly static: Driver<StaticProviderConfig> } = {
   openstack: openstackDriver,
   static: staticDriver,
 };
 
-export const DRIVER_NAMES = Object.keys(drivers) as ReadonlyArray<ProviderConfig['driver']>;
-
 /** The driver of a loaded provider. */
 export function driverOf(p: ProviderConfig): Driver<ProviderConfig> {
   return drivers[p.driver] as Driver<ProviderConfig>;
 }
 
-/** The provider's pools as the launcher sees them. */
-export function providerPools(p: ProviderConfig): PoolInfo[] {
-  return driverOf(p).pools(p);
-}
-
-/** The diskimages a provider uploads (only image-managing drivers have any). */
-export function providerDiskimages(p: ProviderConfig): ReadonlyArray<{ name: string; pause: boolean; meta: Record<string, string> }> {
-  return p.driver === 'openstack' ? p.diskimages : [];
+/**
+ * A process's image services: each provider's created on first use through its driver and
+ * reused while the provider's config and the clouds file stay the same; a failed creation is
+ * not kept. Thrown (rejected): Error for a provider whose driver manages no images.
+ */
+export function hostImageServices(host: ImageHost): ImageServiceFactory {
+  const cache = new Map<string, Promise<ImageService>>();
+  return (p) => {
+    const driver = driverOf(p);
+    if (!driver.imageService) return Promise.reject(new Error(`provider ${p.name} (driver ${p.driver}) manages no images`));
+    const key = `${fingerprint(p)}\0${host.cloudsFile() ?? ''}`;
+    let service = cache.get(key);
+    if (!service) {
+      service = driver.imageService(p, host);
+      cache.set(key, service);
+      service.catch(() => cache.delete(key));
+    }
+    return service;
+  };
 }

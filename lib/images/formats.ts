@@ -5,16 +5,21 @@
  * `qemu-img convert -O vpc` at upload time.
  */
 import type { Config, DiskimageConfig } from '../config/schema.js';
-import { providerDiskimages } from '../drivers/registry.js';
+import { imageTarget } from '../drivers/config-registry.js';
 
 /** DIB's `-t` list for a diskimage, in a stable order. */
 export function buildFormats(config: Pick<Config, 'providers'>, diskimage: DiskimageConfig): string[] {
-  const wanted = new Set<string>(diskimage.formats ?? []);
-  if (!diskimage.formats) {
-    for (const p of config.providers) {
-      if (p.driver === 'openstack' && providerDiskimages(p).some((d) => d.name === diskimage.name)) wanted.add(p.imageFormat);
-    }
+  const provided: string[] = [];
+  for (const p of config.providers) {
+    const target = imageTarget(p, diskimage.name);
+    if (target) provided.push(target.format);
   }
+  return formatsFor(diskimage, provided);
+}
+
+/** {@link buildFormats} given the formats of the providers that take the diskimage. */
+export function formatsFor(diskimage: DiskimageConfig, providerFormats: Iterable<string>): string[] {
+  const wanted = new Set<string>(diskimage.formats ?? providerFormats);
   if (wanted.has('vhd')) {
     wanted.delete('vhd');
     if (!wanted.has('qcow2')) wanted.add('raw');

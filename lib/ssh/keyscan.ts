@@ -5,13 +5,12 @@
  */
 import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { coerceError } from '../errors.js';
 import { pollUntil } from '../lifecycle.js';
 import { parseKeyscanOutput } from './host-keys.js';
-import { HostScanError } from './keyscan-error.js';
+import { coerceError, HostScanError } from '../errors.js';
 import { tcpProbe } from './tcp-probe.js';
 
-export { HostScanError } from './keyscan-error.js';
+export { HostScanError } from '../errors.js';
 
 /**
  * Host key types asked for, one connection each. ssh-keyscan's default adds the security-key

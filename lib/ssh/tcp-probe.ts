@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { pollUntil } from '../lifecycle.js';
-import { HostScanError } from './keyscan-error.js';
+import { HostScanError } from '../errors.js';
 
 /** Outcome of one connect attempt. */
 export type TcpProbeResult = { ok: true } | { ok: false; reason: string };

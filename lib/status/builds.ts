@@ -3,8 +3,8 @@
  * rows and the lines that explain what needs an operator's attention. Pure functions.
  */
 import type { BuildRecord, PauseRecord } from '../store/models.js';
-import type { DiskimageStatus } from '../../server/image-lifecycle/actions.js';
 import { formatAge } from './age.js';
+import type { DiskimageStatus } from './lifecycle-status.js';
 
 /** Columns of the build table, as Nodepool 3.x names them. */
 export const BUILD_COLUMNS = ['ID', 'Image', 'Builder', 'Formats', 'State', 'Age'] as const;

@@ -2,7 +2,6 @@
  * Whether a nodepool-server is alive, judged from the heartbeat it refreshes in the store on
  * every lifecycle pass. Pure; the CLI and the web status share the wording.
  */
-import type { DiskimageStatus, UploadTargetStatus } from '../../server/image-lifecycle/actions.js';
 import type { LoopHealth } from '../periodic-loop.js';
 import { formatAge } from './age.js';
 
@@ -60,10 +59,4 @@ export function serverFailingText(l: ServerLiveness): string | null {
 /** `no nodepool-server is running (last seen …)`. */
 export function serverDownText(l: ServerLiveness): string {
   return `no nodepool-server is running (${l.lastSeen})`;
-}
-
-/** The lifecycle status the server publishes under `LIFECYCLE_STATUS_KEY` after each pass. */
-export interface LifecycleStatus {
-  diskimages: DiskimageStatus[];
-  targets: UploadTargetStatus[];
 }

@@ -3,9 +3,9 @@
  * the lines that explain which upload targets need an operator's attention. Pure functions.
  */
 import type { PauseRecord, UploadRecord } from '../store/models.js';
-import type { UploadTargetStatus } from '../../server/image-lifecycle/actions.js';
 import { formatAge } from './age.js';
 import { failuresText, pauseText } from './builds.js';
+import type { UploadTargetStatus } from './lifecycle-status.js';
 
 /** Columns of the upload table, as Nodepool 3.x names them. */
 export const UPLOAD_COLUMNS = [

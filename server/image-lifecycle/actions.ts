@@ -4,6 +4,7 @@
  * carries the actions out.
  */
 import type { Config } from '../../lib/config/schema.js';
+import type { DiskimageStatus, UploadTargetStatus } from '../../lib/status/lifecycle-status.js';
 import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from '../../lib/store/models.js';
 
 /** Everything one planner pass looks at. */
@@ -79,37 +80,6 @@ export type Action =
   /** Remove a request the server will not act on (paused or unknown diskimage) or has served. */
   | { type: 'clear-request'; diskimage: string; requested: number };
 
-/** Why a diskimage is paused. */
-export type PausedBy = 'config' | 'operator';
-
-/** Status of one diskimage's builds, for the CLI and the web status. */
-export interface DiskimageStatus {
-  diskimage: string;
-  paused: PausedBy | null;
-  /** Set while a needed job cannot run: `no builder registers image-build:<name>`. */
-  waiting: string | null;
-  /** Consecutive failed builds since the newest ready one. */
-  failures: number;
-  lastFailure: string | null;
-  /** When the next build may start after failures (epoch ms), null without failures. */
-  retryAt: number | null;
-  /** When the newest ready build reaches rebuild-age (epoch ms), null without one. */
-  rebuildAt: number | null;
-  /** A build request is pending. */
-  requested: boolean;
-}
-
-/** Status of one diskimage's uploads to one provider. */
-export interface UploadTargetStatus {
-  diskimage: string;
-  provider: string;
-  paused: PausedBy | null;
-  waiting: string | null;
-  failures: number;
-  lastFailure: string | null;
-  retryAt: number | null;
-}
-
 /** The planner's answer. */
 export interface Plan {
   actions: Action[];
@@ -124,8 +94,3 @@ export const removalKey = {
   diskimage: (name: string): string => `diskimage ${name}`,
   target: (diskimage: string, provider: string): string => `diskimage ${diskimage} on provider ${provider}`,
 };
-
-/** Key under which the server publishes the latest plan's status in the store. */
-export const LIFECYCLE_STATUS_KEY = 'image-lifecycle';
-/** Key of the server's heartbeat `{ pid, hostname, started, interval }` in the store. */
-export const SERVER_HEARTBEAT_KEY = 'server';

@@ -3,10 +3,11 @@
  * diskimage gets a new build, with the build requests it serves and its status (rule 2).
  */
 import { fn } from '../../lib/gearman/functions.js';
-import type { BuildReason, DiskimageStatus } from './actions.js';
+import type { BuildReason } from './actions.js';
 import { failureRun } from './backoff.js';
 import type { PlanView, WorkingBuild } from './plan-view.js';
 import { builderClientId } from '../../lib/gearman/client-id.js';
+import type { DiskimageStatus } from '../../lib/status/lifecycle-status.js';
 
 /** Status text while gearmand's admin protocol does not answer. */
 export const ADMIN_UNREACHABLE = 'gearmand admin not reachable';

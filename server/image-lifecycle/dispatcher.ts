@@ -9,12 +9,13 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import { coerceError, GearmanConnectionError, StateConflictError } from '../../lib/errors.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
 import { parseBuilderClientId } from '../../lib/gearman/client-id.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { JobResult } from '../../lib/gearman/types.js';
+import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
 import { externalImageName } from '../../lib/images/external-name.js';
 import type { Logger } from '../../lib/log.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
@@ -30,7 +31,7 @@ export interface ImageDispatcherDeps {
   store: Store;
   client: GearmanClient;
   config: () => Config;
-  /** Image services of openstack providers (the server's own clouds.yaml), for cloud deletes. */
+  /** Image services of image-managing providers (the server's own credentials), for cloud deletes. */
   imageServices: ImageServiceFactory;
   log: Logger;
   /** Least time between two progress writes of one record (default 1000 ms). */
@@ -277,9 +278,10 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   private async startUpload(buildId: string, providerName: string, imageName: string): Promise<void> {
     const { store } = this.deps;
     const provider = this.deps.config().providers.find((p) => p.name === providerName);
-    if (provider?.driver !== 'openstack') return;
+    const target = provider && imageTarget(provider, imageName);
+    if (!target) return;
     let upload = await store.createUpload({ buildId, provider: providerName, imageName, externalName: null });
-    const externalName = externalImageName(provider.imageNameFormat, {
+    const externalName = externalImageName(target.nameFormat, {
       imageName, timestamp: Math.floor(upload.created / 1000), buildId, uploadId: upload.id,
     });
     upload = (await store.updateUpload(upload.id, { externalName })) ?? upload;
@@ -292,7 +294,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     this.uploads.set(upload.id, token);
     const live = (): boolean => !this.stopped && this.uploads.get(upload.id) === token;
     const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
-    const meta = provider?.driver === 'openstack' ? provider.diskimages.find((d) => d.name === upload.imageName)?.meta ?? {} : {};
+    const meta = (provider && imageTarget(provider, upload.imageName)?.meta) ?? {};
     const payload: Record<string, unknown> = { 'image-name': upload.imageName, provider: upload.provider, 'upload-id': upload.id, meta };
     if (upload.externalName) payload['external-name'] = upload.externalName;
     const progress = this.progressWriter((p) => this.deps.store.updateUpload(upload.id, { progress: p }, { expectStates: ['uploading'] }));
@@ -347,7 +349,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
       try {
         if (upload.externalId) {
           const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
-          if (provider?.driver === 'openstack') {
+          if (provider && takesImages(provider)) {
             const service = await this.deps.imageServices(provider);
             await service.delete(upload.externalId);
           } else {

@@ -7,18 +7,18 @@
 import { EventEmitter } from 'node:events';
 import type { Config } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { Logger } from '../../lib/log.js';
 import { PeriodicLoop } from '../../lib/periodic-loop.js';
-import type { LifecycleStatus } from '../../lib/status/server.js';
 import type { Store } from '../../lib/store/store.js';
-import { LIFECYCLE_STATUS_KEY, type Plan, type PlannerSnapshot } from './actions.js';
+import { type Plan, type PlannerSnapshot } from './actions.js';
 import { ImageDispatcher, type ImageDispatcherEvents } from './dispatcher.js';
 import { deleteLeakedImages, type LeakedImage } from './leak-check.js';
 import { plan } from './planner.js';
 import { fetchRegistrations } from './registrations.js';
+import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
 /** Dependencies of {@link ImageLifecycle}. */
 export interface ImageLifecycleDeps {

@@ -5,8 +5,8 @@
  * are considered, so operators' own images and other providers' uploads are never touched.
  */
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageService, ListedImage } from '../../lib/drivers/image-service.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import { takesImages } from '../../lib/drivers/config-registry.js';
+import type { ImageService, ImageServiceFactory, ListedImage } from '../../lib/drivers/image-service.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { UploadRecord } from '../../lib/store/models.js';
@@ -42,7 +42,7 @@ export interface LeakedImage {
 const LIST_TIMEOUT_MS = 60_000;
 
 /**
- * Lists each openstack provider's images, then reads the upload records (in that order, so an
+ * Lists each image-managing provider's images, then reads the upload records (in that order, so an
  * upload that starts meanwhile is never mistaken for a leak), and deletes images whose upload
  * record does not account for them (`unaccountedImages`).
  */
@@ -51,7 +51,7 @@ export async function deleteLeakedImages(
 ): Promise<LeakedImage[]> {
   const listed: Array<{ provider: string; service: ImageService; images: ListedImage[] }> = [];
   for (const provider of config.providers) {
-    if (provider.driver !== 'openstack') continue;
+    if (!takesImages(provider)) continue;
     try {
       const service = await imageServices(provider);
       const images = await service.list({ properties: { nodepool_provider_name: provider.name } }, AbortSignal.timeout(LIST_TIMEOUT_MS));

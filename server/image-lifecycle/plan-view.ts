@@ -6,11 +6,12 @@
  * pass over 100,000 uploads must not be dominated by garbage collection.
  */
 import type { DiskimageConfig } from '../../lib/config/schema.js';
-import type { ProviderConfig } from '../../lib/drivers/registry.js';
-import { buildFormats } from '../../lib/images/formats.js';
+import { imageTargets } from '../../lib/drivers/config-registry.js';
+import { formatsFor } from '../../lib/images/formats.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { BuildRecord, BuildState, UploadRecord, UploadState } from '../../lib/store/models.js';
-import type { Action, PausedBy, PlannerSnapshot } from './actions.js';
+import type { Action, PlannerSnapshot } from './actions.js';
+import type { PausedBy } from '../../lib/status/lifecycle-status.js';
 
 /** A build as this pass sees it. */
 export interface WorkingBuild {
@@ -43,7 +44,7 @@ export interface WorkingUpload {
   touched: boolean;
 }
 
-/** One openstack provider's diskimage entry, for a configured diskimage. */
+/** One provider's image target, for a configured diskimage. */
 export interface UploadTarget {
   readonly provider: string;
   readonly imageName: string;
@@ -102,7 +103,7 @@ export class PlanView {
   readonly lifecycle: PlannerSnapshot['config']['imageLifecycle'];
   /** Configured diskimages by name, in config order. */
   readonly diskimages = new Map<string, DiskimageConfig>();
-  /** Diskimages some openstack provider lists or with explicit formats. */
+  /** Diskimages some provider takes, or with explicit formats. */
   readonly needed = new Set<string>();
   /** Configured upload targets, in provider then provider-diskimage order. */
   readonly targets: UploadTarget[] = [];
@@ -124,8 +125,8 @@ export class PlanView {
   private readonly buildPauses = new Set<string>();
   private readonly uploadPauses = new Set<UploadPair>();
   private clientIdSet: Set<string> | undefined;
-  /** Per diskimage: image format → one provider listing it with that format, narrowed to that entry. */
-  private readonly listedBy = new Map<string, Map<string, ProviderConfig>>();
+  /** Per diskimage: the formats of the providers that take it. */
+  private readonly listedFormats = new Map<string, Set<string>>();
 
   /**
    * Whether what `key` names ({@link removalKey}) has been missing from the config for the
@@ -147,16 +148,15 @@ export class PlanView {
       if (d.formats) this.needed.add(d.name);
     }
     for (const p of config.providers) {
-      if (p.driver !== 'openstack') continue;
-      for (const pd of p.diskimages) {
-        const diskimage = this.diskimages.get(pd.name);
+      for (const t of imageTargets(p)) {
+        const diskimage = this.diskimages.get(t.diskimage);
         if (!diskimage) continue;
-        this.needed.add(pd.name);
-        let byFormat = this.listedBy.get(pd.name);
-        if (!byFormat) this.listedBy.set(pd.name, (byFormat = new Map()));
-        if (!byFormat.has(p.imageFormat)) byFormat.set(p.imageFormat, { ...p, diskimages: [pd] });
-        const pair = this.pair(pd.name, p.name);
-        pair.target = { provider: p.name, imageName: pd.name, diskimage, configPaused: pd.pause, pair };
+        this.needed.add(t.diskimage);
+        let formats = this.listedFormats.get(t.diskimage);
+        if (!formats) this.listedFormats.set(t.diskimage, (formats = new Set()));
+        formats.add(t.format);
+        const pair = this.pair(t.diskimage, p.name);
+        pair.target = { provider: p.name, imageName: t.diskimage, diskimage, configPaused: t.pause, pair };
         this.targets.push(pair.target);
       }
     }
@@ -251,13 +251,11 @@ export class PlanView {
   }
 
   /**
-   * {@link buildFormats} of a configured diskimage. What providers add to it is their image
-   * format, so it is given one provider per distinct format among those listing the
-   * diskimage, narrowed to that entry: the same answer, but a pass stays linear in
-   * diskimages × providers instead of scanning every provider's list for every diskimage.
+   * `buildFormats` of a configured diskimage, from the formats gathered once per pass, so a
+   * pass stays linear in diskimages × providers.
    */
   formatsOf(diskimage: DiskimageConfig): string[] {
-    return buildFormats({ providers: [...(this.listedBy.get(diskimage.name)?.values() ?? [])] }, diskimage);
+    return formatsFor(diskimage, this.listedFormats.get(diskimage.name) ?? []);
   }
 
   /** Builds of `diskimage`, newest first. */

@@ -3,10 +3,10 @@
  * diskimage is uploaded to a provider; returns one status per image-provider target.
  */
 import { fn } from '../../lib/gearman/functions.js';
-import type { UploadTargetStatus } from './actions.js';
 import { retryDelayMs } from './backoff.js';
 import { ADMIN_UNREACHABLE } from './builds.js';
 import type { PlanView, UploadTarget, WorkingUpload } from './plan-view.js';
+import type { UploadTargetStatus } from '../../lib/status/lifecycle-status.js';
 
 function failUpload(view: PlanView, u: WorkingUpload, reason: string): void {
   if (!view.emit(u, { type: 'fail-upload', uploadId: u.rec.id, reason })) return;

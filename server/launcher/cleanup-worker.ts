@@ -12,7 +12,7 @@ import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { expiredHeldNodes, expiredReadyNodes } from './decisions.js';
-import { lockIfFree } from './local-lock.js';
+import { lockIfFree } from './lock-if-free.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
 /** What the cleanup worker needs. */

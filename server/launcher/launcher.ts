@@ -7,8 +7,9 @@
 import type { Config } from '../../lib/config/schema.js';
 import { configEquals } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
-import { driverOf, providerPools, type ProviderConfig } from '../../lib/drivers/registry.js';
+import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
+import { providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';
+import { driverOf } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { PeriodicLoop, type LoopHealth } from '../../lib/periodic-loop.js';

@@ -11,7 +11,7 @@ import { PeriodicLoop } from '../../lib/periodic-loop.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { yieldsToPreferredProvider } from './decisions.js';
-import { lockIfFree } from './local-lock.js';
+import { lockIfFree } from './lock-if-free.js';
 import { NodeRequestHandler } from './request-handler.js';
 import { requestLock } from '../../lib/store/lock-names.js';
 

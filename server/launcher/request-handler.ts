@@ -13,7 +13,7 @@ import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
-import { lockIfFree } from './local-lock.js';
+import { lockIfFree } from './lock-if-free.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
 /** What a handler works with (from its pool worker). */

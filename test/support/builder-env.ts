@@ -10,12 +10,12 @@ import yaml from 'js-yaml';
 import { loadConfig } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
 import { loadCloud } from '../../lib/drivers/openstack/clouds-yaml.js';
-import { OpenStackImageService } from '../../lib/drivers/openstack/image-service.js';
+import { OpenStackImageService } from '../../lib/drivers/openstack/glance-image-service.js';
 import { GearmanClient, type JobResult } from '../../lib/gearman/client.js';
 import type { Logger } from '../../lib/log.js';
 import { testLogger } from './test-log.js';
 import { DibBuilder } from '../../workers/builder/dib-builder.js';
-import { openstackImageServices } from '../../lib/drivers/openstack/image-services.js';
+import { testImageServices } from './image-services.js';
 import type { LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
 
@@ -114,7 +114,7 @@ export function inProcessBuilder(env: BuilderEnv, opts: {
     reconnect: { initialMs: 50, maxMs: 500 },
     killGraceMs: 2000,
     ...(opts.uploadRetryDelayMs !== undefined ? { uploadRetryDelayMs: opts.uploadRetryDelayMs } : {}),
-    imageServices: openstackImageServices({ cloudsFile: () => env.config.cloudsFile, searchPaths: [], log }),
+    imageServices: testImageServices(() => env.config.cloudsFile, log),
   });
 }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { loadConfig } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
-import { openstackImageServices } from '../../lib/drivers/openstack/image-services.js';
+import { testImageServices } from './image-services.js';
 import { waitFor } from '../../lib/lifecycle.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import { openStore } from '../../lib/store/open-store.js';
@@ -140,7 +140,7 @@ export class ImageSystem {
     const log = testLogger();
     this.server = await NodepoolServer.create({
       config, log, hostname: 'test-server',
-      imageServices: openstackImageServices({ cloudsFile: () => config.cloudsFile, searchPaths: [], log }),
+      imageServices: testImageServices(() => config.cloudsFile, log),
     });
     return this.server;
   }

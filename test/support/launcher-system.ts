@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
 import { NodepoolClient } from '../../lib/client/nodepool-client.js';
 import { loadConfig } from '../../lib/config/load.js';
-import { openstackImageServices } from '../../lib/drivers/openstack/image-services.js';
+import { testImageServices } from './image-services.js';
 import { waitFor } from '../../lib/lifecycle.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import { openStore } from '../../lib/store/open-store.js';
@@ -75,7 +75,7 @@ export class LauncherSystem {
     const log = testLogger();
     const server = await NodepoolServer.create({
       config, log, hostname: name, ...(providers ? { providers } : {}),
-      imageServices: openstackImageServices({ cloudsFile: () => config.cloudsFile, searchPaths: [], log }),
+      imageServices: testImageServices(() => config.cloudsFile, log),
     });
     this.servers.set(name, server);
     return server;

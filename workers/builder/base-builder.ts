@@ -28,7 +28,7 @@ import { ImageRepository, type ImageSidecar } from './image-repository.js';
 import { parseBuildPayload, parseDeletePayload, type BuildRequest } from './job-payloads.js';
 import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import { UploadService } from './upload-service.js';
 import type { BuildMethods } from './build-method.js';
 

@@ -5,25 +5,12 @@
  * exit 0 for success. It runs in its own process group with its output in the build log, and
  * the group is killed on build-timeout or shutdown. BaseBuilder then verifies the outputs.
  */
-import { BuilderError } from '../../lib/errors.js';
+import { BuildCommandFailedError } from '../../lib/errors.js';
 import { BaseBuilder, type BaseBuilderOptions } from './base-builder.js';
 import { buildCommand } from './build-command.js';
 import type { BuildContext, BuildMethod, BuildMethods, BuiltImage } from './build-method.js';
 import type { BuildRequest } from './job-payloads.js';
 import { runCommand } from './run-command.js';
-
-/** Thrown when a build command cannot be started or exits non-zero: the build fails (WORK_FAIL). */
-export class BuildCommandFailedError extends BuilderError {
-  readonly exitCode: number | null;
-  readonly signal: string | null;
-  readonly logPath: string;
-  constructor(message: string, details: { exitCode: number | null; signal: string | null; logPath: string }) {
-    super(message);
-    this.exitCode = details.exitCode;
-    this.signal = details.signal;
-    this.logPath = details.logPath;
-  }
-}
 
 /** Options of {@link CommandBuild}. */
 export interface CommandBuildOptions {

@@ -3,13 +3,13 @@
  * ConfigError) → WORK_FAIL with a message; anything else → WORK_EXCEPTION with the stack.
  * This is the only place COMPLETE/FAIL/EXCEPTION are decided.
  */
-import { BuilderError, ConfigError, coerceError } from '../../lib/errors.js';
+import { BuilderError, CloudError, ConfigError, coerceError } from '../../lib/errors.js';
 import type { JobOutcome } from '../../lib/gearman/worker.js';
 import type { Logger } from '../../lib/log.js';
 
 /** True for failures that are the request's or the environment's fault, not a bug. */
 export function isExpectedFailure(err: unknown): boolean {
-  return err instanceof BuilderError || err instanceof ConfigError;
+  return err instanceof BuilderError || err instanceof CloudError || err instanceof ConfigError;
 }
 
 /** Runs `work` and reports its result as exactly one outcome; logs failures at warn, bugs at error. */

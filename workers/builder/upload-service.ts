@@ -5,9 +5,10 @@
  * uploads per id so a delete waits for them.
  */
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageServiceFactory } from '../../lib/drivers/openstack/image-services.js';
+import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import { InvalidJobError, UnknownImageError, UploadTimeoutError } from '../../lib/errors.js';
 import type { WorkerJob } from '../../lib/gearman/worker.js';
+import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
 import { conversionSource } from '../../lib/images/formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
@@ -85,30 +86,30 @@ export class UploadService {
     const config = this.deps.config();
     const provider = config.providers.find((p) => p.name === req.provider);
     if (!provider) throw new UnknownImageError(`provider ${req.provider} is not in this builder's config`);
-    if (provider.driver !== 'openstack') throw new InvalidJobError(`provider ${req.provider} (driver ${provider.driver}) does not take image uploads`);
-    const provImage = provider.diskimages.find((d) => d.name === sidecar.diskimage);
-    if (!provImage) throw new UnknownImageError(`provider ${req.provider} does not list diskimage ${sidecar.diskimage}`);
-    const format = provider.imageFormat;
+    if (!takesImages(provider)) throw new InvalidJobError(`provider ${req.provider} (driver ${provider.driver}) does not take image uploads`);
+    const target = imageTarget(provider, sidecar.diskimage);
+    if (!target) throw new UnknownImageError(`provider ${req.provider} does not list diskimage ${sidecar.diskimage}`);
+    const { format } = target;
     const signal = AbortSignal.any([this.deps.shutdown, job.signal]);
     const filePath = await this.ensureFormat(sidecar, format, signal, log);
     const service = await this.deps.imageServices(provider);
-    const name = req.externalName ?? externalImageName(provider.imageNameFormat, {
+    const name = req.externalName ?? externalImageName(target.nameFormat, {
       imageName: req.imageName, timestamp: Math.floor(Date.now() / 1000), buildId: id, uploadId: req.uploadId,
     });
     const properties: Record<string, string> = {
-      ...provImage.meta, ...req.meta,
+      ...target.meta, ...req.meta,
       nodepool_build_id: id, nodepool_provider_name: provider.name, nodepool_image_name: req.imageName,
     };
     if (req.uploadId !== undefined) properties.nodepool_upload_id = req.uploadId;
     const started = Date.now();
     log.info('upload started', { provider: provider.name, name, format, file: filePath });
     const attempt = async (): Promise<Awaited<ReturnType<typeof service.upload>>> => {
-      const timeout = AbortSignal.timeout(provider.imageUploadTimeout * 1000);
+      const timeout = AbortSignal.timeout(target.uploadTimeout * 1000);
       try {
         return await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]) });
       } catch (err) {
         if (!timeout.aborted || signal.aborted) throw err;
-        throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${provider.imageUploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
+        throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${target.uploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
       }
     };
     let uploaded;

@@ -6,11 +6,8 @@
  * checks run the real tools.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { BuilderError } from '../../lib/errors.js';
+import { BadBuildOutputError } from '../../lib/errors.js';
 import { runCommand } from './run-command.js';
-
-/** Thrown when a build's output is not a usable image: the build fails (WORK_FAIL). */
-export class BadBuildOutputError extends BuilderError {}
 
 /** qemu-img's name of an image format, for those it can read. */
 const QEMU_FORMAT: Readonly<Record<string, string>> = { qcow2: 'qcow2', raw: 'raw', vhd: 'vpc' };

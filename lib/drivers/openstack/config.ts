@@ -9,7 +9,7 @@ import { IMAGE_FORMATS } from '../../images/image-file.js';
 import { diskimageName } from '../../config/names.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
-import type { PoolInfo } from '../driver.js';
+import type { DriverConfig, ImageTarget, PoolInfo } from '../driver-config.js';
 
 /** Placeholders `hostname-format` may use. */
 export const HOSTNAME_FIELDS = ['label.name', 'provider.name', 'node.id', 'pool.name'] as const;
@@ -179,3 +179,19 @@ export function formatHostname(format: string, v: { label: string; provider: str
   const values: Record<string, string> = { 'label.name': v.label, 'provider.name': v.provider, 'node.id': v.node, 'pool.name': v.pool };
   return format.replace(/\{([^{}]*)\}/g, (m, key: string) => values[key] ?? m);
 }
+
+/** The diskimages the provider uploads, in its format and name format. */
+export function openstackImageTargets(c: OpenStackProviderConfig): ImageTarget[] {
+  return c.diskimages.map((d) => ({
+    diskimage: d.name, format: c.imageFormat, pause: d.pause, meta: d.meta, nameFormat: c.imageNameFormat, uploadTimeout: c.imageUploadTimeout,
+  }));
+}
+
+/** The openstack driver's config part (runtime-free; lib/drivers/openstack/index.ts adds providers). */
+export const openstackConfig: DriverConfig<OpenStackProviderConfig> = {
+  name: 'openstack',
+  providerSchema: openstackProviderSchema,
+  pools: openstackPools,
+  checkReferences: checkOpenStackReferences,
+  imageTargets: openstackImageTargets,
+};

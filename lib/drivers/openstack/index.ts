@@ -1,16 +1,14 @@
 /**
  * The `openstack` driver: servers in an OpenStack cloud (Nova), booted from nodepool's
- * uploads of diskimages or from images the cloud already has.
+ * uploads of diskimages or from images the cloud already has; images through Glance.
  */
 import type { Driver } from '../driver.js';
-import { checkOpenStackReferences, openstackPools, openstackProviderSchema, type OpenStackProviderConfig } from './config.js';
+import { openstackConfig, type OpenStackProviderConfig } from './config.js';
+import { openstackImageService } from './images.js';
 import { OpenStackProvider } from './provider.js';
 
 export const openstackDriver: Driver<OpenStackProviderConfig> = {
-  name: 'openstack',
-  providerSchema: openstackProviderSchema,
-  manageImages: (c) => c.diskimages.length > 0,
-  pools: openstackPools,
+  ...openstackConfig,
   createProvider: (c, ctx) => new OpenStackProvider(c, ctx),
-  checkReferences: checkOpenStackReferences,
+  imageService: openstackImageService,
 };

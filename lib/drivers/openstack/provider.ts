@@ -14,7 +14,7 @@ import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig
 import { poolInfo } from './config.js';
 import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
 import { OpenStackHandler } from './handler.js';
-import { OpenStackImageService } from './image-service.js';
+import { OpenStackImageService } from './glance-image-service.js';
 import { findLeakedServers } from './leaks.js';
 import { NovaClient } from './nova.js';
 import { cloudLimits, unmanagedUsage } from './quota.js';
@@ -258,6 +258,9 @@ export class OpenStackProvider implements Provider {
   }
 
   async cleanupLeakedResources(): Promise<void> {
+    // A provider that only takes images launches nothing, so it has no servers to look for (and
+    // its cloud may have no compute service at all); nodes left from a former pool still count.
+    if (this.config.pools.length === 0 && (await this.ctx.store.listNodes({ provider: this.name })).length === 0) return;
     // Servers first, records second: a server listed was created after its record, so the record is seen.
     const servers = await (await this.nova()).listServers();
     const nodes = await this.ctx.store.listNodes({ provider: this.name });

@@ -7,6 +7,7 @@
 import { normalizeHostKey } from '../../ssh/host-keys.js';
 import { int, list, object, oneOf, optional, required, seconds, string, type Problems, type Schema } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
+import type { DriverConfig, PoolInfo } from '../driver-config.js';
 
 /** A string split on whitespace, or a list of strings: `labels: "a b"` = `labels: [a, b]`. */
 function wordsOrList(what: string): Schema<string[]> {
@@ -129,3 +130,20 @@ export interface StaticHost {
 export function staticHosts(config: StaticProviderConfig): StaticHost[] {
   return config.pools.flatMap((pl) => pl.nodes.map((node) => ({ id: hostId(node), pool: pl.name, attributes: pl.nodeAttributes, node })));
 }
+
+/** A pool's labels: every label of its hosts, in config order. */
+export function staticPools(config: StaticProviderConfig): PoolInfo[] {
+  return config.pools.map((p) => ({
+    name: p.name,
+    maxServers: p.maxServers,
+    labels: [...new Set(p.nodes.flatMap((n) => n.labels))],
+    nodeAttributes: p.nodeAttributes,
+  }));
+}
+
+/** The static driver's config part (runtime-free; lib/drivers/static/index.ts adds providers). */
+export const staticConfig: DriverConfig<StaticProviderConfig> = {
+  name: 'static',
+  providerSchema: staticProviderSchema,
+  pools: staticPools,
+};

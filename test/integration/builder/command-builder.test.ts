@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { adminWorkers } from '../../../lib/gearman/admin.js';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
-import type { OpenStackImageService } from '../../../lib/drivers/openstack/image-service.js';
+import type { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
-import type { OpenStackImageService } from '../../../lib/drivers/openstack/image-service.js';
+import type { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';

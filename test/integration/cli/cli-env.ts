@@ -13,8 +13,8 @@ import { waitFor } from '../../../lib/lifecycle.js';
 import { openStore } from '../../../lib/store/open-store.js';
 import type { Store } from '../../../lib/store/store.js';
 import type { LoopHealth } from '../../../lib/periodic-loop.js';
-import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../server/image-lifecycle/actions.js';
 import { startProcess, type TrackedProcess } from '../../support/processes.js';
+import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../lib/status/lifecycle-status.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { imageBuild } from '../../../cli/commands/image-build.js';
 import { Releasers, waitFor } from '../../../lib/lifecycle.js';
 import { openStore } from '../../../lib/store/open-store.js';
-import { SERVER_HEARTBEAT_KEY } from '../../../server/image-lifecycle/actions.js';
 import { runningProcesses } from '../../support/processes.js';
 import { createCliEnv, diskimageStatus, type CliEnv } from './cli-env.js';
+import { SERVER_HEARTBEAT_KEY } from '../../../lib/status/lifecycle-status.js';
 
 describe('nodepool image-build', () => {
   const releasers = new Releasers();

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadCloud } from '../../../lib/drivers/openstack/clouds-yaml.js';
-import { OpenStackImageService } from '../../../lib/drivers/openstack/image-service.js';
+import { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
 import { Releasers } from '../../../lib/lifecycle.js';
 import type { NodeRecord } from '../../../lib/store/models.js';
 import { openStore } from '../../../lib/store/open-store.js';

@@ -94,6 +94,36 @@ void describe('GearmanConnection', () => {
     assert.equal(conn.send(encode(T.ECHO_REQ, ['late'])), false);
   });
 
+  void it('sends the packets of one tick in order, small ones together and a large one intact, and flushes them on close()', async () => {
+    const received: Packet[] = [];
+    const chunks: number[] = [];
+    const srv = await tcpServer((s) => {
+      const d = new PacketDecoder({ accept: 'REQ' });
+      s.on('data', (c: Buffer) => {
+        chunks.push(c.length);
+        received.push(...d.push(c));
+      });
+    });
+    cleanup.add('server', () => srv.close());
+    const conn = new GearmanConnection({ server: { host: '127.0.0.1', port: srv.port }, log });
+    cleanup.add('connection', () => conn.close());
+    const connected = new Promise<number>((resolve) => conn.once('connected', resolve));
+    conn.open();
+    await connected;
+    for (let i = 0; i < 3; i++) assert.equal(conn.send(encode(T.ECHO_REQ, [`small-${i}`])), true);
+    await waitFor(() => received.length === 3, { timeoutMs: 2000, what: 'three small packets' });
+    assert.equal(chunks.length, 1, `three packets sent in one tick arrived in ${chunks.length} reads`);
+    const big = Buffer.alloc(200 * 1024, 7);
+    conn.send(encode(T.ECHO_REQ, ['before']));
+    conn.send(encode(T.ECHO_REQ, [big]));
+    conn.send(encode(T.ECHO_REQ, ['after']));
+    // close() in the same tick still delivers what was sent before it
+    await conn.close();
+    await waitFor(() => received.length === 6, { timeoutMs: 2000, what: 'the large batch' });
+    assert.deepEqual(received.map((p) => p.args[0]?.length === big.length ? 'big' : p.args[0]?.toString()), ['small-0', 'small-1', 'small-2', 'before', 'big', 'after']);
+    assert.ok(received[4]?.args[0]?.equals(big));
+  });
+
   void it('gives up a TLS handshake that never completes and retries', async () => {
     const srv = await tcpServer(() => undefined); // accepts, then stays silent
     cleanup.add('server', () => srv.close());

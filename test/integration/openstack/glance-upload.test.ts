@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadCloud } from '../../../lib/drivers/openstack/clouds-yaml.js';
 import { GlanceClient } from '../../../lib/drivers/openstack/glance.js';
-import { OpenStackImageService } from '../../../lib/drivers/openstack/image-service.js';
+import { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
 import { AbortedError, CloudError } from '../../../lib/errors.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';

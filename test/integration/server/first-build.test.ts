@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { fn } from '../../../lib/gearman/functions.js';
 import { adminWorkers } from '../../../lib/gearman/admin.js';
 import type { ServerHeartbeat } from '../../../lib/status/server.js';
-import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY } from '../../../server/image-lifecycle/actions.js';
 import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
+import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY } from '../../../lib/status/lifecycle-status.js';
 
 describe('nodepool-server: first build and upload', () => {
   let sys: ImageSystem;

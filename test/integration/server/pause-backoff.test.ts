@@ -1,10 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '../../../lib/lifecycle.js';
-import { LIFECYCLE_STATUS_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../server/image-lifecycle/actions.js';
 import { fakeDiskimage, loopbackProvider, type RawProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
+import { LIFECYCLE_STATUS_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../lib/status/lifecycle-status.js';
 
 type Status = { diskimages: DiskimageStatus[]; targets: UploadTargetStatus[] };
 

@@ -42,6 +42,12 @@ void describe('encode', () => {
     assert.throws(() => encode(T.CAN_DO, []), /CAN_DO takes 1 argument/);
   });
 
+  void it('encodes strings and Buffers alike, multi-byte UTF-8 in separated arguments included', () => {
+    const buf = encode(T.SUBMIT_JOB, ['größe', Buffer.from('ü'), 'daten'], 'REQ');
+    assert.deepEqual(buf, raw('\0REQ', 7, Buffer.from('größe\0ü\0daten', 'utf8')));
+    assert.throws(() => encode(T.SUBMIT_JOB, ['fn', Buffer.from([1, 0]), 'd']), /argument 1 contains a NUL/);
+  });
+
   void it('encodes strings as UTF-8', () => {
     const [p] = new PacketDecoder().push(encode(T.CAN_DO, ['größe']));
     assert.equal(p?.args[0]?.toString('utf8'), 'größe');
@@ -128,6 +134,45 @@ void describe('PacketDecoder', () => {
     const [p] = new PacketDecoder().push(raw('\0RES', 999, 'a\0b'));
     assert.equal(p?.name, 'UNKNOWN_999');
     assert.deepEqual(text(p as Packet), ['a\0b']);
+  });
+
+  void it('decodes a stream of mixed packets the same however it is cut', () => {
+    const big = Buffer.alloc(70_000, 9);
+    const stream = Buffer.concat([
+      encode(T.NOOP, [], 'RES'),
+      raw('\0RES', 19, 'NO_NUL_HERE'), // missing argument: the scan must stop at this packet's end
+      encode(T.JOB_ASSIGN_UNIQ, ['H:p1:2', 'fn', '', Buffer.from('a\0b')], 'RES'),
+      raw('\0RES', 14, 'H:p1:2\0'),
+      encode(T.WORK_COMPLETE, ['H:p1:3', big], 'RES'),
+      encode(T.NO_JOB, [], 'RES'),
+      encode(T.WORK_DATA, ['H:p1:4', ''], 'RES'),
+    ]);
+    const expected = [
+      ['NOOP'],
+      ['ERROR', 'NO_NUL_HERE', ''],
+      ['JOB_ASSIGN_UNIQ', 'H:p1:2', 'fn', '', 'a\0b'],
+      ['WORK_FAIL', 'H:p1:2'],
+      ['WORK_COMPLETE', 'H:p1:3', `big:${big.length}`],
+      ['NO_JOB'],
+      ['WORK_DATA', 'H:p1:4', ''],
+    ];
+    const show = (p: Packet): string[] => [p.name, ...p.args.map((a) => (a.length === big.length ? `big:${a.length}` : a.toString('utf8')))];
+    let seed = 42;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let trial = 0; trial < 200; trial++) {
+      const d = new PacketDecoder({ accept: 'RES' });
+      const got: Packet[] = [];
+      for (let pos = 0; pos < stream.length;) {
+        const size = 1 + random(trial % 2 ? 40 : 20_000);
+        got.push(...d.push(stream.subarray(pos, pos + size)));
+        pos += size;
+      }
+      assert.deepEqual(got.map(show), expected, `trial ${trial}`);
+      assert.equal(d.pendingBytes, 0);
+    }
   });
 
   void it('ignores a body on argument-less packets', () => {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { BUILD_COLUMNS, buildRow, buildRows, diskimageAttention } from '../../../lib/status/builds.js';
 import type { BuildRecord } from '../../../lib/store/models.js';
-import type { DiskimageStatus } from '../../../server/image-lifecycle/actions.js';
+import type { DiskimageStatus } from '../../../lib/status/lifecycle-status.js';
 
 const NOW = 1_700_000_000_000;
 

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { targetAttention, UPLOAD_COLUMNS, uploadRow, uploadRows } from '../../../lib/status/uploads.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
-import type { UploadTargetStatus } from '../../../server/image-lifecycle/actions.js';
+import type { UploadTargetStatus } from '../../../lib/status/lifecycle-status.js';
 
 const NOW = 1_700_000_000_000;
 

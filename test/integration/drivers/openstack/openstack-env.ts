@@ -13,7 +13,7 @@ import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
 import type { ProviderContext } from '../../../../lib/drivers/driver.js';
 import type { OpenStackProviderConfig } from '../../../../lib/drivers/openstack/config.js';
-import { openstackImageServices } from '../../../../lib/drivers/openstack/image-services.js';
+import { testImageServices } from '../../../support/image-services.js';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { createRootLogger } from '../../../../lib/log.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
@@ -98,7 +98,7 @@ export class OpenStackEnv {
       clock: Date.now,
       config,
       sessionId: () => this.sessionId,
-      imageServices: openstackImageServices({ cloudsFile: () => config.cloudsFile, searchPaths: [], log }),
+      imageServices: testImageServices(() => config.cloudsFile, log),
     };
   }
 

@@ -57,14 +57,14 @@ describe('openstack provider config', () => {
     assert.equal(label?.volumeSize, 50);
     assert.equal(label?.consoleLog, false);
     assert.deepEqual(label?.instanceProperties, {});
-    assert.equal(openstackDriver.manageImages(p), true);
+    assert.deepEqual(openstackDriver.imageTargets?.(p), [{ diskimage: 'deb', format: 'qcow2', pause: false, meta: {}, nameFormat: '{image_name}-{timestamp}', uploadTimeout: 3600 }]);
     assert.deepEqual(openstackDriver.pools(p), [{ name: 'main', maxServers: Number.MAX_SAFE_INTEGER, labels: ['small'], nodeAttributes: {} }]);
   });
 
   it('defaults the winrm port to 5986', () => {
     const p = provider(['  - {name: p1, cloud: c1, cloud-images: [{name: win, image-id: x, connection-type: winrm}, {name: w2, connection-type: winrm, connection-port: 5985}]}']);
     assert.deepEqual(p.cloudImages.map((c) => c.connectionPort), [5986, 5985]);
-    assert.equal(openstackDriver.manageImages(p), false);
+    assert.deepEqual(openstackDriver.imageTargets?.(p), []);
   });
 
   it('takes a pool host-key-checking from the provider-level key unless the pool sets its own', () => {

@@ -10,7 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { GlanceClient } from '../../../../lib/drivers/openstack/glance.js';
-import { OpenStackImageService } from '../../../../lib/drivers/openstack/image-service.js';
+import { OpenStackImageService } from '../../../../lib/drivers/openstack/glance-image-service.js';
 import { KeystoneSession } from '../../../../lib/drivers/openstack/keystone.js';
 import { CloudError } from '../../../../lib/errors.js';
 import { silentLogger } from '../../../../lib/log.js';

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../../../lib/config/load.js';
-import { OpenStackImageService } from '../../../../lib/drivers/openstack/image-service.js';
+import { OpenStackImageService } from '../../../../lib/drivers/openstack/glance-image-service.js';
 import { KeystoneSession } from '../../../../lib/drivers/openstack/keystone.js';
 import { NovaClient } from '../../../../lib/drivers/openstack/nova.js';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';

@@ -43,7 +43,7 @@ describe('static driver config', () => {
       '        - {name: h1, labels: "small  big"}', '        - {name: h2, labels: [arm, small]}']);
     assert.deepEqual(p.pools[0]?.nodes.map((n) => n.labels), [['small', 'big'], ['arm', 'small']]);
     assert.deepEqual(staticDriver.pools(p)[0]?.labels, ['small', 'big', 'arm']);
-    assert.equal(staticDriver.manageImages(p), false);
+    assert.equal(staticDriver.imageTargets, undefined, 'static providers take no images');
   });
 
   it('normalises host keys given as a string or a list, dropping comments', () => {

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
 import type { BuildRecord, BuildRequest, BuildState, PauseRecord, UploadRecord, UploadState } from '../../../../lib/store/models.js';
-import type { Action, DiskimageStatus, Plan, PlannerSnapshot, UploadTargetStatus } from '../../../../server/image-lifecycle/actions.js';
+import type { Action, Plan, PlannerSnapshot } from '../../../../server/image-lifecycle/actions.js';
 import { plan } from '../../../../server/image-lifecycle/planner.js';
+import type { DiskimageStatus, UploadTargetStatus } from '../../../../lib/status/lifecycle-status.js';
 
 export const NOW = Date.UTC(2024, 0, 1);
 /** Epoch ms `s` seconds before {@link NOW} (negative: after). */

@@ -1,0 +1,47 @@
+/**
+ * The explicit registry of drivers' config parts: driver name → DriverConfig. This is what
+ * lib/config sees; it loads no runtime code (lib/drivers/registry.ts joins each part with its
+ * providers). No directory scanning, no magic names; an unknown driver is a config problem
+ * naming the provider (lib/config/schema.ts).
+ */
+import type { DriverConfig, ImageTarget, PoolInfo } from './driver-config.js';
+import { openstackConfig, type OpenStackProviderConfig } from './openstack/config.js';
+import { staticConfig, type StaticProviderConfig } from './static/config.js';
+
+/** Any loaded provider, discriminated by `driver`. */
+export type ProviderConfig = OpenStackProviderConfig | StaticProviderConfig;
+
+export const driverConfigs: { readonly openstack: DriverConfig<OpenStackProviderConfig>; readonly static: DriverConfig<StaticProviderConfig> } = {
+  openstack: openstackConfig,
+  static: staticConfig,
+};
+
+export const DRIVER_NAMES = Object.keys(driverConfigs) as ReadonlyArray<ProviderConfig['driver']>;
+
+/** The driver of a provider without `driver:` (Nodepool's default). */
+export const DEFAULT_DRIVER: ProviderConfig['driver'] = 'openstack';
+
+/** The config part of a loaded provider's driver. */
+export function driverConfigOf(p: ProviderConfig): DriverConfig<ProviderConfig> {
+  return driverConfigs[p.driver] as DriverConfig<ProviderConfig>;
+}
+
+/** The provider's pools as the launcher sees them. */
+export function providerPools(p: ProviderConfig): PoolInfo[] {
+  return driverConfigOf(p).pools(p);
+}
+
+/** The diskimages the provider takes (none unless its driver manages images). */
+export function imageTargets(p: ProviderConfig): ImageTarget[] {
+  return driverConfigOf(p).imageTargets?.(p) ?? [];
+}
+
+/** The provider's target for `diskimage`, if it takes that diskimage. */
+export function imageTarget(p: ProviderConfig, diskimage: string): ImageTarget | undefined {
+  return imageTargets(p).find((t) => t.diskimage === diskimage);
+}
+
+/** Whether the provider's driver manages uploaded images at all (even when it lists none now). */
+export function takesImages(p: ProviderConfig): boolean {
+  return driverConfigOf(p).imageTargets !== undefined;
+}

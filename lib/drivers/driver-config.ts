@@ -1,0 +1,60 @@
+/**
+ * The config half of the driver contract, which loads no runtime code: validating a config
+ * (lib/config) sees only these parts, through lib/drivers/config-registry.ts, so it never
+ * pulls in a cloud client or ssh. The runtime half (providers, image services) is in
+ * driver.ts and lib/drivers/registry.ts.
+ */
+import type { Problems, Schema } from '../config/schema-kit.js';
+
+/** What the launcher needs to know about one pool of a provider. */
+export interface PoolInfo {
+  name: string;
+  /** Most nodes the pool may have at once (any state but deleting); 0 disables the pool. */
+  maxServers: number;
+  /** Labels the pool can serve. */
+  labels: readonly string[];
+  /** Copied to every new node's `attributes`. */
+  nodeAttributes: Readonly<Record<string, string>>;
+}
+
+/** The common part of every provider config. */
+export interface ProviderConfigBase {
+  readonly name: string;
+  readonly driver: string;
+  /** Most launches in flight for the whole provider (-1: unlimited, 0: handle no requests). */
+  readonly maxConcurrency: number;
+}
+
+/**
+ * One diskimage a provider takes, as the image lifecycle and the builders see it: the
+ * config side of a driver's image capability.
+ */
+export interface ImageTarget {
+  /** The diskimage's name (also the image name the upload is tagged with). */
+  readonly diskimage: string;
+  /** The format uploads to this provider are in (the builder converts when needed). */
+  readonly format: string;
+  /** The provider diskimage's own `pause` (no uploads while set). */
+  readonly pause: boolean;
+  /** Metadata stored with each upload. */
+  readonly meta: Readonly<Record<string, string>>;
+  /** The name format of uploads (`{image_name}`, `{timestamp}`, `{build_id}`, `{upload_id}`). */
+  readonly nameFormat: string;
+  /** Seconds one upload attempt may take before it is aborted. */
+  readonly uploadTimeout: number;
+}
+
+/** A driver's config part: schema, pools, cross-checks and, for image-managing drivers, image targets. */
+export interface DriverConfig<C extends ProviderConfigBase = ProviderConfigBase> {
+  readonly name: string;
+  readonly providerSchema: Schema<C>;
+  /** The provider's pools as the launcher sees them. */
+  pools(config: C): PoolInfo[];
+  /**
+   * Cross-checks against the rest of the file (e.g. a pool label's diskimage). The loader
+   * already checks that every pool label is defined in `labels`. `at` is the provider's key path.
+   */
+  checkReferences?(config: C, known: { labels: ReadonlySet<string>; diskimages: ReadonlySet<string> }, at: string, problems: Problems): void;
+  /** The diskimages the provider takes, for drivers whose providers take uploaded images. */
+  imageTargets?(config: C): ImageTarget[];
+}
