@@ -8,6 +8,7 @@ import type { DiskimageConfig } from '../../lib/config/schema.js';
 import type { Logger } from '../../lib/log.js';
 import type { BuildLog } from './build-log.js';
 import type { BuildRequest } from './job-payloads.js';
+import { runCommand } from './run-command.js';
 
 /** A diskimage's `builder` key: `dib` (the default) or `command`. */
 export type BuilderKind = DiskimageConfig['builder'];
@@ -47,3 +48,43 @@ export interface BuildMethod {
 
 /** The build methods a builder runs, by the `builder` key of the diskimages they make. */
 export type BuildMethods = Readonly<Partial<Record<BuilderKind, BuildMethod>>>;
+
+/** How {@link runBuildCommand} runs a build method's program. */
+export interface BuildCommandRun {
+  argv: readonly string[];
+  env: Record<string, string>;
+  cwd?: string;
+  /** What the failure message calls it: `disk-image-create`, `build command ./make-image`. */
+  what: string;
+  killGraceMs: number;
+  onLine?(line: string): void;
+  /** The error to throw for a command that cannot start or exits non-zero. */
+  failure: new (message: string, details: { exitCode: number | null; signal: string | null; logPath: string }) => Error;
+}
+
+/**
+ * Runs a build method's program in its own process group, output to the build log; resolves
+ * with the formats to check (none when aborted: BaseBuilder reports timeout or shutdown from
+ * the signal). Thrown: `run.failure` naming the exit code and the log's last lines.
+ */
+export async function runBuildCommand(req: BuildRequest, ctx: BuildContext, run: BuildCommandRun): Promise<BuiltImage> {
+  const logPath = ctx.buildLog.path;
+  ctx.buildLog.line(`running: ${run.argv.join(' ')}`);
+  ctx.log.debug('running the build command', { argv: run.argv });
+  let result;
+  try {
+    result = await runCommand(run.argv, {
+      env: run.env, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: run.killGraceMs,
+      ...(run.cwd ? { cwd: run.cwd } : {}), ...(run.onLine ? { onLine: run.onLine } : {}),
+    });
+  } catch (err) {
+    throw new run.failure(`cannot run ${run.argv[0]}: ${(err as Error).message}`, { exitCode: null, signal: null, logPath });
+  }
+  if (result.aborted) return { formats: [] };
+  if (result.exitCode !== 0) {
+    const tail = (await ctx.buildLog.tail(600)).trim().split('\n').slice(-5).join(' | ');
+    throw new run.failure(`${run.what} for ${req.imageId} exited with ${result.exitCode ?? `signal ${result.signal}`}: ${tail}`,
+      { exitCode: result.exitCode, signal: result.signal, logPath });
+  }
+  return { formats: ctx.formats };
+}

@@ -8,9 +8,8 @@
 import { BuildCommandFailedError } from '../../lib/errors.js';
 import { BaseBuilder, type BaseBuilderOptions } from './base-builder.js';
 import { buildCommand } from './build-command.js';
-import type { BuildContext, BuildMethod, BuildMethods, BuiltImage } from './build-method.js';
+import { runBuildCommand, type BuildContext, type BuildMethod, type BuildMethods, type BuiltImage } from './build-method.js';
 import type { BuildRequest } from './job-payloads.js';
-import { runCommand } from './run-command.js';
 
 /** Options of {@link CommandBuild}. */
 export interface CommandBuildOptions {
@@ -28,24 +27,9 @@ export class CommandBuild implements BuildMethod {
     const { argv, env, cwd } = buildCommand(ctx.diskimage, {
       imageId: req.imageId, outBase: ctx.outBase, formats: ctx.formats, tmpDir: ctx.tmpDir, baseEnv: this.opts.env ?? {},
     });
-    ctx.buildLog.line(`running: ${argv.join(' ')}`);
-    ctx.log.debug('running build command', { argv });
-    const logPath = ctx.buildLog.path;
-    let result;
-    try {
-      result = await runCommand(argv, { env, cwd, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: this.opts.killGraceMs ?? 10_000 });
-    } catch (err) {
-      throw new BuildCommandFailedError(`cannot run ${argv[0]}: ${(err as Error).message}`, { exitCode: null, signal: null, logPath });
-    }
-    if (result.aborted) return { formats: [] }; // BaseBuilder reports timeout or shutdown from the signal
-    if (result.exitCode !== 0) {
-      const tail = (await ctx.buildLog.tail(600)).trim().split('\n').slice(-5).join(' | ');
-      throw new BuildCommandFailedError(
-        `build command ${argv[0]} for ${req.imageId} exited with ${result.exitCode ?? `signal ${result.signal}`}: ${tail}`,
-        { exitCode: result.exitCode, signal: result.signal, logPath },
-      );
-    }
-    return { formats: ctx.formats };
+    return runBuildCommand(req, ctx, {
+      argv, env, cwd, what: `build command ${argv[0]}`, killGraceMs: this.opts.killGraceMs ?? 10_000, failure: BuildCommandFailedError,
+    });
   }
 }
 
