@@ -29,6 +29,16 @@ async function assertSettled(sys: ImageSystem): Promise<void> {
   assert.deepEqual(onDisk, s.builds.map((b) => b.id).sort());
 }
 
+/** Starts a server again and checks it sees `buildId` to ready on builder-a, with one DIB run and nothing left over. */
+async function restartAndSeeSameBuild(sys: ImageSystem, buildId: string, dibRuns: () => number): Promise<void> {
+  sys.startServerProcess();
+  const ready = await sys.waitForBuild('the same build ready', (b) => b.id === buildId && b.state === 'ready', 60_000);
+  assert.equal(ready.builderHostname, 'builder-a');
+  await assertSettled(sys);
+  assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [buildId]);
+  assert.equal(dibRuns(), 1, 'the resubmission attached to the running build');
+}
+
 describe('restart safety: server killed, gearmand killed', () => {
   let sys: ImageSystem | undefined;
 
@@ -46,12 +56,7 @@ describe('restart safety: server killed, gearmand killed', () => {
     sys.startServerProcess();
     const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 60_000);
     await sys.serverProcess!.kill();
-    sys.startServerProcess();
-    const ready = await sys.waitForBuild('the same build ready', (b) => b.id === building.id && b.state === 'ready', 60_000);
-    assert.equal(ready.builderHostname, 'builder-a');
-    await assertSettled(sys);
-    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [building.id]);
-    assert.equal(dibRuns, 1, 'the resubmission attached to the running build');
+    await restartAndSeeSameBuild(sys, building.id, () => dibRuns);
   });
 
   it('a server stopped with SIGTERM mid-build exits within 5 s; the next server sees the same build to ready with one DIB run', async () => {
@@ -67,12 +72,7 @@ describe('restart safety: server killed, gearmand killed', () => {
     const code = await Promise.race([exited, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 5000).unref())]);
     assert.equal(code, 0, `SIGTERM ended the server with exit code 0 within 5 s (got ${code} after ${Date.now() - t0} ms)`);
     assert.equal((await sys.store.getBuild(building.id))?.state, 'building', 'the build is left to the next server');
-    sys.startServerProcess();
-    const ready = await sys.waitForBuild('the same build ready', (b) => b.id === building.id && b.state === 'ready', 60_000);
-    assert.equal(ready.builderHostname, 'builder-a');
-    await assertSettled(sys);
-    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [building.id]);
-    assert.equal(dibRuns, 1, 'the resubmission attached to the running build');
+    await restartAndSeeSameBuild(sys, building.id, () => dibRuns);
   });
 
   it('a server killed -9 mid-upload resumes the upload; no duplicate upload, nothing leaked in Glance', async () => {
