@@ -10,36 +10,23 @@
 import { EventEmitter } from 'node:events';
 import { GearmanConnectionError, GearmanServerError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
+import { ClientJob } from './client-job.js';
 import { GearmanConnection } from './connection.js';
+import { Deadlines } from './deadlines.js';
 import { encode, PacketType as T, type Packet } from './protocol.js';
 import { MAX_UNIQUE_BYTES, type GearmanClientEvents, type GearmanClientOptions, type JobResult, type JobStatus, type SubmitOptions, type SubmittedJob } from './types.js';
 
 export type { GearmanClientEvents, GearmanClientOptions, JobResult, JobStatus, SubmitOptions, SubmittedJob } from './types.js';
 
-interface ClientJob {
-  functionName: string;
-  packet: Buffer;
-  background: boolean;
-  opts: SubmitOptions;
-  warnings: Buffer[];
-  handle?: string;
-  settled: boolean;
-  timer?: NodeJS.Timeout;
-  resolveHandle(h: string): void;
-  resolveResult(r: JobResult): void;
-  reject(err: Error): void;
-}
-
 interface StatusRequest {
+  kind: 'status';
   settled: boolean;
   resolve(s: JobStatus): void;
   reject(err: Error): void;
 }
 
-type Pending =
-  | { kind: 'submit'; job: ClientJob }
-  | { kind: 'status'; req: StatusRequest }
-  | { kind: 'option'; option: string };
+/** A request awaiting its reply, in the order sent (the FIFO holds the job itself: no wrapper per submit). */
+type Pending = ClientJob | StatusRequest | { kind: 'option'; option: string };
 
 interface ServerState {
   conn: GearmanConnection;
@@ -53,6 +40,9 @@ const SUBMIT_TYPES = {
   low: [T.SUBMIT_JOB_LOW, T.SUBMIT_JOB_LOW_BG],
 } as const;
 
+const NO_OPTIONS: SubmitOptions = Object.freeze({});
+const EMPTY = Buffer.alloc(0);
+
 /** A Gearman client over one connection per server. */
 export class GearmanClient extends EventEmitter<GearmanClientEvents> {
   private readonly log: Logger;
@@ -63,6 +53,8 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
   private rr = 0;
   private started = false;
   private stopping: Promise<void> | undefined;
+  /** Jobs still waiting for their JOB_CREATED (queued or sent), and when they give up. */
+  private readonly createdDeadlines = new Deadlines<ClientJob>((job) => this.onCreatedTimeout(job));
 
   constructor(opts: GearmanClientOptions) {
     super();
@@ -93,6 +85,7 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const err = new GearmanConnectionError('client stopped');
+      this.createdDeadlines.clear();
       for (const job of this.waiting) this.fail(job, err);
       this.waiting = [];
       for (const s of this.servers) this.failServer(s, err);
@@ -111,7 +104,7 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
   outstanding(): number {
     let n = this.waiting.length;
     for (const s of this.servers) {
-      n += s.fifo.filter((p) => p.kind === 'submit' && !p.job.settled).length;
+      n += s.fifo.filter((p) => p.kind === 'submit' && !p.settled).length;
       for (const list of s.jobs.values()) n += list.length;
     }
     return n;
@@ -121,48 +114,29 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
    * Submits a job. Never throws: problems (unique too long, client stopped, no server in
    * time, connection lost, server ERROR) reject the returned promises.
    */
-  submit(functionName: string, data: string | Buffer, opts: SubmitOptions = {}): SubmittedJob {
-    let resolveHandle!: (h: string) => void;
-    let rejectHandle!: (e: Error) => void;
-    let resolveResult!: (r: JobResult) => void;
-    let rejectResult!: (e: Error) => void;
-    const handle = new Promise<string>((res, rej) => { resolveHandle = res; rejectHandle = rej; });
-    const result = new Promise<JobResult>((res, rej) => { resolveResult = res; rejectResult = rej; });
-    handle.catch(() => undefined);
-    result.catch(() => undefined);
+  submit(functionName: string, data: string | Buffer, opts: SubmitOptions = NO_OPTIONS): SubmittedJob {
     const unique = opts.unique ?? '';
     const background = opts.background ?? false;
-    const job: ClientJob = {
-      functionName,
-      packet: Buffer.alloc(0),
-      background,
-      opts,
-      warnings: [],
-      settled: false,
-      resolveHandle,
-      resolveResult,
-      reject: (e) => { rejectHandle(e); rejectResult(e); },
-    };
+    const job = new ClientJob(functionName, background, opts);
     const uniqueBytes = Buffer.byteLength(unique, 'utf8');
     if (uniqueBytes > MAX_UNIQUE_BYTES) {
       this.fail(job, new RangeError(`Gearman unique is ${uniqueBytes} bytes; gearmand allows at most ${MAX_UNIQUE_BYTES} (it truncates 64 and rejects longer)`));
-      return { handle, result };
+      return job;
     }
     if (this.stopping) {
       this.fail(job, new GearmanConnectionError('client stopped'));
-      return { handle, result };
+      return job;
     }
     try {
       const [fg, bg] = SUBMIT_TYPES[opts.priority ?? 'normal'];
       job.packet = encode(background ? bg : fg, [functionName, unique, data]);
     } catch (err) {
       this.fail(job, err as Error);
-      return { handle, result };
+      return job;
     }
-    const timeoutMs = opts.createdTimeoutMs ?? 30_000;
-    job.timer = setTimeout(() => this.onCreatedTimeout(job, timeoutMs), timeoutMs);
+    this.createdDeadlines.add(job, opts.createdTimeoutMs ?? 30_000);
     this.dispatch(job);
-    return { handle, result };
+    return job;
   }
 
   /**
@@ -186,6 +160,7 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
         reject(new GearmanConnectionError(`no STATUS_RES from ${s.conn.label} within ${timeoutMs} ms`));
       }, timeoutMs);
       const req: StatusRequest = {
+        kind: 'status',
         settled: false,
         resolve: (st) => { clearTimeout(timer); resolve(st); },
         reject: (e) => { clearTimeout(timer); reject(e); },
@@ -194,7 +169,7 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
         req.reject(new GearmanConnectionError(`not connected to ${s.conn.label}`));
         return;
       }
-      s.fifo.push({ kind: 'status', req });
+      s.fifo.push(req);
     });
   }
 
@@ -204,9 +179,9 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
     for (let i = 0; i < n; i++) {
       const s = this.servers[(this.rr + i) % n] as ServerState;
       if (!s.conn.connected) continue;
-      if (!s.conn.send(job.packet)) continue;
+      if (!s.conn.send(job.packet as Buffer)) continue;
       this.rr = (this.rr + i + 1) % n;
-      s.fifo.push({ kind: 'submit', job });
+      s.fifo.push(job);
       return;
     }
     this.waiting.push(job);
@@ -236,14 +211,15 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
     s.fifo = [];
     s.jobs = new Map();
     for (const p of fifo) {
-      if (p.kind === 'submit') this.fail(p.job, reason);
-      else if (p.kind === 'status' && !p.req.settled) { p.req.settled = true; p.req.reject(reason); }
+      if (p.kind === 'submit') this.fail(p, reason);
+      else if (p.kind === 'status' && !p.settled) { p.settled = true; p.reject(reason); }
     }
     for (const list of jobs.values()) for (const job of list) this.fail(job, reason);
   }
 
-  private onCreatedTimeout(job: ClientJob, timeoutMs: number): void {
+  private onCreatedTimeout(job: ClientJob): void {
     if (job.settled) return;
+    const timeoutMs = job.opts.createdTimeoutMs ?? 30_000;
     const queued = this.waiting.indexOf(job);
     if (queued >= 0) {
       this.waiting.splice(queued, 1);
@@ -266,14 +242,14 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
     switch (p.type) {
       case T.JOB_CREATED: {
         const head = this.shiftFifo(s, 'submit', p);
-        if (head?.kind === 'submit') this.onCreated(s, head.job, str(p, 0));
+        if (head?.kind === 'submit') this.onCreated(s, head, str(p, 0));
         return;
       }
       case T.STATUS_RES: {
         const head = this.shiftFifo(s, 'status', p);
-        if (head?.kind === 'status' && !head.req.settled) {
-          head.req.settled = true;
-          head.req.resolve({ known: str(p, 1) === '1', running: str(p, 2) === '1', numerator: num(p, 3), denominator: num(p, 4) });
+        if (head?.kind === 'status' && !head.settled) {
+          head.settled = true;
+          head.resolve({ known: str(p, 1) === '1', running: str(p, 2) === '1', numerator: num(p, 3), denominator: num(p, 4) });
         }
         return;
       }
@@ -311,9 +287,8 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
       this.log.debug('JOB_CREATED after the submitter gave up', { job: handle });
       return;
     }
-    if (job.timer) clearTimeout(job.timer);
-    job.handle = handle;
-    job.resolveHandle(handle);
+    this.createdDeadlines.delete(job);
+    job.created(handle);
     if (job.background) {
       this.settle(job, { type: 'complete', data: Buffer.alloc(0), warnings: [] });
       return;
@@ -321,7 +296,7 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
     const list = s.jobs.get(handle);
     if (list) list.push(job);
     else s.jobs.set(handle, [job]);
-    this.log.debug('job created', { job: handle, function: job.functionName, coalesced: Boolean(list) });
+    if (this.log.isDebugEnabled()) this.log.debug('job created', { job: handle, function: job.functionName, coalesced: Boolean(list) });
   }
 
   private onError(s: ServerState, code: string, text: string): void {
@@ -331,8 +306,8 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
       this.log.warn('unsolicited gearman ERROR', { server: s.conn.label, code, text });
       return;
     }
-    if (head.kind === 'submit') this.fail(head.job, err);
-    else if (head.kind === 'status') { if (!head.req.settled) { head.req.settled = true; head.req.reject(err); } }
+    if (head.kind === 'submit') this.fail(head, err);
+    else if (head.kind === 'status') { if (!head.settled) { head.settled = true; head.reject(err); } }
     else this.log.warn('gearman option refused', { option: head.option, code, text });
   }
 
@@ -343,7 +318,7 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
       this.log.debug('work packet for unknown handle', { packet: p.name, job: handle });
       return;
     }
-    const payload = p.args[1] ?? Buffer.alloc(0);
+    const payload = p.args[1] ?? EMPTY;
     switch (p.type) {
       case T.WORK_STATUS:
         for (const job of list) this.callback(job, () => job.opts.onStatus?.(num(p, 1), num(p, 2)));
@@ -353,16 +328,17 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
         return;
       case T.WORK_WARNING:
         for (const job of list) {
-          job.warnings.push(payload);
+          (job.warnings ??= []).push(payload);
           this.callback(job, () => job.opts.onWarning?.(payload));
         }
         return;
     }
     s.jobs.delete(handle);
     for (const job of list) {
-      if (p.type === T.WORK_COMPLETE) this.settle(job, { type: 'complete', data: payload, warnings: job.warnings });
-      else if (p.type === T.WORK_EXCEPTION) this.settle(job, { type: 'exception', data: payload, warnings: job.warnings });
-      else this.settle(job, { type: 'fail', warnings: job.warnings });
+      const warnings = job.warnings ?? [];
+      if (p.type === T.WORK_COMPLETE) this.settle(job, { type: 'complete', data: payload, warnings });
+      else if (p.type === T.WORK_EXCEPTION) this.settle(job, { type: 'exception', data: payload, warnings });
+      else this.settle(job, { type: 'fail', warnings });
     }
   }
 
@@ -370,27 +346,23 @@ export class GearmanClient extends EventEmitter<GearmanClientEvents> {
     try {
       fn();
     } catch (err) {
-      this.log.error('job callback threw', { job: job.handle, error: (err as Error).stack });
+      this.log.error('job callback threw', { job: job.jobHandle, error: (err as Error).stack });
     }
   }
 
+  /** Only for created jobs (their deadline is gone already). */
   private settle(job: ClientJob, r: JobResult): void {
-    if (job.settled) return;
-    job.settled = true;
-    if (job.timer) clearTimeout(job.timer);
-    job.resolveResult(r);
+    job.settle(r);
   }
 
   private fail(job: ClientJob, err: Error): void {
-    if (job.settled) return;
-    job.settled = true;
-    if (job.timer) clearTimeout(job.timer);
-    job.reject(err);
+    this.createdDeadlines.delete(job);
+    job.fail(err);
   }
 }
 
 function str(p: Packet, i: number): string {
-  return (p.args[i] ?? Buffer.alloc(0)).toString('utf8');
+  return (p.args[i] ?? EMPTY).toString('utf8');
 }
 
 function num(p: Packet, i: number): number {

@@ -36,6 +36,8 @@ export interface GearmanConnectionEvents {
 
 /** A connection that counts as stable: after this long, the backoff starts over. */
 const STABLE_MS = 1000;
+/** Packets queued in one tick are copied into one buffer up to this size (beyond: corked writes). */
+const COALESCE_BYTES = 64 * 1024;
 
 /**
  * Opens a TCP or TLS socket to `server`; `ready` is the event that means "usable"
@@ -80,7 +82,11 @@ export class GearmanConnection extends EventEmitter<GearmanConnectionEvents> {
   private closed = false;
   private closing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private corked = false;
+  /** Packets queued by send() in this tick, their size and the socket they were queued for. */
+  private outgoing: Buffer[] = [];
+  private outgoingBytes = 0;
+  private outgoingSocket: net.Socket | undefined;
+  private readonly flushOutgoing = (): void => this.flush();
 
   constructor(opts: GearmanConnectionOptions) {
     super();
@@ -112,23 +118,46 @@ export class GearmanConnection extends EventEmitter<GearmanConnectionEvents> {
   }
 
   /**
-   * Writes one encoded packet. Returns false (and writes nothing) when not connected.
+   * Queues one encoded packet for the socket. Returns false (and queues nothing) when not
+   * connected. Packets sent in the same tick (WORK_COMPLETE + GRAB_JOB_UNIQ, CAN_DO…) leave in
+   * one write, at the end of the tick.
    */
   send(packet: Buffer): boolean {
     const sock = this.socket;
     if (!this.isConnected || !sock || sock.destroyed || !sock.writable) return false;
-    if (this.log.isDebugEnabled()) this.log.debug('send packet', { packet: packetName(packet.readUInt32BE(4)), bytes: packet.length });
-    // packets sent in the same tick (WORK_COMPLETE + GRAB_JOB_UNIQ, CAN_DO…) leave in one write
-    if (!this.corked) {
-      this.corked = true;
-      sock.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        sock.uncork();
-      });
+    if (this.outgoing.length === 0) {
+      this.outgoingSocket = sock;
+      process.nextTick(this.flushOutgoing);
     }
-    sock.write(packet);
+    this.outgoing.push(packet);
+    this.outgoingBytes += packet.length;
     return true;
+  }
+
+  /** Writes the packets queued this tick: one small buffer, or the packets themselves when large. */
+  private flush(): void {
+    const packets = this.outgoing;
+    const bytes = this.outgoingBytes;
+    const sock = this.outgoingSocket;
+    if (packets.length === 0) return;
+    this.outgoing = [];
+    this.outgoingBytes = 0;
+    this.outgoingSocket = undefined;
+    // a socket lost (or replaced) since the packets were queued drops them, as it would have
+    // dropped bytes already written to it
+    if (sock !== this.socket || !sock || sock.destroyed || !sock.writable) return;
+    if (this.log.isDebugEnabled()) {
+      for (const p of packets) this.log.debug('send packet', { packet: packetName(p.readUInt32BE(4)), bytes: p.length });
+    }
+    if (packets.length === 1) {
+      sock.write(packets[0] as Buffer);
+    } else if (bytes <= COALESCE_BYTES) {
+      sock.write(Buffer.concat(packets, bytes));
+    } else {
+      sock.cork();
+      for (const p of packets) sock.write(p);
+      sock.uncork();
+    }
   }
 
   /** Drops the current socket (if any) and reconnects with backoff, e.g. after a protocol confusion. */
@@ -152,6 +181,7 @@ export class GearmanConnection extends EventEmitter<GearmanConnectionEvents> {
         sock.destroy();
         return;
       }
+      this.flush();
       sock.end();
       setTimeout(() => sock.destroy(), 1000).unref();
     });
@@ -203,10 +233,15 @@ export class GearmanConnection extends EventEmitter<GearmanConnectionEvents> {
       sock.destroy(coerceError(err));
       return;
     }
+    const debug = packets.length > 0 && this.log.isDebugEnabled();
     for (const p of packets) {
       if (this.socket !== sock) return;
-      if (this.log.isDebugEnabled()) this.log.debug('received packet', { packet: p.name, args: p.args.length });
-      this.safeEmit('packet', p);
+      if (debug) this.log.debug('received packet', { packet: p.name, args: p.args.length });
+      try {
+        this.emit('packet', p);
+      } catch (err) {
+        this.log.error('gearman connection listener threw', { event: 'packet', error: coerceError(err).stack });
+      }
     }
   }
 

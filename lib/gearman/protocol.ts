@@ -78,9 +78,11 @@ const NAMES: Readonly<Record<number, PacketName>> = Object.fromEntries(
   Object.entries(PacketType).map(([name, code]) => [code, name as PacketName]),
 );
 
-const MAGIC_REQ = Buffer.from('\0REQ', 'latin1');
-const MAGIC_RES = Buffer.from('\0RES', 'latin1');
+/** The magic bytes `\0REQ` and `\0RES` read as one big-endian word. */
+const MAGIC_REQ_WORD = 0x00524551;
+const MAGIC_RES_WORD = 0x00524553;
 const HEADER_BYTES = 12;
+const EMPTY = Buffer.alloc(0);
 
 /** Default largest packet body accepted by the decoder (64 MiB). */
 export const DEFAULT_MAX_PACKET_BYTES = 64 * 1024 * 1024;
@@ -112,54 +114,60 @@ export function argCount(type: number): number {
  * @throws GearmanProtocolError when a non-final argument contains a NUL, or the count is wrong.
  */
 export function encode(type: PacketTypeCode | number, args: ReadonlyArray<string | Buffer> = [], magic: Magic = 'REQ'): Buffer {
+  const n = args.length;
   const expected = ARG_COUNTS[type];
-  if (expected !== undefined && args.length !== expected) {
-    throw new GearmanProtocolError(`${packetName(type)} takes ${expected} argument(s), got ${args.length}`);
+  if (expected !== undefined && n !== expected) {
+    throw new GearmanProtocolError(`${packetName(type)} takes ${expected} argument(s), got ${n}`);
   }
-  const bufs = args.map((a) => (typeof a === 'string' ? Buffer.from(a, 'utf8') : a));
-  let bodyLength = Math.max(0, bufs.length - 1);
-  for (let i = 0; i < bufs.length; i++) {
-    const b = bufs[i] as Buffer;
-    if (i < bufs.length - 1 && b.includes(0)) {
+  // strings are written straight into the packet (no intermediate Buffer per argument); a
+  // string holds U+0000 exactly when its UTF-8 bytes hold a NUL
+  let bodyLength = n > 0 ? n - 1 : 0;
+  for (let i = 0; i < n; i++) {
+    const a = args[i] as string | Buffer;
+    const isString = typeof a === 'string';
+    if (i < n - 1 && (isString ? a.includes('\0') : a.includes(0))) {
       throw new GearmanProtocolError(`${packetName(type)} argument ${i} contains a NUL byte`);
     }
-    bodyLength += b.length;
+    bodyLength += isString ? Buffer.byteLength(a, 'utf8') : a.length;
   }
   const out = Buffer.allocUnsafe(HEADER_BYTES + bodyLength);
-  (magic === 'REQ' ? MAGIC_REQ : MAGIC_RES).copy(out, 0);
+  out.writeUInt32BE(magic === 'REQ' ? MAGIC_REQ_WORD : MAGIC_RES_WORD, 0);
   out.writeUInt32BE(type, 4);
   out.writeUInt32BE(bodyLength, 8);
   let pos = HEADER_BYTES;
-  for (let i = 0; i < bufs.length; i++) {
+  for (let i = 0; i < n; i++) {
     if (i > 0) out[pos++] = 0;
-    const b = bufs[i] as Buffer;
-    b.copy(out, pos);
-    pos += b.length;
+    const a = args[i] as string | Buffer;
+    pos += typeof a === 'string' ? out.write(a, pos, 'utf8') : a.copy(out, pos);
   }
   return out;
 }
 
-/** Splits a body into `count` arguments; missing arguments come back empty (never throws). */
-function splitArgs(type: number, body: Buffer): Buffer[] {
+/**
+ * Splits `buf[start, end)` into the type's arguments (subarrays, no copies); missing arguments
+ * come back empty (never throws).
+ */
+function splitArgs(type: number, buf: Buffer, start: number, end: number): Buffer[] {
   const count = argCount(type);
   if (count === 0) return [];
   const args: Buffer[] = [];
-  let start = 0;
+  let pos = start;
   for (let i = 0; i < count - 1; i++) {
-    const nul = body.indexOf(0, start);
-    if (nul < 0) {
-      args.push(body.subarray(start));
-      start = body.length;
-      continue;
+    const nul = pos < end ? buf.indexOf(0, pos) : -1;
+    if (nul < 0 || nul >= end) {
+      args.push(buf.subarray(pos, end));
+      pos = end;
+    } else {
+      args.push(buf.subarray(pos, nul));
+      pos = nul + 1;
     }
-    args.push(body.subarray(start, nul));
-    start = nul + 1;
   }
-  args.push(body.subarray(Math.min(start, body.length)));
   if (HANDLE_ONLY.has(type)) {
-    let end = (args[0] as Buffer).length;
-    while (end > 0 && (args[0] as Buffer)[end - 1] === 0) end--;
-    args[0] = (args[0] as Buffer).subarray(0, end);
+    let last = end;
+    while (last > pos && buf[last - 1] === 0) last--;
+    args.push(buf.subarray(pos, last));
+  } else {
+    args.push(pos < end ? buf.subarray(pos, end) : EMPTY);
   }
   return args;
 }
@@ -179,11 +187,15 @@ export interface PacketDecoderOptions {
  * are not framing errors: missing arguments decode as empty buffers.
  */
 export class PacketDecoder {
+  /** Bytes of an incomplete packet (its body only, once the header is parsed). */
   private chunks: Buffer[] = [];
   private buffered = 0;
   private failure: GearmanProtocolError | undefined;
-  /** The header of the packet whose body is still arriving. */
-  private header: { magic: Magic; type: number; length: number } | undefined;
+  /** A header was parsed and its body is still arriving (fields below describe it). */
+  private hasHeader = false;
+  private magic: Magic = 'RES';
+  private type = 0;
+  private length = 0;
   private readonly accept: Magic | undefined;
   private readonly maxPacketBytes: number;
 
@@ -194,7 +206,7 @@ export class PacketDecoder {
 
   /** Bytes received but not yet part of a whole packet. */
   get pendingBytes(): number {
-    return this.buffered + (this.header ? HEADER_BYTES : 0);
+    return this.buffered + (this.hasHeader ? HEADER_BYTES : 0);
   }
 
   /**
@@ -203,28 +215,34 @@ export class PacketDecoder {
    */
   push(chunk: Buffer): Packet[] {
     if (this.failure) throw this.failure;
+    const packets: Packet[] = [];
+    // common case: nothing left over, so packets are cut straight out of the chunk
+    if (this.buffered === 0 && !this.hasHeader) {
+      this.parse(chunk, 0, packets);
+      return packets;
+    }
     if (chunk.length) {
       this.chunks.push(chunk);
       this.buffered += chunk.length;
     }
-    const packets: Packet[] = [];
     for (;;) {
-      if (!this.header) {
+      if (!this.hasHeader) {
         if (this.buffered < HEADER_BYTES) break;
-        const raw = this.take(HEADER_BYTES);
-        const magic = this.checkMagic(raw);
-        const type = raw.readUInt32BE(4);
-        const length = raw.readUInt32BE(8);
-        if (length > this.maxPacketBytes) {
-          this.fail(`${packetName(type)} packet of ${length} bytes exceeds the ${this.maxPacketBytes}-byte limit`);
-        }
-        this.header = { magic, type, length };
+        this.readHeader(this.take(HEADER_BYTES), 0);
+        this.hasHeader = true;
       }
-      const { magic, type, length } = this.header;
-      if (this.buffered < length) break;
-      const body = length ? this.take(length) : Buffer.alloc(0);
-      this.header = undefined;
-      packets.push({ magic, type, name: packetName(type), args: splitArgs(type, body) });
+      if (this.buffered < this.length) break;
+      this.hasHeader = false;
+      const body = this.length ? this.take(this.length) : EMPTY;
+      packets.push(this.packet(body, 0, body.length));
+      if (this.chunks.length === 1) {
+        // the rest is one chunk again: back to the straight path
+        const rest = this.chunks[0] as Buffer;
+        this.chunks = [];
+        this.buffered = 0;
+        this.parse(rest, 0, packets);
+        break;
+      }
     }
     return packets;
   }
@@ -233,22 +251,58 @@ export class PacketDecoder {
   reset(): void {
     this.chunks = [];
     this.buffered = 0;
-    this.header = undefined;
+    this.hasHeader = false;
     this.failure = undefined;
   }
 
-  private checkMagic(header: Buffer): Magic {
-    if (header.compare(MAGIC_RES, 0, 4, 0, 4) === 0 && this.accept !== 'REQ') return 'RES';
-    if (header.compare(MAGIC_REQ, 0, 4, 0, 4) === 0 && this.accept !== 'RES') return 'REQ';
-    const shown = JSON.stringify(header.subarray(0, 4).toString('latin1'));
-    return this.fail(`bad magic ${shown}${this.accept ? ` (expected \\0${this.accept})` : ''}`);
+  /** Cuts whole packets out of `buf` from `off`; keeps what is left of an incomplete one. */
+  private parse(buf: Buffer, off: number, packets: Packet[]): void {
+    const end = buf.length;
+    while (end - off >= HEADER_BYTES) {
+      this.readHeader(buf, off);
+      const bodyStart = off + HEADER_BYTES;
+      if (end - bodyStart < this.length) {
+        this.hasHeader = true;
+        if (bodyStart < end) this.keep(buf.subarray(bodyStart));
+        return;
+      }
+      off = bodyStart + this.length;
+      packets.push(this.packet(buf, bodyStart, off));
+    }
+    if (off < end) this.keep(off ? buf.subarray(off) : buf);
+  }
+
+  private keep(part: Buffer): void {
+    this.chunks.push(part);
+    this.buffered += part.length;
+  }
+
+  private packet(buf: Buffer, start: number, end: number): Packet {
+    const type = this.type;
+    return { magic: this.magic, type, name: packetName(type), args: splitArgs(type, buf, start, end) };
+  }
+
+  /** Reads and checks the 12-byte header at `off` into `magic`, `type` and `length`. */
+  private readHeader(buf: Buffer, off: number): void {
+    const word = buf.readUInt32BE(off);
+    if (word === MAGIC_RES_WORD && this.accept !== 'REQ') this.magic = 'RES';
+    else if (word === MAGIC_REQ_WORD && this.accept !== 'RES') this.magic = 'REQ';
+    else {
+      const shown = JSON.stringify(buf.subarray(off, off + 4).toString('latin1'));
+      this.fail(`bad magic ${shown}${this.accept ? ` (expected \\0${this.accept})` : ''}`);
+    }
+    this.type = buf.readUInt32BE(off + 4);
+    this.length = buf.readUInt32BE(off + 8);
+    if (this.length > this.maxPacketBytes) {
+      this.fail(`${packetName(this.type)} packet of ${this.length} bytes exceeds the ${this.maxPacketBytes}-byte limit`);
+    }
   }
 
   private fail(message: string): never {
     this.failure = new GearmanProtocolError(message);
     this.chunks = [];
     this.buffered = 0;
-    this.header = undefined;
+    this.hasHeader = false;
     throw this.failure;
   }
 

@@ -9,7 +9,8 @@ import { AbortedError, GearmanConnectionError, coerceError } from '../errors.js'
 import { silentLogger, type Logger } from '../log.js';
 import { GearmanConnection } from './connection.js';
 import { encode, PacketType as T, type Packet } from './protocol.js';
-import type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerJob, WorkerJobInfo, WorkerStopOptions } from './types.js';
+import { RunningJob } from './running-job.js';
+import type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerStopOptions } from './types.js';
 
 export type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerJob, WorkerJobInfo, WorkerStopOptions } from './types.js';
 
@@ -22,6 +23,11 @@ interface ServerState {
   /** When the outstanding grab was sent (for the watchdog). */
   grabSentAt: number;
 }
+
+/** Argument-less packets sent once or twice per job: encoded once (never mutated). */
+const GRAB_JOB_UNIQ = encode(T.GRAB_JOB_UNIQ);
+const PRE_SLEEP = encode(T.PRE_SLEEP);
+const EMPTY = Buffer.alloc(0);
 
 /** A Gearman worker over one connection per server. */
 export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
@@ -161,19 +167,21 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   }
 
   private notifyIdle(): void {
+    if (this.idleWaiters.length === 0) return;
     for (const w of [...this.idleWaiters]) w();
   }
 
   /** Grabs from awake servers while below the concurrency limit (one grab per server at a time). */
   private pump(): void {
     if (this.state !== 'running' || this.handlers.size === 0) return;
-    let capacity = this.concurrency - this.jobs.size - this.servers.filter((s) => s.grabbing).length;
     const n = this.servers.length;
+    let capacity = this.concurrency - this.jobs.size;
+    for (let i = 0; i < n; i++) if ((this.servers[i] as ServerState).grabbing) capacity -= 1;
     for (let i = 0; i < n && capacity > 0; i++) {
       const idx = (this.rr + i) % n;
       const s = this.servers[idx] as ServerState;
       if (!s.awake || s.grabbing || !s.conn.connected) continue;
-      if (!s.conn.send(encode(T.GRAB_JOB_UNIQ))) continue;
+      if (!s.conn.send(GRAB_JOB_UNIQ)) continue;
       s.grabbing = true;
       s.grabSentAt = Date.now();
       capacity -= 1;
@@ -230,7 +238,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
       case T.NO_JOB:
         s.grabbing = false;
         s.awake = false;
-        s.conn.send(encode(T.PRE_SLEEP));
+        s.conn.send(PRE_SLEEP);
         this.notifyIdle();
         this.pump();
         return;
@@ -242,7 +250,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
         const handle = str(p, 0);
         const functionName = str(p, 1);
         const unique = uniq ? str(p, 2) : '';
-        const data = p.args[uniq ? 3 : 2] ?? Buffer.alloc(0);
+        const data = p.args[uniq ? 3 : 2] ?? EMPTY;
         this.runJob(s, handle, functionName, unique, data);
         this.pump();
         return;
@@ -260,37 +268,33 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   }
 
   private runJob(s: ServerState, handle: string, functionName: string, unique: string, data: Buffer): void {
-    // a child logger per job is costly on hot paths: made on first use
-    let jobLog: Logger | undefined;
-    const log = (): Logger => (jobLog ??= this.log.child({ job: handle, function: functionName }));
-    const job = new RunningJob({ conn: s.conn, handle, functionName, unique, data, log, debug: () => this.log.isDebugEnabled() });
-    const info: WorkerJobInfo = { handle, functionName, unique, server: s.conn.label };
+    const job = new RunningJob(s.conn, this.log, handle, functionName, unique, data);
     this.jobs.add(job);
-    if (this.log.isDebugEnabled()) log().debug('job assigned', { unique, bytes: data.length });
-    this.safeEmit('job:start', info);
+    if (this.log.isDebugEnabled()) job.log().debug('job assigned', { unique, bytes: data.length });
+    this.safeEmit('job:start', job.info);
     const handler = this.handlers.get(functionName);
-    if (!handler) log().warn('job for a function not registered here; failing it');
-    const run: Promise<JobOutcome> = handler
-      ? Promise.resolve().then(() => handler(job.api))
-      : Promise.resolve({ type: 'fail', message: `no handler registered for ${functionName}` });
-    void run
-      .then((outcome) => checkOutcome(outcome), (err: unknown) => {
-        const e = coerceError(err);
-        log().error('job handler threw', { error: e.stack ?? e.message });
-        return { type: 'exception', message: e.stack ?? e.message } as const;
-      })
-      .then((outcome) => {
-        let delivered = false;
-        try {
-          delivered = job.finish(outcome);
-        } finally {
-          this.jobs.delete(job);
-          this.notifyIdle();
-        }
-        this.safeEmit('job:end', info, outcome, delivered);
-        this.pump();
-      })
-      .catch((err: unknown) => this.log.error('job bookkeeping failed', { job: handle, error: coerceError(err).stack }));
+    if (!handler) job.log().warn('job for a function not registered here; failing it');
+    // the handler starts after this packet is handled, as a microtask (not inside the socket callback)
+    queueMicrotask(() => {
+      void job.run(handler).then((outcome) => this.jobEnded(job, outcome));
+    });
+  }
+
+  /** Sends the job's terminal packet, drops it from the running set and grabs the next one. */
+  private jobEnded(job: RunningJob, outcome: JobOutcome): void {
+    try {
+      let delivered = false;
+      try {
+        delivered = job.finish(outcome);
+      } finally {
+        this.jobs.delete(job);
+        this.notifyIdle();
+      }
+      this.safeEmit('job:end', job.info, outcome, delivered);
+      this.pump();
+    } catch (err) {
+      this.log.error('job bookkeeping failed', { job: job.handle, error: coerceError(err).stack });
+    }
   }
 
   private safeEmit<K extends keyof GearmanWorkerEvents>(event: K, ...args: GearmanWorkerEvents[K]): void {
@@ -302,105 +306,6 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   }
 }
 
-/** Worker-side state of one assigned job; guards the single terminal packet. */
-class RunningJob {
-  readonly conn: GearmanConnection;
-  readonly handle: string;
-  readonly api: WorkerJob;
-  /** The connection's generation when the job was assigned: results go only to that socket. */
-  private readonly generation: number;
-  /** Made on first use of `signal`: an AbortController per job is measurable on hot paths. */
-  private controller: AbortController | undefined;
-  private abortReason: Error | undefined;
-  private readonly log: () => Logger;
-  private readonly debug: () => boolean;
-  private done = false;
-
-  constructor(o: { conn: GearmanConnection; handle: string; functionName: string; unique: string; data: Buffer; log: () => Logger; debug: () => boolean }) {
-    this.conn = o.conn;
-    this.handle = o.handle;
-    this.generation = o.conn.generation;
-    this.log = o.log;
-    this.debug = o.debug;
-    const getSignal = (): AbortSignal => {
-      this.controller ??= new AbortController();
-      if (this.abortReason && !this.controller.signal.aborted) this.controller.abort(this.abortReason);
-      return this.controller.signal;
-    };
-    this.api = {
-      handle: o.handle,
-      functionName: o.functionName,
-      unique: o.unique,
-      data: o.data,
-      get signal() {
-        return getSignal();
-      },
-      sendStatus: (n, d) => { this.progress(T.WORK_STATUS, [String(Math.trunc(n)), String(Math.trunc(d))]); },
-      sendData: (data) => { this.progress(T.WORK_DATA, [data]); },
-      sendWarning: (data) => { this.progress(T.WORK_WARNING, [data]); },
-    };
-  }
-
-  abort(reason: Error): void {
-    if (this.abortReason) return;
-    this.abortReason = reason;
-    this.controller?.abort(reason);
-  }
-
-  /** Sends the terminal packet(s) once; returns whether they reached the socket. */
-  finish(outcome: JobOutcome): boolean {
-    if (this.done) return false;
-    this.done = true;
-    if (!this.writable()) {
-      this.log().warn('job finished after its gearman connection was lost; result dropped', { outcome: outcome.type });
-      return false;
-    }
-    const h = this.handle;
-    if (outcome.type === 'complete') {
-      this.conn.send(encode(T.WORK_COMPLETE, [h, outcome.data ?? Buffer.alloc(0)]));
-    } else if (outcome.type === 'fail') {
-      if (outcome.message) this.conn.send(encode(T.WORK_WARNING, [h, outcome.message]));
-      this.conn.send(encode(T.WORK_FAIL, [h]));
-    } else {
-      this.conn.send(encode(T.WORK_EXCEPTION, [h, outcome.message]));
-    }
-    if (this.debug()) this.log().debug('job finished', { outcome: outcome.type });
-    return true;
-  }
-
-  private writable(): boolean {
-    return this.conn.connected && this.conn.generation === this.generation;
-  }
-
-  private progress(type: number, rest: Array<string | Buffer>): void {
-    if (this.done) {
-      this.log().debug('progress after the job ended ignored');
-    } else if (!this.writable()) {
-      this.log().debug('progress dropped: gearman connection lost');
-    } else {
-      this.conn.send(encode(type, [this.handle, ...rest]));
-    }
-  }
-}
-
-/** Anything but a well-formed outcome from a handler is a bug: report it as an exception. */
-function checkOutcome(o: unknown): JobOutcome {
-  const bytes = (v: unknown): boolean => v === undefined || typeof v === 'string' || Buffer.isBuffer(v);
-  if (o && typeof o === 'object') {
-    const r = o as Record<string, unknown>;
-    if (r.type === 'complete' && bytes(r.data)) return o as JobOutcome;
-    if (r.type === 'fail' && (r.message === undefined || typeof r.message === 'string')) return o as JobOutcome;
-    if (r.type === 'exception' && typeof r.message === 'string') return o as JobOutcome;
-  }
-  let shown: string;
-  try {
-    shown = JSON.stringify(o) ?? String(o);
-  } catch {
-    shown = String(o);
-  }
-  return { type: 'exception', message: `job handler returned an invalid outcome: ${shown.slice(0, 200)}` };
-}
-
 function str(p: Packet, i: number): string {
-  return (p.args[i] ?? Buffer.alloc(0)).toString('utf8');
+  return (p.args[i] ?? EMPTY).toString('utf8');
 }
