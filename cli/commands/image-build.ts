@@ -1,20 +1,24 @@
 /**
  * `nodepool image-build <diskimage> [--follow] [--timeout SECONDS]`: records a build request
  * for the server. With `--follow`, waits for the build the request starts and shows its
- * progress until it is ready or fails.
+ * progress until it is ready or fails, then follows each upload of it with a progress bar
+ * until all are ready or one failed.
  */
-import { sleep } from '../../lib/lifecycle.js';
+import type { Config } from '../../lib/config/schema.js';
+import { imageTarget } from '../../lib/drivers/config-registry.js';
 import type { BuildRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { progressBar, progressPercent } from '../../lib/status/progress.js';
+import { progressPercent } from '../../lib/status/progress.js';
 import { serverDownText } from '../../lib/status/server.js';
+import { followUploads, nextPoll, requireServer, type FollowTiming } from './follow-uploads.js';
+import { ProgressView } from './progress-view.js';
 import {
   commandConfig, CommandFailure, CommandOutput, EXIT, readServerLiveness, requireDiskimage, runCommand, withStore,
   type CommandContext, type CommandResult, type LiveOutput,
 } from './shared.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
-/** How long `--follow` waits past the diskimage's build-timeout by default. */
+/** How long `--follow` waits past the diskimage's build-timeout and longest image-upload-timeout by default. */
 export const FOLLOW_SLACK_SECONDS = 600;
 /** How often `--follow` reads the store. */
 export const FOLLOW_POLL_MS = 500;
@@ -22,9 +26,12 @@ export const FOLLOW_POLL_MS = 500;
 /** Options of {@link imageBuild}. */
 export interface ImageBuildOptions extends CommandContext {
   diskimage: string;
-  /** Wait for the build and show its progress. */
+  /** Wait for the build and then its uploads, showing their progress. */
   follow?: boolean;
-  /** How long to follow (default: the diskimage's build-timeout plus {@link FOLLOW_SLACK_SECONDS}). */
+  /**
+   * How long to follow, build and uploads together (default: the diskimage's build-timeout plus
+   * the longest image-upload-timeout of its providers plus {@link FOLLOW_SLACK_SECONDS}).
+   */
   timeoutSeconds?: number;
   /** Store poll interval while following (default {@link FOLLOW_POLL_MS}). */
   pollIntervalMs?: number;
@@ -36,8 +43,9 @@ export interface ImageBuildOptions extends CommandContext {
 
 /**
  * Requests a build (exit 0); 3 for an unknown diskimage, 1 when paused or when a build of it
- * is in progress (no request recorded). With `follow`: 0 when the build is ready; 1 when it
- * fails, no server is alive, or the timeout passes; 130 when interrupted.
+ * is in progress (no request recorded). With `follow`: 0 when the build and every upload of
+ * it are ready; 1 when the build or an upload fails, no server is alive, or the timeout
+ * passes; 130 when interrupted.
  */
 export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
@@ -66,8 +74,8 @@ export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
         return EXIT.ok;
       }
       if (!server.alive) throw new CommandFailure(EXIT.failed, `Cannot follow the build: ${serverDownText(server)}`);
-      const timeoutMs = (opts.timeoutSeconds ?? diskimage.buildTimeout + FOLLOW_SLACK_SECONDS) * 1000;
-      return followBuild(store, out, {
+      const timeoutMs = (opts.timeoutSeconds ?? diskimage.buildTimeout + longestUploadTimeout(config, name) + FOLLOW_SLACK_SECONDS) * 1000;
+      return follow(store, out, {
         diskimage: name, requested: request.requested, deadline: now() + timeoutMs, timeoutMs, now,
         pollIntervalMs: opts.pollIntervalMs ?? FOLLOW_POLL_MS, signal: opts.signal,
       });
@@ -75,92 +83,59 @@ export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
   }, opts.live);
 }
 
-interface FollowParams {
+interface FollowParams extends FollowTiming {
   diskimage: string;
   /** The request's time: the followed build is the first one created at or after it. */
   requested: number;
-  deadline: number;
-  timeoutMs: number;
-  now: () => number;
-  pollIntervalMs: number;
-  signal: AbortSignal | undefined;
 }
 
-/** Progress on stderr: a bar redrawn in place on a terminal, else a line per 10 % step. */
-class ProgressView {
-  private barShown = false;
-  private lastPrinted: number | null = null;
-  private lastNote: string | null = null;
-
-  constructor(private readonly out: CommandOutput) {}
-
-  /** A line of its own (the bar, if any, is redrawn on the next update). */
-  line(text: string): void {
-    this.endBar();
-    this.out.err(`${text}\n`);
-  }
-
-  /** A note shown once per change, e.g. the server's `waiting` reason. */
-  note(text: string | null): void {
-    if (text !== null && text !== this.lastNote) this.line(text);
-    this.lastNote = text;
-  }
-
-  progress(buildId: string, percent: number): void {
-    if (this.out.errIsTTY) {
-      this.out.err(`\r${progressBar(percent)} ${buildId}\x1b[K`);
-      this.barShown = true;
-    } else if (this.lastPrinted === null || Math.abs(percent - this.lastPrinted) >= 10) {
-      this.out.err(`${buildId}: ${percent}%\n`);
-      this.lastPrinted = percent;
-    }
-  }
-
-  endBar(): void {
-    if (this.barShown) this.out.err('\n');
-    this.barShown = false;
-  }
-}
-
-/** Polls the store until the requested build ends, the deadline passes, the server goes away or the signal fires. */
-async function followBuild(store: Store, out: CommandOutput, p: FollowParams): Promise<number> {
+/** Follows the build, then its uploads; Ctrl-C stops following (exit 130) and leaves both to the server. */
+async function follow(store: Store, out: CommandOutput, p: FollowParams): Promise<number> {
   const view = new ProgressView(out);
-  let followed: string | null = null;
+  let following = `the build of ${p.diskimage}`;
   try {
-    while (p.now() < p.deadline) {
-      const server = await readServerLiveness(store, p.now());
-      if (!server.alive) throw new CommandFailure(EXIT.failed, `Stopped following: ${serverDownText(server)}`);
-      const status = (await store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY))?.value.diskimages.find((d) => d.diskimage === p.diskimage);
-      const build = await findFollowed(store, p, followed);
-      if (build === undefined && followed !== null) throw new CommandFailure(EXIT.failed, `Build ${followed} disappeared from the store`);
-      if (build === undefined) {
-        if (status?.paused) throw new CommandFailure(EXIT.failed, `Diskimage ${p.diskimage} was paused before its build started`);
-        view.note(status?.waiting ? `waiting: ${status.waiting}` : null);
-      } else {
-        if (followed === null) {
-          followed = build.id;
-          view.line(`Following build ${build.id}${build.builderHostname ? ` on ${build.builderHostname}` : ''}`);
-        }
-        const ended = buildOutcome(build);
-        if (ended) {
-          view.endBar();
-          if (ended.ok) out.out(`${ended.text}\n`);
-          else throw new CommandFailure(EXIT.failed, ended.text);
-          return EXIT.ok;
-        }
-        view.note(status?.waiting ? `waiting: ${status.waiting}` : null);
-        const pct = progressPercent(build.progress);
-        if (pct !== null) view.progress(build.id, pct);
-      }
-      await sleep(Math.max(1, Math.min(p.pollIntervalMs, p.deadline - p.now())), p.signal);
-    }
+    const build = await followBuild(store, out, view, p, (id) => { following = `build ${id}`; });
+    following = `the uploads of ${build.id}`;
+    return await followUploads(store, out, view, build, p);
   } catch (err) {
     view.endBar();
     if (p.signal?.aborted && !(err instanceof CommandFailure)) {
-      out.err(`Stopped following${followed ? ` build ${followed}` : ` the build of ${p.diskimage}`}; the server goes on with it\n`);
+      out.err(`Stopped following ${following}; the server goes on with ${following.startsWith('the uploads') ? 'them' : 'it'}\n`);
       return EXIT.interrupted;
     }
     throw err;
+  }
+}
+
+/** Polls the store until the requested build is ready (returned); throws when it fails, the deadline passes or the server goes away. */
+async function followBuild(store: Store, out: CommandOutput, view: ProgressView, p: FollowParams, onFound: (id: string) => void): Promise<BuildRecord> {
+  let followed: string | null = null;
+  while (p.now() < p.deadline) {
+    await requireServer(store, p.now());
+    const status = (await store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY))?.value.diskimages.find((d) => d.diskimage === p.diskimage);
+    const build = await findFollowed(store, p, followed);
+    if (build === undefined && followed !== null) throw new CommandFailure(EXIT.failed, `Build ${followed} disappeared from the store`);
+    if (build === undefined) {
+      if (status?.paused) throw new CommandFailure(EXIT.failed, `Diskimage ${p.diskimage} was paused before its build started`);
+      view.note(status?.waiting ? `waiting: ${status.waiting}` : null);
+    } else {
+      if (followed === null) {
+        followed = build.id;
+        onFound(build.id);
+        view.line(`Following build ${build.id}${build.builderHostname ? ` on ${build.builderHostname}` : ''}`);
+      }
+      const ended = buildOutcome(build);
+      if (ended) {
+        view.endBar();
+        if (!ended.ok) throw new CommandFailure(EXIT.failed, ended.text);
+        out.out(`${ended.text}\n`);
+        return build;
+      }
+      view.note(status?.waiting ? `waiting: ${status.waiting}` : null);
+      const pct = progressPercent(build.progress);
+      if (pct !== null) view.progress(build.id, pct);
+    }
+    await nextPoll(p);
   }
   view.endBar();
   const what = followed ? `build ${followed} to finish` : `a build of ${p.diskimage} to start`;
@@ -171,6 +146,11 @@ async function followBuild(store: Store, out: CommandOutput, p: FollowParams): P
 async function findFollowed(store: Store, p: FollowParams, followed: string | null): Promise<BuildRecord | undefined> {
   if (followed !== null) return store.getBuild(followed);
   return (await store.listBuilds({ diskimage: p.diskimage })).find((b) => b.created >= p.requested);
+}
+
+/** The longest image-upload-timeout of the diskimage's upload targets (s), 0 without any. */
+function longestUploadTimeout(config: Config, diskimage: string): number {
+  return Math.max(0, ...config.providers.map((p) => imageTarget(p, diskimage)?.uploadTimeout ?? 0));
 }
 
 /** `<id> on <builder>, <n>%` for the build-in-progress refusal. */

@@ -1,11 +1,12 @@
 /**
  * `nodepool image-list [--json]`: every upload (`Build ID, Upload ID, Provider, Image,
- * Provider Image Name, Provider Image ID, State, Age`) and, under the table, which upload
- * targets need attention (paused, waiting, backing off after failures).
+ * Provider Image Name, Provider Image ID, State, Age`, plus `Progress` while any upload runs:
+ * `1.2/3.4 GiB 45% 180 MiB/s`) and, under the table, which upload targets need attention
+ * (paused, waiting, backing off after failures).
  */
 import { ageSeconds } from '../../lib/status/age.js';
 import { renderTable } from '../../lib/status/table.js';
-import { targetAttention, UPLOAD_COLUMNS, uploadRows } from '../../lib/status/uploads.js';
+import { targetAttention, uploadTable, uploadTransfer } from '../../lib/status/uploads.js';
 import {
   commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
@@ -13,7 +14,10 @@ import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lif
 
 /** Options of {@link imageList}. */
 export interface ImageListOptions extends CommandContext {
-  /** Print `{ uploads, targets }` as JSON instead of the table. */
+  /**
+   * Print `{ uploads, targets }` as JSON instead of the table: each upload as stored, with
+   * `age` (seconds) and `transfer` (bytes sent and total, percent, rate; null unless uploading).
+   */
   json?: boolean;
 }
 
@@ -32,11 +36,12 @@ export function imageList(opts: ImageListOptions): Promise<CommandResult> {
       const server = await readServerLiveness(store, now);
       warnUnlessServerWell(out, server);
       if (opts.json) {
-        const records = uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now) }));
+        const records = uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now), transfer: uploadTransfer(u, now) }));
         out.out(`${JSON.stringify({ uploads: records, targets }, null, 2)}\n`);
         return;
       }
-      out.out(renderTable(UPLOAD_COLUMNS, uploadRows(uploads, now)));
+      const table = uploadTable(uploads, now);
+      out.out(renderTable(table.columns, table.rows));
       for (const line of targetAttention({ targets, uploads, pauses, now })) out.out(`${line}\n`);
     });
     return EXIT.ok;

@@ -1,11 +1,13 @@
 /**
- * Presenters for image uploads (`nodepool image-list`, later the web status): table rows and
- * the lines that explain which upload targets need an operator's attention. Pure functions.
+ * Presenters for image uploads (`nodepool image-list`, `image-build --follow`, the web
+ * status): table rows, the transfer of a running upload (bytes, percent, rate), and the lines
+ * that explain which upload targets need an operator's attention. Pure functions.
  */
 import type { PauseRecord, UploadRecord } from '../store/models.js';
 import { formatAge } from './age.js';
 import { failuresText, pauseText } from './builds.js';
 import type { UploadTargetStatus } from './lifecycle-status.js';
+import { formatByteRatio, formatRate, progressPercent } from './progress.js';
 
 /** Columns of the upload table, as Nodepool 3.x names them. */
 export const UPLOAD_COLUMNS = [
@@ -20,6 +22,77 @@ export function uploadRow(u: UploadRecord, now: number): string[] {
 /** Rows ordered by diskimage, provider, then upload id. */
 export function uploadRows(uploads: readonly UploadRecord[], now: number): string[][] {
   return [...uploads].sort(byTargetThenId).map((u) => uploadRow(u, now));
+}
+
+/** The column added after Nodepool's while any upload is running (theirs keep their places and values). */
+export const UPLOAD_PROGRESS_COLUMN = 'Progress';
+
+/**
+ * The upload table: Nodepool's columns, plus {@link UPLOAD_PROGRESS_COLUMN} when some upload
+ * is `uploading` (`1.2/3.4 GiB 45% 180 MiB/s` on those rows, empty on the others).
+ */
+export function uploadTable(uploads: readonly UploadRecord[], now: number): { columns: string[]; rows: string[][] } {
+  const sorted = [...uploads].sort(byTargetThenId);
+  if (!sorted.some((u) => u.state === 'uploading')) return { columns: [...UPLOAD_COLUMNS], rows: sorted.map((u) => uploadRow(u, now)) };
+  return {
+    columns: [...UPLOAD_COLUMNS, UPLOAD_PROGRESS_COLUMN],
+    rows: sorted.map((u) => [...uploadRow(u, now), uploadProgressText(u, now)]),
+  };
+}
+
+/** After this long without a sample a running upload counts as stalled, and its old rate is not shown. */
+export const UPLOAD_STALLED_AFTER_MS = 30_000;
+
+/** A running upload's transfer in numbers (JSON output, and what the texts below are made of). */
+export interface UploadTransfer {
+  sentBytes: number;
+  totalBytes: number;
+  /** Whole percent sent. */
+  percent: number;
+  /** Over the last few seconds; null before two samples, once all is sent, when stalled, and for older records. */
+  bytesPerSecond: number | null;
+  /** Time left at that rate; null without a rate. */
+  etaSeconds: number | null;
+  /** Seconds since the last sample once that is past {@link UPLOAD_STALLED_AFTER_MS}; null otherwise. */
+  stalledSeconds: number | null;
+}
+
+/** The transfer of an `uploading` record with progress; null for other records. */
+export function uploadTransfer(u: UploadRecord, now: number): UploadTransfer | null {
+  const percent = progressPercent(u.progress);
+  if (u.state !== 'uploading' || !u.progress || percent === null) return null;
+  const { numerator: sent, denominator: total, rate, sampledAt } = u.progress;
+  const quietMs = typeof sampledAt === 'number' ? now - sampledAt : 0;
+  const stalled = sent < total && quietMs > UPLOAD_STALLED_AFTER_MS;
+  const usable = typeof rate === 'number' && Number.isFinite(rate) && rate >= 0 && sent < total && !stalled;
+  const bytesPerSecond = usable ? rate : null;
+  return {
+    sentBytes: sent,
+    totalBytes: total,
+    percent,
+    bytesPerSecond,
+    etaSeconds: bytesPerSecond ? Math.ceil((total - sent) / bytesPerSecond) : null,
+    stalledSeconds: stalled ? Math.floor(quietMs / 1000) : null,
+  };
+}
+
+/**
+ * `1.2/3.4 GiB 45% 180 MiB/s`; `… 45% stalled 00:00:01:05` after no sample for a while. With
+ * `eta`, ` ETA 00:00:00:12` after a rate; `percent: false` leaves the percentage out (a bar shows it).
+ */
+export function transferText(t: UploadTransfer, opts: { eta?: boolean; percent?: boolean } = {}): string {
+  const parts = [formatByteRatio(t.sentBytes, t.totalBytes)];
+  if (opts.percent !== false) parts.push(`${t.percent}%`);
+  if (t.bytesPerSecond !== null) parts.push(formatRate(t.bytesPerSecond));
+  if (opts.eta && t.etaSeconds !== null) parts.push(`ETA ${formatAge(t.etaSeconds * 1000)}`);
+  if (t.stalledSeconds !== null) parts.push(`stalled ${formatAge(t.stalledSeconds * 1000)}`);
+  return parts.join(' ');
+}
+
+/** The Progress cell of a row: the transfer of a running upload, else empty. */
+export function uploadProgressText(u: UploadRecord, now: number): string {
+  const t = uploadTransfer(u, now);
+  return t ? transferText(t) : '';
 }
 
 function byTargetThenId(a: UploadRecord, b: UploadRecord): number {

@@ -24,6 +24,18 @@ export interface JobProgress {
   denominator: number;
 }
 
+/**
+ * Progress of a running upload: `numerator` and `denominator` are the bytes sent and the
+ * file's size (the builder's WORK_STATUS). The server adds the rate and the time of the
+ * sample; records written before it did have only the fraction, so both are optional.
+ */
+export interface UploadProgress extends JobProgress {
+  /** Bytes per second over the last few seconds of samples; null until two samples are known. */
+  rate?: number | null;
+  /** When the server received this sample (epoch ms, the server's clock). */
+  sampledAt?: number;
+}
+
 /** A diskimage build: `<diskimage>-<10-digit sequence>`, never reused. */
 export interface BuildRecord {
   id: string;
@@ -64,7 +76,7 @@ export interface UploadRecord {
   /** The format that was uploaded. */
   format: string | null;
   reason: string | null;
-  progress: JobProgress | null;
+  progress: UploadProgress | null;
 }
 
 /** An operator's request for a build of a diskimage (`nodepool image-build`). */

@@ -24,6 +24,7 @@ import type { Action, PlannerSnapshot } from './actions.js';
 import {
   failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseUploadAttempt, parseUploadComplete,
 } from './job-results.js';
+import { progressWriter, uploadProgressWriter } from './progress-writer.js';
 import { advertisedIds } from './registrations.js';
 
 /** Dependencies of {@link ImageDispatcher}. */
@@ -34,7 +35,7 @@ export interface ImageDispatcherDeps {
   /** Image services of image-managing providers (the server's own credentials), for cloud deletes. */
   imageServices: ImageServiceFactory;
   log: Logger;
-  /** Least time between two progress writes of one record (default 1000 ms). */
+  /** Least time between two progress writes of one record (default 1000 ms); upload progress carries the rate. */
   progressIntervalMs?: number;
 }
 
@@ -62,10 +63,13 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   private readonly jobs = new Set<Promise<unknown>>();
   private stopped = false;
   private readonly log: Logger;
+  /** Least time between two progress writes of one record; a failed write is dropped (the next sample writes again). */
+  private readonly progressIntervalMs: number;
 
   constructor(private readonly deps: ImageDispatcherDeps) {
     super();
     this.log = deps.log;
+    this.progressIntervalMs = deps.progressIntervalMs ?? 1000;
   }
 
   /** What is in flight here, for the planner. */
@@ -186,7 +190,10 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const token = Symbol(build.id);
     this.builds.set(build.id, token);
     const live = (): boolean => !this.stopped && this.builds.get(build.id) === token;
-    const progress = this.progressWriter((p) => this.deps.store.updateBuild(build.id, { progress: p }, { expectStates: ['building'] }));
+    const progress = progressWriter({
+      intervalMs: this.progressIntervalMs, live,
+      write: (p) => this.track(this.deps.store.updateBuild(build.id, { progress: p }, { expectStates: ['building'] }).catch(() => undefined)),
+    });
     const job = this.deps.client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id, created: build.created }), {
       unique: jobUnique(build.id),
       onStatus: (n, d) => { if (live()) progress(n, d); },
@@ -297,7 +304,10 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const meta = (provider && imageTarget(provider, upload.imageName)?.meta) ?? {};
     const payload: Record<string, unknown> = { 'image-name': upload.imageName, provider: upload.provider, 'upload-id': upload.id, meta };
     if (upload.externalName) payload['external-name'] = upload.externalName;
-    const progress = this.progressWriter((p) => this.deps.store.updateUpload(upload.id, { progress: p }, { expectStates: ['uploading'] }));
+    const progress = uploadProgressWriter({
+      intervalMs: this.progressIntervalMs, live,
+      write: (p) => this.track(this.deps.store.updateUpload(upload.id, { progress: p }, { expectStates: ['uploading'] }).catch(() => undefined)),
+    });
     const job = this.deps.client.submit(fn.imageUpload(upload.buildId), JSON.stringify(payload), {
       unique: jobUnique(`${upload.buildId}:${upload.provider}:${upload.id}`),
       onStatus: (n, d) => { if (live()) progress(n, d); },
@@ -407,18 +417,6 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
       }
       throw err;
     }
-  }
-
-  /** Writes progress at most every `progressIntervalMs`, and always the final step. */
-  private progressWriter(write: (p: { numerator: number; denominator: number }) => Promise<unknown>): (n: number, d: number) => void {
-    let last = 0;
-    const interval = this.deps.progressIntervalMs ?? 1000;
-    return (numerator, denominator) => {
-      const now = Date.now();
-      if (numerator < denominator && now - last < interval) return;
-      last = now;
-      this.track(write({ numerator, denominator }).catch(() => undefined));
-    };
   }
 }
 

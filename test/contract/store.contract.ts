@@ -257,6 +257,13 @@ export function storeContract(name: string, open: OpenTestStore): void {
         const progress = await store.updateUpload(u.id, { progress: { numerator: 1, denominator: 4 }, format: 'raw' });
         assert.equal(progress?.stateTime, T0);
         assert.deepEqual(progress?.progress, { numerator: 1, denominator: 4 });
+        // Upload progress also carries the rate (bytes/s, null before two samples) and the sample's time.
+        const sized = { numerator: 3_221_225_472, denominator: 7_301_444_403, rate: 188_743_680.5, sampledAt: T0 + 9 };
+        assert.deepEqual((await store.updateUpload(u.id, { progress: sized }))?.progress, sized);
+        assert.deepEqual((await store.getUpload(u.id))?.progress, sized);
+        const first = { numerator: 0, denominator: 10, rate: null, sampledAt: T0 + 9 };
+        assert.deepEqual((await store.updateUpload(u.id, { progress: first }))?.progress, first);
+        await store.updateUpload(u.id, { progress: { numerator: 1, denominator: 4 } });
         now = T0 + 20;
         const ready = await store.updateUpload(u.id, { state: 'ready', externalId: 'glance-uuid', externalName: 'debian-x', progress: null });
         assert.deepEqual({ ...ready }, {

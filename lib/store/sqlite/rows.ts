@@ -7,7 +7,7 @@ import {
   BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES,
   type BuildRecord, type BuildState, type ImageFileInfo, type JobProgress, type LauncherRecord,
   type LockRecord, type NodeRecord, type NodeRequestRecord, type NodeResources, type NodeState,
-  type PauseRecord, type RequestState, type SessionRecord, type UploadRecord, type UploadState,
+  type PauseRecord, type RequestState, type SessionRecord, type UploadProgress, type UploadRecord, type UploadState,
 } from '../models.js';
 
 /** A row of `builds`. */
@@ -112,7 +112,7 @@ export function uploadFromRow(r: UploadRow): UploadRecord {
     externalName: r.external_name,
     format: r.format,
     reason: r.reason,
-    progress: r.progress === null ? null : fromJson<JobProgress>(r.progress, `upload ${r.id} progress`),
+    progress: r.progress === null ? null : fromJson<UploadProgress>(r.progress, `upload ${r.id} progress`),
   };
 }
 

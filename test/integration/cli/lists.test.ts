@@ -9,6 +9,8 @@ import { runningProcesses } from '../../support/processes.js';
 import { createCliEnv, diskimageStatus, startCli, targetStatus, type CliEnv } from './cli-env.js';
 
 const DAY = 86_400_000;
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
 
 describe('nodepool dib-image-list, image-list and usage errors', () => {
   const releasers = new Releasers();
@@ -94,7 +96,9 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     await old.updateUpload(a1.id, { state: 'ready', externalId: '6f1c2d8e-0000-4000-8000-000000000001', format: 'qcow2' });
     const b1 = await old.createUpload({ buildId: b.id, provider: 'cloud-b', imageName: 'ubuntu-jammy', externalName: 'ubuntu-jammy-1700000100' });
     await old.updateUpload(b1.id, { state: 'failed', reason: 'Glance answered 503' });
-    await old.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'ubuntu-jammy', externalName: 'ubuntu-jammy-1700000200' });
+    const a2 = await old.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'ubuntu-jammy', externalName: 'ubuntu-jammy-1700000200' });
+    // As the server records it from the builder's WORK_STATUS: bytes sent and total, the rate, the sample's time.
+    await old.updateUpload(a2.id, { progress: { numerator: 1.2 * GiB, denominator: 3.4 * GiB, rate: 180 * MiB, sampledAt: Date.now() } });
   }
 
   it('image-list prints uploads with the cloud name and id, then which targets need attention', async () => {
@@ -109,13 +113,14 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     const r = await env.run('image-list');
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
+    // Nodepool's columns in their places, then Progress while an upload runs.
     assert.deepEqual(lines[1]?.split('|').slice(1, -1).map((c) => c.trim()),
-      ['Build ID', 'Upload ID', 'Provider', 'Image', 'Provider Image Name', 'Provider Image ID', 'State', 'Age']);
+      ['Build ID', 'Upload ID', 'Provider', 'Image', 'Provider Image Name', 'Provider Image ID', 'State', 'Age', 'Progress']);
     const rows = lines.slice(3, 6).map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-    assert.deepEqual(rows.map((c) => c.slice(0, 7)), [
-      ['ubuntu-jammy-0000000001', '0000000001', 'cloud-a', 'ubuntu-jammy', 'ubuntu-jammy-1700000000', '6f1c2d8e-0000-4000-8000-000000000001', 'ready'],
-      ['ubuntu-jammy-0000000001', '0000000003', 'cloud-a', 'ubuntu-jammy', 'ubuntu-jammy-1700000200', '', 'uploading'],
-      ['ubuntu-jammy-0000000001', '0000000002', 'cloud-b', 'ubuntu-jammy', 'ubuntu-jammy-1700000100', '', 'failed'],
+    assert.deepEqual(rows.map((c) => [...c.slice(0, 7), c[8]]), [
+      ['ubuntu-jammy-0000000001', '0000000001', 'cloud-a', 'ubuntu-jammy', 'ubuntu-jammy-1700000000', '6f1c2d8e-0000-4000-8000-000000000001', 'ready', ''],
+      ['ubuntu-jammy-0000000001', '0000000003', 'cloud-a', 'ubuntu-jammy', 'ubuntu-jammy-1700000200', '', 'uploading', '1.2/3.4 GiB 35% 180 MiB/s'],
+      ['ubuntu-jammy-0000000001', '0000000002', 'cloud-b', 'ubuntu-jammy', 'ubuntu-jammy-1700000100', '', 'failed', ''],
     ]);
     for (const c of rows) assert.match(c[7] as string, /^02:00:00:\d\d$/);
     assert.deepEqual(lines.slice(7).map((l) => l.replace(/next attempt in [\d:]+/, 'next attempt in <t>')), [
@@ -133,11 +138,18 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     await env.lifecycleStatus([], targets);
     const r = await env.run('image-list', '--json');
     assert.equal(r.code, 0, r.stderr);
-    const doc = JSON.parse(r.stdout) as { uploads: Array<{ id: string; age: number }>; targets: unknown };
+    const doc = JSON.parse(r.stdout) as { uploads: Array<{ id: string; age: number; progress: unknown; transfer: unknown }>; targets: unknown };
     assert.deepEqual(doc.uploads.map((u) => u.id), ['0000000001', '0000000003', '0000000002']);
-    const { age, ...record } = doc.uploads[0] as { id: string; age: number };
+    const { age, transfer, ...record } = doc.uploads[0] as { id: string; age: number; transfer: unknown };
     assert.deepEqual(record, await env.store.getUpload('0000000001'));
     assert.ok(age >= 2 * 86_400 && age < 2 * 86_400 + 60, `age ${age} s`);
+    assert.equal(transfer, null, 'no transfer for a ready upload');
+    // The running upload's numbers: as stored, and as bytes, percent, rate and time left.
+    const running = doc.uploads[1];
+    assert.deepEqual(running?.progress, (await env.store.getUpload('0000000003'))?.progress);
+    assert.deepEqual(running?.transfer, {
+      sentBytes: 1.2 * GiB, totalBytes: 3.4 * GiB, percent: 35, bytesPerSecond: 180 * MiB, etaSeconds: 13, stalledSeconds: null,
+    });
     assert.deepEqual(doc.targets, targets);
   });
 
