@@ -2,7 +2,8 @@
 /**
  * nodepool-builder: argv → config → logger → NodepoolBuilder (DIB and command diskimages) → signals.
  * SIGHUP or a change of the config file reloads it; the first SIGINT/SIGTERM drains running
- * jobs (up to --shutdown-timeout), a second one aborts them at once.
+ * jobs (up to --shutdown-timeout), a second one aborts them at once. `--metrics-port` serves
+ * Prometheus `/metrics` and `/health/live` on webapp.listen-address.
  */
 import os from 'node:os';
 import { createRequire } from 'node:module';
@@ -11,6 +12,7 @@ import { hideBin } from 'yargs/helpers';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
+import { BuilderMetricsServer } from '../workers/builder/metrics-server.js';
 import { daemonLogger, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
@@ -27,6 +29,10 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .option('shutdown-timeout', {
     default: 30, requiresArg: true, coerce: numberArgument('--shutdown-timeout', seconds({ min: 0, fractions: true })),
     describe: 'seconds to let running jobs finish on SIGTERM',
+  })
+  .option('metrics-port', {
+    requiresArg: true, coerce: numberArgument('--metrics-port', int({ min: 0, max: 65535 })),
+    describe: 'serve Prometheus /metrics and /health/live on this port (on webapp.listen-address; 0: any free port)',
   })
   .strict()
   .parseSync();
@@ -50,6 +56,18 @@ const builder = new NodepoolBuilder({
   imageServices: processImageServices(() => current, log),
 });
 
+let metrics: BuilderMetricsServer | undefined;
+if (argv['metrics-port'] !== undefined) {
+  try {
+    metrics = await BuilderMetricsServer.start({
+      builder, imagesDir: () => current.imagesDir, host: config.webapp.listenAddress, port: argv['metrics-port'], log,
+    });
+  } catch (err) {
+    process.stderr.write(`nodepool-builder: --metrics-port ${argv['metrics-port']}: cannot listen on ${config.webapp.listenAddress}: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+}
+
 const watcher = reloadOnChange(argv.config, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
   checkGearmanServers(next, { forBuilder: true });
@@ -68,7 +86,8 @@ function onSignal(sig: NodeJS.Signals): void {
   log.info('shutting down', { signal: sig });
   watcher.close();
   builder.stop({ abortAfterMs: argv['shutdown-timeout'] * 1000 }).then(
-    () => {
+    async () => {
+      await metrics?.stop();
       const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
       open.unref();
       // Non-zero when work had to be aborted, so supervisors can tell a clean stop from a cut one.

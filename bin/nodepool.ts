@@ -14,6 +14,7 @@ import { imageBuild } from '../cli/commands/image-build.js';
 import { imageDelete } from '../cli/commands/image-delete.js';
 import { imageList } from '../cli/commands/image-list.js';
 import { imagePause } from '../cli/commands/image-pause.js';
+import { imageStatus } from '../cli/commands/image-status.js';
 import { imageUnpause } from '../cli/commands/image-unpause.js';
 import { EXIT, EXIT_CODES_HELP, type CommandResult, type ImageServicesFor, type LiveOutput } from '../cli/commands/shared.js';
 import { alienImageList } from '../cli/commands/alien-image-list.js';
@@ -96,6 +97,8 @@ await yargs(hideBin(process.argv))
     async (a) => finish(await dibImageList({ configFile: a.config, json: a.json })))
   .command('image-list', 'list image uploads and what needs attention', (y) => y.option('json', JSON_OPTION),
     async (a) => finish(await imageList({ configFile: a.config, json: a.json })))
+  .command('image-status', 'show per diskimage whether builds are paused or requested', (y) => y.option('json', JSON_OPTION),
+    async (a) => finish(await imageStatus({ configFile: a.config, json: a.json })))
   .command('image-build <diskimage>', 'request a build of a diskimage', (y) => y
     .positional('diskimage', { type: 'string', demandOption: true, describe: 'diskimage name' })
     .option('follow', { type: 'boolean', default: false, describe: 'wait for the build and show its progress' })

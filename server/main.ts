@@ -3,8 +3,10 @@
  * session, one Gearman client and the image lifecycle (when diskimages are configured; one
  * server at a time runs it, under the store lock `leader:image-lifecycle`), the launcher
  * (providers, pool workers, deleter, cleanup, min-ready) and a heartbeat the CLI reads,
- * refreshed after the passes of those loops with the health of each.
- * Config reloads take effect at the next pass. Signals and argv stay in bin/nodepool-server.ts.
+ * refreshed after the passes of those loops with the health of each; the web status
+ * (`webapp:`, with Prometheus `/metrics`) and statsd when asked.
+ * Config reloads take effect at the next pass (the web status keeps its first address).
+ * Signals, argv and the environment stay in bin/nodepool-server.ts.
  */
 import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
@@ -20,6 +22,12 @@ import type { Store } from '../lib/store/store.js';
 import { Heartbeat } from './heartbeat.js';
 import { ImageLifecycle } from './image-lifecycle/image-lifecycle.js';
 import { Launcher } from './launcher/launcher.js';
+import { StatsdClient } from '../lib/metrics/statsd-client.js';
+import { fanOut, watchImageLifecycle, type MetricsSink } from './metrics/outcomes.js';
+import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
+import { StatsdReporter } from './metrics/statsd-reporter.js';
+import type { StatusSource } from './web/status-views.js';
+import { WebServer } from './web/web-server.js';
 
 /** Options of {@link NodepoolServer.create}. */
 export interface NodepoolServerOptions {
@@ -33,6 +41,14 @@ export interface NodepoolServerOptions {
   clock?: () => number;
   /** Run only these providers (`--provider`); all when omitted. */
   providers?: readonly string[];
+  /**
+   * Serve the web status on `webapp.listen-address`:`webapp.port` (bin: unless `--no-webapp`;
+   * default false). An address that cannot be bound is logged as an error and the server
+   * runs on without it, as Nodepool's launcher does.
+   */
+  webapp?: boolean;
+  /** Send statsd metrics (bin: `STATSD_HOST`, `STATSD_PORT`); `gaugeIntervalMs` between node gauges (default 10 s). */
+  statsd?: { host: string; port?: number; gaugeIntervalMs?: number };
 }
 
 export class NodepoolServer {
@@ -46,11 +62,15 @@ export class NodepoolServer {
     readonly lifecycle: ImageLifecycle | undefined,
     readonly launcher: Launcher,
     readonly session: SessionKeeper,
+    /** The Prometheus metrics `/metrics` serves. */
+    readonly metrics: PrometheusMetrics,
+    /** The web status; undefined when not asked for or its address could not be bound. */
+    readonly web: WebServer | undefined,
   ) {}
 
   /** Health of every loop of this server: the image lifecycle (when it runs here) and the launcher's. */
   loopHealth(): LoopHealth[] {
-    return [...(this.lifecycle ? [this.lifecycle.loop.health] : []), ...this.launcher.loopHealth()];
+    return loopHealthOf(this.lifecycle, this.launcher);
   }
 
   /** Opens the store, connects to gearmand and starts the services. Thrown: StoreError, ConfigError. */
@@ -68,6 +88,9 @@ export class NodepoolServer {
       const started = (opts.clock ?? Date.now)();
       /** Set once the server exists; passes that end before then publish no loops yet. */
       const self: { server?: NodepoolServer } = {};
+      /** The services as they come up (the web status answers from the start). */
+      const parts: { lifecycle?: ImageLifecycle; launcher?: Launcher; providersStarted: boolean } = { providersStarted: false };
+      const loops = (): LoopHealth[] => loopHealthOf(parts.lifecycle, parts.launcher);
       const heartbeat = new Heartbeat({
         store, log,
         value: () => ({ pid, hostname, started, interval: current.config.imageLifecycle.interval, loops: self.server?.loopHealth() ?? [] }),
@@ -78,6 +101,23 @@ export class NodepoolServer {
         owner: 'nodepool-server', hostname, pid, ttlMs: () => current.config.launcher.sessionTtl * 1000, onLapse: 'replace', log,
       });
       releasers.add('store session', () => session.close());
+      const metrics = new PrometheusMetrics({ store, config: () => current.config, loops });
+      const sinks: MetricsSink[] = [metrics];
+      if (opts.statsd) {
+        const reporter = new StatsdReporter({
+          client: new StatsdClient({ host: opts.statsd.host, ...(opts.statsd.port ? { port: opts.statsd.port } : {}), log }),
+          store, config: () => current.config, log, ...(opts.statsd.gaugeIntervalMs ? { gaugeIntervalMs: opts.statsd.gaugeIntervalMs } : {}),
+        });
+        reporter.start();
+        releasers.add('statsd', () => reporter.stop());
+        sinks.push(reporter);
+        log.info('sending statsd metrics', { host: opts.statsd.host, port: opts.statsd.port ?? 8125 });
+      }
+      const sink = fanOut(sinks);
+      const web = opts.webapp ? await startWeb(config, log, {
+        store, config: () => current.config, clock: opts.clock ?? Date.now,
+      }, loops, () => parts.providersStarted, metrics) : undefined;
+      if (web) releasers.add('web status', () => web.stop());
       let lifecycle: ImageLifecycle | undefined;
       if (config.gearmanServers.length > 0) {
         const client = new GearmanClient({ servers: gearmanAddresses(config), clientId: `${hostname}:nodepool-server`, log });
@@ -87,6 +127,8 @@ export class NodepoolServer {
           leader: () => store.tryLock('leader:image-lifecycle', session.id), onLoopPass,
           ...(opts.clock ? { clock: opts.clock } : {}),
         });
+        parts.lifecycle = lifecycle;
+        releasers.add('lifecycle metrics', watchImageLifecycle(lifecycle, store, sink, log));
         await client.start();
         lifecycle.start();
         const running = lifecycle;
@@ -94,11 +136,14 @@ export class NodepoolServer {
       }
       const launcher = new Launcher({
         store, log, config: () => current.config, imageServices: opts.imageServices, sessionId: () => session.id,
-        hostname, pid, onLoopPass, ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
+        hostname, pid, onLoopPass, onLaunch: (o) => sink.launchFinished(o),
+        ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
       });
+      parts.launcher = launcher;
       await launcher.start();
       releasers.add('launcher', () => launcher.stop());
-      const server = new NodepoolServer(current, store, lifecycle, launcher, session);
+      parts.providersStarted = true;
+      const server = new NodepoolServer(current, store, lifecycle, launcher, session, metrics, web);
       self.server = server;
       server.releasers = releasers;
       await heartbeat.write();
@@ -118,9 +163,32 @@ export class NodepoolServer {
     void this.launcher.reconfigure();
   }
 
-  /** Stops every service in reverse order of start. Idempotent. */
+  /** Closes the web status first (no new questions while stopping), then every service in reverse order of start. Idempotent. */
   stop(): Promise<void> {
-    this.stopping ??= this.releasers.releaseAll();
+    this.stopping ??= (async () => {
+      await this.web?.stop().catch(() => undefined);
+      await this.releasers.releaseAll();
+    })();
     return this.stopping;
+  }
+}
+
+function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher | undefined): LoopHealth[] {
+  return [...(lifecycle ? [lifecycle.loop.health] : []), ...(launcher?.loopHealth() ?? [])];
+}
+
+/** Starts the web status on the configured address; undefined (logged) when it cannot listen there. */
+async function startWeb(
+  config: Config, log: Logger, status: StatusSource, loops: () => LoopHealth[], started: () => boolean, metrics: PrometheusMetrics,
+): Promise<WebServer | undefined> {
+  const { listenAddress: host, port } = config.webapp;
+  try {
+    return await WebServer.start({
+      host, port, log: log.child({ component: 'web' }), status, loops, started,
+      metrics: { contentType: metrics.contentType, render: () => metrics.render() },
+    });
+  } catch (err) {
+    log.error('web status not served: cannot listen on its address (the server runs on without it)', { address: `${host}:${port}`, error: (err as Error).message });
+    return undefined;
   }
 }

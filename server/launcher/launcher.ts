@@ -19,6 +19,7 @@ import { launcherId } from './decisions.js';
 import { topUpMinReady } from './min-ready.js';
 import { NodeDeleter } from './node-deleter.js';
 import { PoolWorker } from './pool-worker.js';
+import type { LaunchOutcome } from './request-handler.js';
 
 /** What the launcher needs. */
 export interface LauncherDeps {
@@ -36,6 +37,8 @@ export interface LauncherDeps {
   clock?: () => number;
   /** Called after every pass of every loop, failed or not. */
   onLoopPass?: () => void;
+  /** Told the outcome of every node launch (metrics). */
+  onLaunch?: (outcome: LaunchOutcome) => void;
 }
 
 interface Running {
@@ -165,6 +168,7 @@ export class Launcher {
         sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
         maxConcurrency: pc.maxConcurrency, providerAlive: alive,
         ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
+        ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
       });
       entry.workers.push(worker);
       worker.start();

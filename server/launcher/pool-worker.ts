@@ -12,7 +12,7 @@ import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { yieldsToPreferredProvider } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
-import { NodeRequestHandler } from './request-handler.js';
+import { NodeRequestHandler, type LaunchOutcome } from './request-handler.js';
 import { requestLock } from '../../lib/store/lock-names.js';
 
 /** What a pool worker needs. */
@@ -32,6 +32,8 @@ export interface PoolWorkerDeps {
   providerAlive: () => number;
   /** Called after every pass, failed or not. */
   onLoopPass?: () => void;
+  /** Told the outcome of every node launch (metrics). */
+  onLaunch?: (outcome: LaunchOutcome) => void;
 }
 
 /** Request handlers a pass runs at once. */
@@ -166,6 +168,7 @@ export class PoolWorker {
         store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
         // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
         poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
+        ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
       }, fresh);
       batch.push(handler);
       busy = true;

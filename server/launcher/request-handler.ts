@@ -28,6 +28,21 @@ export interface RequestHandlerDeps {
   readyCandidates(label: string): Promise<NodeRecord[]>;
   /** Nodes of this pool that count against max-servers, now. */
   poolNodeCount(): Promise<number>;
+  /** Told once per node this handler launched, when its launch has an outcome (metrics). */
+  onLaunch?: (outcome: LaunchOutcome) => void;
+}
+
+/** The outcome of one node launch: `ready`, `failed`, or `aborted` (over quota; the node is launched again). */
+export interface LaunchOutcome {
+  provider: string;
+  pool: string;
+  label: string;
+  nodeId: string;
+  requestor: string;
+  az: string | null;
+  result: 'ready' | 'failed' | 'aborted';
+  /** From the node's creation to its outcome (store clock). */
+  durationMs: number;
 }
 
 export class NodeRequestHandler {
@@ -39,6 +54,8 @@ export class NodeRequestHandler {
   private readonly driver: RequestHandler;
   private readonly log: Logger;
   private started = false;
+  /** Nodes this handler launched whose outcome is not reported yet, with their label. */
+  private readonly launched = new Map<string, string>();
 
   constructor(private readonly deps: RequestHandlerDeps, private request: NodeRequestRecord) {
     this.slots = request.labels.map(() => null);
@@ -128,6 +145,7 @@ export class NodeRequestHandler {
       await store.tryLock(nodeLock(node.id), sessionId);
       const building = await store.updateNode(node.id, { state: 'building' }, { expectStates: ['init'] });
       this.slots[i] = node.id;
+      this.launched.set(node.id, label);
       this.log.info('launching node', { node: node.id, label });
       this.driver.launch(building ?? node);
     }
@@ -187,6 +205,7 @@ export class NodeRequestHandler {
       const id = this.slots[i] ?? null;
       if (id === null) continue;
       const node = await store.getNode(id);
+      if (node) this.reportLaunch(node);
       if (node?.state === 'ready') continue;
       if (node?.state === 'aborted') {
         aborted = true;
@@ -212,6 +231,17 @@ export class NodeRequestHandler {
     await this.releaseNodes(false);
     await this.finish();
     return true;
+  }
+
+  /** Tells `onLaunch` the outcome of a node this handler launched, once. */
+  private reportLaunch(node: NodeRecord): void {
+    const label = this.launched.get(node.id);
+    if (label === undefined || (node.state !== 'ready' && node.state !== 'failed' && node.state !== 'aborted')) return;
+    this.launched.delete(node.id);
+    this.deps.onLaunch?.({
+      provider: node.provider, pool: node.pool, label, nodeId: node.id, requestor: this.request.requestor, az: node.az,
+      result: node.state, durationMs: Math.max(0, node.stateTime - node.created),
+    });
   }
 
   /** Adds this launcher to declinedBy; the request fails when every live launcher declined it. */

@@ -58,6 +58,17 @@ export interface BuilderEvents {
   'image:deleted': [{ imageId: string }];
 }
 
+/** What a builder is doing now (its metrics port shows it). */
+export interface BuilderActivity {
+  builds: number;
+  /** Upload jobs running (deletes excluded). */
+  uploads: number;
+  buildWorkers: number;
+  uploadWorkers: number;
+  /** Complete images held here. */
+  images: number;
+}
+
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
 
 export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
@@ -177,6 +188,15 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
   /** True once running work was aborted (shutdown deadline or a second signal). */
   aborted(): boolean {
     return this.shutdown.signal.aborted;
+  }
+
+  /** Builds and uploads running now, the worker counts and the images held. */
+  activity(): BuilderActivity {
+    const deletes = [...this.deleteJobs.values()].reduce((a, b) => a + b, 0);
+    return {
+      builds: this.building.size, uploads: Math.max(0, (this.uploadWorker?.inFlight() ?? 0) - deletes),
+      buildWorkers: this.opts.buildWorkers ?? 1, uploadWorkers: this.opts.uploadWorkers ?? 4, images: this.local.size,
+    };
   }
 
   inFlight(): number {

@@ -1,0 +1,166 @@
+/**
+ * The web status of nodepool-server (node:http, no framework), on `webapp.listen-address` and
+ * `webapp.port`: Nodepool's read-only lists (status-views.ts) as text tables or JSON, `/ready`,
+ * `/health/live`, `/health/ready` and Prometheus `/metrics`. Only GET and HEAD; unknown paths
+ * are 404. Lists are cached for a second per path, query and format, as Nodepool's webapp does.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { coerceError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { LoopHealth } from '../../lib/periodic-loop.js';
+import { renderTable } from '../../lib/status/table.js';
+import { readinessReport } from './health.js';
+import { parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
+import { STATUS_VIEWS, type StatusSource } from './status-views.js';
+
+/** Options of {@link WebServer.start}. */
+export interface WebServerOptions {
+  host: string;
+  /** 0 picks a free port (see {@link WebServer.port}). */
+  port: number;
+  log: Logger;
+  status: StatusSource;
+  /** Every loop's health, for `/health/ready`. */
+  loops: () => LoopHealth[];
+  /** Whether every provider has started (`/ready`). */
+  started: () => boolean;
+  /** The Prometheus exposition; `/metrics` is 404 without it. */
+  metrics?: { contentType: string; render: () => Promise<string> };
+  /** Extra GET routes (the dashboard), by exact path. */
+  pages?: ReadonlyMap<string, () => Promise<Answer> | Answer>;
+  /** How long a list answer is reused (default 1000 ms; 0 turns the cache off). */
+  cacheMs?: number;
+}
+
+/** A response before it is sent. */
+export interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+const FIXED = new Set(['/ready', '/health/live', '/health/ready', '/metrics']);
+
+const text = (status: number, body: string, headers?: Record<string, string>): Answer =>
+  ({ status, contentType: TEXT, body: body.endsWith('\n') ? body : `${body}\n`, ...(headers ? { headers } : {}) });
+const json = (status: number, value: unknown): Answer => ({ status, contentType: JSON_TYPE, body: `${JSON.stringify(value, null, 2)}\n` });
+
+export class WebServer {
+  private readonly cache = new Map<string, { answer: Answer; at: number }>();
+  private closing: Promise<void> | undefined;
+
+  private constructor(private readonly server: http.Server, private readonly opts: WebServerOptions) {}
+
+  /** Listens; resolves once bound. Thrown: the listen error (EADDRINUSE, EACCES, …). */
+  static async start(opts: WebServerOptions): Promise<WebServer> {
+    const server = http.createServer();
+    const web = new WebServer(server, opts);
+    server.on('request', (req, res) => void web.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port, opts.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', (err) => opts.log.error('web status server error', { error: err.message }));
+    opts.log.info('web status listening', { address: `${opts.host}:${web.port}` });
+    return web;
+  }
+
+  /** The bound port. */
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Stops listening and closes open connections. Idempotent. */
+  stop(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+    return this.closing;
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let answer: Answer;
+    try {
+      answer = await this.answer(req);
+    } catch (raw) {
+      const err = coerceError(raw);
+      this.opts.log.error('web status request failed', { url: req.url, error: err.message });
+      answer = text(500, `internal error: ${err.message}`);
+    }
+    const body = Buffer.from(answer.body, 'utf8');
+    res.writeHead(answer.status, {
+      'Content-Type': answer.contentType, 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*', ...answer.headers,
+    });
+    if (req.method === 'HEAD' || answer.status === 304) res.end();
+    else res.end(body);
+  }
+
+  private async answer(req: http.IncomingMessage): Promise<Answer> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const { route, jsonSuffix } = parseStatusPath(url.pathname);
+    const page = jsonSuffix ? undefined : this.opts.pages?.get(route);
+    const known = page !== undefined || STATUS_VIEWS.has(route) || (!jsonSuffix && FIXED.has(route));
+    if (!known) return text(404, `not found: ${url.pathname}`);
+    if (req.method !== 'GET' && req.method !== 'HEAD') return text(405, `method ${req.method ?? ''} not allowed: the web status is read-only`, { Allow: 'GET, HEAD' });
+    if (page) return page();
+    const format = statusFormat(req.headers.accept, jsonSuffix);
+    switch (route) {
+      case '/health/live':
+        return text(200, 'ok');
+      case '/ready':
+        return this.opts.started() ? text(200, 'ready') : text(500, 'not ready: not every provider has started yet');
+      case '/health/ready': {
+        const report = readinessReport(this.opts.started(), this.opts.loops());
+        const status = report.ready ? 200 : 503;
+        return format === 'json' ? json(status, report) : text(status, report.text);
+      }
+      case '/metrics':
+        if (!this.opts.metrics) return text(404, 'not found: /metrics');
+        return { status: 200, contentType: this.opts.metrics.contentType, body: await this.opts.metrics.render() };
+      default:
+        return this.list(route, format, url, req.headers['if-modified-since']);
+    }
+  }
+
+  /** A status list, from the cache when it is fresh; 304 when the client's copy is as new. */
+  private async list(route: string, format: StatusFormat, url: URL, ifModifiedSince: string | undefined): Promise<Answer> {
+    const ttl = this.opts.cacheMs ?? 1000;
+    const key = `${route}\u0000${format}\u0000${url.searchParams.toString()}`;
+    const now = Date.now();
+    let entry = this.cache.get(key);
+    if (!entry || now - entry.at >= ttl) {
+      entry = { answer: await this.render(route, format, url.searchParams), at: now };
+      if (ttl > 0 && entry.answer.status === 200) this.cache.set(key, entry);
+      for (const [k, e] of this.cache) if (now - e.at >= ttl) this.cache.delete(k);
+    }
+    const headers = {
+      'Cache-Control': `public, max-age=${Math.ceil(ttl / 1000)}`,
+      'Last-Modified': new Date(entry.at).toUTCString(),
+      Expires: new Date(entry.at + ttl).toUTCString(),
+    };
+    const since = ifModifiedSince ? Date.parse(ifModifiedSince) : NaN;
+    if (entry.answer.status === 200 && Number.isFinite(since) && Math.floor(entry.at / 1000) <= Math.floor(since / 1000)) {
+      return { ...entry.answer, status: 304, body: '', headers };
+    }
+    return { ...entry.answer, headers: { ...entry.answer.headers, ...headers } };
+  }
+
+  private async render(route: string, format: StatusFormat, params: URLSearchParams): Promise<Answer> {
+    const view = await (STATUS_VIEWS.get(route) as NonNullable<ReturnType<typeof STATUS_VIEWS.get>>)(this.opts.status, params);
+    if (format === 'json') return json(200, view.json);
+    const fields = params.get('fields');
+    const picked = selectFields(view.columns, view.rows, fields);
+    if (!picked.ok) return text(400, picked.message);
+    // With `fields` the answer is the table alone, for scripts; without, the CLI's lines follow it.
+    const lines = fields ? [] : view.lines;
+    return text(200, renderTable(picked.columns, picked.rows) + lines.map((l) => `${l}\n`).join(''));
+  }
+}

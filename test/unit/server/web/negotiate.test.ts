@@ -1,0 +1,34 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fieldKey, parseStatusPath, selectFields, statusFormat } from '../../../../server/web/negotiate.js';
+
+describe('web status negotiation', () => {
+  it('splits off a .json suffix and a trailing slash', () => {
+    assert.deepEqual(parseStatusPath('/node-list.json'), { route: '/node-list', jsonSuffix: true });
+    assert.deepEqual(parseStatusPath('/node-list/'), { route: '/node-list', jsonSuffix: false });
+    assert.deepEqual(parseStatusPath('/'), { route: '/', jsonSuffix: false });
+  });
+
+  it('answers JSON for the suffix or an Accept header preferring application/json, text otherwise', () => {
+    assert.equal(statusFormat(undefined, true), 'json');
+    assert.equal(statusFormat(undefined, false), 'text');
+    assert.equal(statusFormat('application/json', false), 'json');
+    assert.equal(statusFormat('text/html, application/json;q=0.9', false), 'json');
+    assert.equal(statusFormat('text/plain, application/json;q=0.5', false), 'text');
+    assert.equal(statusFormat('application/json;q=0', false), 'text');
+    assert.equal(statusFormat('*/*', false), 'text');
+  });
+
+  it('keeps the named columns in the order given, whatever their spelling', () => {
+    assert.equal(fieldKey('Build ID'), fieldKey('build_id'));
+    const picked = selectFields(['ID', 'Image', 'State'], [['1', 'deb', 'ready'], ['2', 'deb', 'building']], 'state, id,ID');
+    assert.deepEqual(picked, { ok: true, columns: ['State', 'ID'], rows: [['ready', '1'], ['building', '2']] });
+    assert.deepEqual(selectFields(['ID'], [['1']], null), { ok: true, columns: ['ID'], rows: [['1']] });
+    assert.deepEqual(selectFields(['ID'], [['1']], ' '), { ok: true, columns: ['ID'], rows: [['1']] });
+  });
+
+  it('names the columns there are when a field is unknown', () => {
+    assert.deepEqual(selectFields(['Build ID', 'State'], [], 'id,colour'),
+      { ok: false, message: 'unknown field "id"; the fields are: buildid, state' });
+  });
+});
