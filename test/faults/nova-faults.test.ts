@@ -30,6 +30,18 @@ describe('faults: Nova answers 500s', () => {
     assert.equal(sys.proxy.injected('create'), 2, 'both injected 500s were met');
   });
 
+  it('Nova creates a server but answers 500: the retry boots another, and the leak check deletes the first', async () => {
+    sys = await LaunchFaultSystem.start(nova);
+    sys.startServer();
+    const readyBefore = await sys.reachSteady();
+    sys.proxy.arm({ call: 'create', kind: 'fail-after-nova', times: 1 });
+    const req = await sys.requestVictim();
+    await sys.launcher.waitForRequest(req.id, ['fulfilled', 'failed'], 90_000);
+    const t0 = Math.min(...sys.proxy.calls.filter((c) => c.call === 'create' && c.outcome === 'injected').map((c) => c.at));
+    await finishLaunchFault(sys, { scenario: 'Nova creates a server but answers 500', faultAt: t0, before: readyBefore, requests: [req.id], runs: 1 });
+    assert.equal(sys.proxy.injected('create'), 1);
+  });
+
   it('Nova answers 500 to server delete: the deleter retries until the server is gone, then drops the record', async () => {
     sys = await LaunchFaultSystem.start(nova);
     sys.startServer();

@@ -38,14 +38,28 @@ export interface UploadResult {
   payload: { 'external-id': string; 'external-name': string; format: string };
 }
 
-/** Sends WORK_STATUS at most every 250 ms (and at the end), so big uploads do not flood gearmand. */
+/**
+ * Sends WORK_STATUS at most every 250 ms (and at the end), so big uploads do not flood
+ * gearmand; a sample held back is sent when its window ends, so a stalled upload shows where it
+ * stopped, not where it was 250 ms earlier.
+ */
 function throttledStatus(job: WorkerJob): (sent: number, total: number) => void {
   let last = 0;
-  return (sent, total) => {
-    const now = Date.now();
-    if (sent < total && now - last < 250) return;
-    last = now;
+  let held: [number, number] | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const send = (sent: number, total: number): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    held = undefined;
+    last = Date.now();
     job.sendStatus(sent, total);
+  };
+  return (sent, total) => {
+    const wait = last + 250 - Date.now();
+    if (sent >= total || wait <= 0) return send(sent, total);
+    held = [sent, total];
+    timer ??= setTimeout(() => { if (held) send(...held); }, wait);
+    timer.unref();
   };
 }
 

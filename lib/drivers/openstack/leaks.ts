@@ -1,7 +1,7 @@
 /**
  * Leak detection (pure): which of a provider's servers no node record accounts for. A
- * server is ours when its metadata names this provider; it is leaked when its
- * `nodepool_node_id` has no record and no record carries its id as `externalId`.
+ * server is ours when its metadata names this provider; it is leaked when no record accounts
+ * for it (see {@link recordCoverage}).
  */
 import type { NodeRecord } from '../../store/models.js';
 
@@ -22,14 +22,22 @@ export interface LeakedServer {
 }
 
 /**
- * Whether a node record covers a server: the server is this provider's and its
- * `nodepool_node_id` has a record, or a record carries its id as `externalId` (a leak the
- * cleanup already took over as a `deleting` record). Leak detection and quota use the same rule.
+ * Whether a node record covers a server: the server is this provider's and a record carries
+ * its id as `externalId` (its node, or a leak the cleanup already took over as a `deleting`
+ * record), or its `nodepool_node_id` has a record that names no server yet (a launch in
+ * progress). A record that names another server does not cover it: that is an earlier attempt
+ * of a launch whose create Nova carried out but did not answer. Leak detection and quota use
+ * the same rule.
  */
 export function recordCoverage(provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): (s: Pick<ServerTags, 'id' | 'metadata'>) => boolean {
-  const ids = new Set(nodes.map((n) => n.id));
+  const serverOf = new Map(nodes.map((n) => [n.id, n.externalId]));
   const externalIds = new Set(nodes.flatMap((n) => (n.externalId ? [n.externalId] : [])));
-  return (s) => s.metadata.nodepool_provider_name === provider && (ids.has(s.metadata.nodepool_node_id ?? '') || externalIds.has(s.id));
+  return (s) => {
+    if (s.metadata.nodepool_provider_name !== provider) return false;
+    if (externalIds.has(s.id)) return true;
+    const nodeId = s.metadata.nodepool_node_id;
+    return nodeId !== undefined && serverOf.has(nodeId) && !serverOf.get(nodeId);
+  };
 }
 
 /** The provider's servers that no record covers. */

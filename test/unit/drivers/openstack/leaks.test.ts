@@ -23,4 +23,15 @@ describe('leak detection', () => {
     assert.deepEqual(findLeakedServers([server('x', { nodepool_provider_name: 'p1' })], 'p1', []),
       [{ externalId: 'x', name: 'host-x', nodeId: null, pool: '', labels: [] }]);
   });
+
+  it('covers a launching node\'s server before its id is recorded, but not an earlier attempt once the node names another server', () => {
+    const servers = [
+      server('first', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000004' }),
+      server('second', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000004' }),
+      server('booting', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000005' }),
+    ];
+    const nodes = [{ id: '0000000004', externalId: 'second' }, { id: '0000000005', externalId: null }];
+    assert.deepEqual(findLeakedServers(servers, 'p1', nodes).map((l) => [l.externalId, l.nodeId]), [['first', '0000000004']]);
+  });
 });
+
