@@ -43,12 +43,12 @@ export const EXIT = {
 export const EXIT_CODES_HELP = [
   'Exit codes:',
   '  0    success',
-  '  1    refused or failed (build in progress, diskimage paused, followed build failed,',
+  '  1    refused or failed (build in progress, diskimage paused, followed build or upload failed,',
   '       no nodepool-server to follow; node locked or in the wrong state; node request',
   '       failed or timed out; erase not confirmed)',
   '  2    usage or configuration error (config-validate: the file is invalid)',
   '  3    unknown build, upload, diskimage or provider; unknown node, request or label',
-  '  130  image-build --follow interrupted (the build goes on); request --wait interrupted',
+  '  130  image-build --follow interrupted (the build and uploads go on); request --wait interrupted',
   '       (the request is deleted)',
 ].join('\n');
 
