@@ -101,8 +101,8 @@ await yargs(hideBin(process.argv))
     async (a) => finish(await imageStatus({ configFile: a.config, json: a.json })))
   .command('image-build <diskimage>', 'request a build of a diskimage', (y) => y
     .positional('diskimage', { type: 'string', demandOption: true, describe: 'diskimage name' })
-    .option('follow', { type: 'boolean', default: false, describe: 'wait for the build and show its progress' })
-    .option('timeout', numberFlag('--timeout', SECONDS, 'seconds to follow (default: build-timeout + 600)')),
+    .option('follow', { type: 'boolean', default: false, describe: 'wait for the build, then for each of its uploads, showing their progress' })
+    .option('timeout', numberFlag('--timeout', SECONDS, 'seconds to follow (default: build-timeout + the longest image-upload-timeout + 600)')),
   async (a) => finish(await imageBuild({
     configFile: a.config, diskimage: String(a.diskimage), follow: a.follow, timeoutSeconds: a.timeout,
     live, signal: a.follow ? interruptSignal() : undefined,
