@@ -1,8 +1,9 @@
 /**
  * The web status of nodepool-server (node:http, no framework), on `webapp.listen-address` and
  * `webapp.port`: Nodepool's read-only lists (status-views.ts) as text tables or JSON, `/ready`,
- * `/health/live`, `/health/ready` and Prometheus `/metrics`. Only GET and HEAD; unknown paths
- * are 404. Lists are cached for a second per path, query and format, as Nodepool's webapp does.
+ * `/health/live`, `/health/ready`, Prometheus `/metrics` and the dashboard at `/` (polling
+ * `/dashboard.json`). Only GET and HEAD; unknown paths are 404. Lists are cached for a second
+ * per path, query and format, as Nodepool's webapp does.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,8 @@ import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import { renderTable } from '../../lib/status/table.js';
+import { dashboardData } from './dashboard-data.js';
+import { dashboardPage } from './dashboard-page.js';
 import { readinessReport } from './health.js';
 import { parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
 import { STATUS_VIEWS, type StatusSource } from './status-views.js';
@@ -27,8 +30,6 @@ export interface WebServerOptions {
   started: () => boolean;
   /** The Prometheus exposition; `/metrics` is 404 without it. */
   metrics?: { contentType: string; render: () => Promise<string> };
-  /** Extra GET routes (the dashboard), by exact path. */
-  pages?: ReadonlyMap<string, () => Promise<Answer> | Answer>;
   /** How long a list answer is reused (default 1000 ms; 0 turns the cache off). */
   cacheMs?: number;
 }
@@ -43,7 +44,7 @@ export interface Answer {
 
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
-const FIXED = new Set(['/ready', '/health/live', '/health/ready', '/metrics']);
+const FIXED = new Set(['/', '/ready', '/health/live', '/health/ready', '/metrics']);
 
 const text = (status: number, body: string, headers?: Record<string, string>): Answer =>
   ({ status, contentType: TEXT, body: body.endsWith('\n') ? body : `${body}\n`, ...(headers ? { headers } : {}) });
@@ -106,13 +107,15 @@ export class WebServer {
   private async answer(req: http.IncomingMessage): Promise<Answer> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const { route, jsonSuffix } = parseStatusPath(url.pathname);
-    const page = jsonSuffix ? undefined : this.opts.pages?.get(route);
-    const known = page !== undefined || STATUS_VIEWS.has(route) || (!jsonSuffix && FIXED.has(route));
+    const known = STATUS_VIEWS.has(route) || (route === '/dashboard' ? jsonSuffix : !jsonSuffix && FIXED.has(route));
     if (!known) return text(404, `not found: ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(405, `method ${req.method ?? ''} not allowed: the web status is read-only`, { Allow: 'GET, HEAD' });
-    if (page) return page();
     const format = statusFormat(req.headers.accept, jsonSuffix);
     switch (route) {
+      case '/':
+        return { status: 200, contentType: 'text/html; charset=utf-8', body: dashboardPage(), headers: { 'Cache-Control': 'no-cache' } };
+      case '/dashboard':
+        return { ...json(200, await dashboardData(this.opts.status, this.opts.loops(), this.opts.started())), headers: { 'Cache-Control': 'no-store' } };
       case '/health/live':
         return text(200, 'ok');
       case '/ready':

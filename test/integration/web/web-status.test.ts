@@ -167,6 +167,20 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     assert.deepEqual(JSON.parse((await get(port, '/request-list.json')).body), []);
   });
 
+  it('serves the dashboard page and the document it polls', async () => {
+    const page = await get(port, '/');
+    assert.equal(page.status, 200);
+    assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.match(page.body, /<table id="uploads"><\/table>/);
+    assert.match(page.body, /fetch\('dashboard\.json'/);
+    const data = JSON.parse((await get(port, '/dashboard.json')).body) as {
+      ready: boolean; builds: Array<{ id: string; state: string }>; uploads: Array<{ provider: string; state: string; percent: number | null }>;
+    };
+    assert.equal(data.ready, true);
+    assert.deepEqual(data.builds.map((b) => [b.id, b.state]), [['deb-0000000001', 'ready']]);
+    assert.deepEqual(data.uploads.map((u) => [u.provider, u.state, u.percent]), [['cloud-a', 'ready', null], ['cloud-b', 'ready', null]]);
+  });
+
   it('keeps the columns ?fields= names, and refuses an unknown one', async () => {
     const picked = await get(port, '/dib-image-list?fields=id,image,state');
     assert.equal(picked.status, 200);
@@ -192,7 +206,7 @@ describe('web status and metrics of nodepool-server with an image system', () =>
   });
 
   it('answers 404 for unknown paths, 405 for methods that would write, and HEAD without a body', async () => {
-    for (const path of ['/nope', '/node-list/extra', '/ready.json', '/metrics.json']) assert.equal((await get(port, path)).status, 404, path);
+    for (const path of ['/nope', '/node-list/extra', '/ready.json', '/metrics.json', '/dashboard', '/index.html']) assert.equal((await get(port, path)).status, 404, path);
     const post = await call(port, '/node-list', { method: 'POST', body: '{}' });
     assert.deepEqual([post.status, post.headers.get('allow')], [405, 'GET, HEAD']);
     assert.equal((await call(port, '/health/ready', { method: 'DELETE' })).status, 405);

@@ -1,0 +1,64 @@
+/**
+ * What the dashboard (`/`) shows, as one JSON document it polls (`/dashboard.json`): builds
+ * with state and age, uploads with their live transfer, nodes counted by provider, label and
+ * state and listed, requests, and the loops whose passes fail. Made from the store with the
+ * CLI's presenters, so ages and transfers read as in `image-list` and `list`.
+ */
+import { formatAge } from '../../lib/status/age.js';
+import { transferText, uploadTransfer } from '../../lib/status/uploads.js';
+import type { LoopHealth } from '../../lib/periodic-loop.js';
+import { readinessReport, type ReadinessReport } from './health.js';
+import type { StatusSource } from './status-views.js';
+
+/** The dashboard's document. */
+export interface DashboardData {
+  /** Epoch ms the document was made. */
+  generated: number;
+  ready: boolean;
+  started: boolean;
+  failing: ReadinessReport['failing'];
+  builds: Array<{ id: string; diskimage: string; state: string; age: string; reason: string | null }>;
+  uploads: Array<{
+    id: string; buildId: string; provider: string; diskimage: string; state: string; age: string;
+    /** Whole percent sent while uploading; null otherwise. */
+    percent: number | null;
+    /** `1.2/3.4 GiB 45% 180 MiB/s` while uploading; null otherwise. */
+    transfer: string | null;
+  }>;
+  /** Node counts per provider and label, by state (only states with nodes). */
+  nodeCounts: Array<{ provider: string; label: string; states: Record<string, number> }>;
+  nodes: Array<{ id: string; provider: string; labels: string; state: string; age: string; externalId: string }>;
+  requests: Array<{ id: string; state: string; labels: string; requestor: string; nodes: string; age: string }>;
+}
+
+/** Reads the store once and makes the document. */
+export async function dashboardData(src: StatusSource, loops: readonly LoopHealth[], started: boolean): Promise<DashboardData> {
+  const { store } = src;
+  const [builds, uploads, nodes, requests] = await Promise.all([store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests()]);
+  const now = src.clock();
+  const age = (t: number): string => formatAge(now - t);
+  const report = readinessReport(started, loops);
+  const counts = new Map<string, { provider: string; label: string; states: Record<string, number> }>();
+  for (const n of nodes) {
+    for (const label of n.labels) {
+      const key = `${n.provider}\u0000${label}`;
+      const c = counts.get(key) ?? { provider: n.provider, label, states: {} };
+      c.states[n.state] = (c.states[n.state] ?? 0) + 1;
+      counts.set(key, c);
+    }
+  }
+  return {
+    generated: now, ready: report.ready, started, failing: report.failing,
+    builds: builds.map((b) => ({ id: b.id, diskimage: b.diskimage, state: b.state, age: age(b.stateTime), reason: b.reason })),
+    uploads: uploads.map((u) => {
+      const t = uploadTransfer(u, now);
+      return {
+        id: u.id, buildId: u.buildId, provider: u.provider, diskimage: u.diskimage, state: u.state, age: age(u.stateTime),
+        percent: t ? t.percent : null, transfer: t ? transferText(t) : null,
+      };
+    }),
+    nodeCounts: [...counts.values()].sort((a, b) => (a.provider + a.label < b.provider + b.label ? -1 : 1)),
+    nodes: nodes.map((n) => ({ id: n.id, provider: n.provider, labels: n.labels.join(','), state: n.state, age: age(n.stateTime), externalId: n.externalId ?? '' })),
+    requests: requests.map((r) => ({ id: r.id, state: r.state, labels: r.labels.join(','), requestor: r.requestor, nodes: r.nodes.join(','), age: age(r.stateTime) })),
+  };
+}
