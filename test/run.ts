@@ -13,7 +13,7 @@ import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
 import { preflight } from './support/preflight.js';
 
-const WATCHED = /^(sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq)/;
+const WATCHED = /^(chromium|sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq)/;
 
 function findTests(dir: string): string[] {
   if (!existsSync(dir)) return [];

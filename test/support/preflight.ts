@@ -36,6 +36,7 @@ const PROGRAMS: Array<[pkg: string, file: string]> = [
   ['placement-api', '/usr/bin/placement-api'],
   ['mariadb-server', '/usr/sbin/mariadbd'],
   ['rabbitmq-server', '/usr/sbin/rabbitmq-server'],
+  ['chromium', '/usr/bin/chromium'],
 ];
 
 /** What the selected tests need: integration tests the programs, the real-DIB test root and loop devices. */

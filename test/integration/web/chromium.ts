@@ -4,7 +4,6 @@
  * needed): open a page, read its text, take a screenshot, close.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,11 +11,6 @@ import type { Readable, Writable } from 'node:stream';
 
 /** Where Debian's package puts it. */
 export const CHROMIUM = '/usr/bin/chromium';
-
-/** Whether the browser is installed (`apt-get install chromium`). */
-export function chromiumInstalled(): boolean {
-  return existsSync(CHROMIUM);
-}
 
 interface Pending {
   resolve: (v: Record<string, unknown>) => void;
