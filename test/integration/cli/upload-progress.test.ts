@@ -44,10 +44,20 @@ describe('upload progress on the real system', () => {
       await follow.waitForOutput(/Following build big-0000000001/, 'the build it follows', 60_000);
       await follow.waitForOutput(new RegExp(`Following 1 upload of big-0000000001: ${s.provider}\\n`), 'the upload it follows', 120_000);
 
-      // Held by the proxy: the server has recorded bytes sent, total and a rate. (The
-      // builder sends WORK_STATUS at most every 250 ms, so the bytes are those of its last one.)
-      const held = await s.waitForState('the upload held with a rate recorded', (x) => s.proxy.holding() === 1
-        && x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0 && (u.progress?.rate ?? 0) > 0), 60_000);
+      // Held by the proxy: the server has recorded bytes sent, total and a rate. The builder's
+      // last sample arrives up to 250 ms after the stall and the server writes at most once a
+      // second, so wait until the recorded bytes have not moved for 1.5 s.
+      let seen = -1;
+      let since = Date.now();
+      const held = await s.waitForState('the upload held, its recorded progress settled, with a rate', (x) => {
+        const u = x.uploads.find((v) => v.state === 'uploading' && (v.progress?.numerator ?? 0) > 0 && (v.progress?.rate ?? 0) > 0);
+        if (!u || s.proxy.holding() !== 1) return false;
+        if (u.progress?.numerator !== seen) {
+          seen = u.progress?.numerator ?? -1;
+          since = Date.now();
+        }
+        return Date.now() - since >= 1500;
+      }, 60_000);
       const upload = held.uploads[0]!;
       assert.equal(upload.progress?.denominator, SIZE_MIB * MiB);
       assert.ok(Math.abs(Date.now() - (upload.progress?.sampledAt ?? 0)) < 30_000, 'sample time recorded');
