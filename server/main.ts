@@ -101,7 +101,9 @@ export class NodepoolServer {
         owner: 'nodepool-server', hostname, pid, ttlMs: () => current.config.launcher.sessionTtl * 1000, onLapse: 'replace', log,
       });
       releasers.add('store session', () => session.close());
-      const metrics = new PrometheusMetrics({ store, config: () => current.config, loops });
+      const metrics = new PrometheusMetrics({
+        store, config: () => current.config, loops, resourceLimits: async () => (await self.server?.launcher.resourceLimits()) ?? [],
+      });
       const sinks: MetricsSink[] = [metrics];
       if (opts.statsd) {
         const reporter = new StatsdReporter({
@@ -136,7 +138,7 @@ export class NodepoolServer {
       }
       const launcher = new Launcher({
         store, log, config: () => current.config, imageServices: opts.imageServices, sessionId: () => session.id,
-        hostname, pid, onLoopPass, onLaunch: (o) => sink.launchFinished(o),
+        hostname, pid, onLoopPass, onLaunch: (o) => sink.launchFinished(o), onLeak: (p, r, n) => sink.leaked(p, r, n),
         ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
       });
       parts.launcher = launcher;

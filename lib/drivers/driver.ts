@@ -29,6 +29,8 @@ export interface ProviderContext {
   sessionId: () => string;
   /** The process's image services (from its own credentials), for drivers that manage images. */
   imageServices: ImageServiceFactory;
+  /** Told of leaked resources the provider found and took over for deletion (metrics). */
+  onLeak?: (resource: string, count: number) => void;
 }
 
 /** A resource as the provider sees it: what leak detection and `info` compare with node records. */
@@ -66,6 +68,8 @@ export interface Provider {
   getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler;
   /** The image API for drivers that manage images (uploads, deletes, alien-image-list). */
   readonly images?: ImageService;
+  /** The provider's own resource limits (a cloud's quota: cores, ram, instances; unlimited ones left out), for metrics. */
+  resourceLimits?(): Promise<Readonly<Record<string, number>>>;
 }
 
 /**

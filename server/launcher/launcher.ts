@@ -39,6 +39,8 @@ export interface LauncherDeps {
   onLoopPass?: () => void;
   /** Told the outcome of every node launch (metrics). */
   onLaunch?: (outcome: LaunchOutcome) => void;
+  /** Told of leaked resources a provider took over for deletion (metrics). */
+  onLeak?: (provider: string, resource: string, count: number) => void;
 }
 
 interface Running {
@@ -94,6 +96,18 @@ export class Launcher {
       loop('cleanup', () => cfg().cleanupInterval, () => this.cleanup.pass()),
     );
     for (const l of this.loops) l.start();
+  }
+
+  /** The running providers' own resource limits (cloud quotas), for metrics; a provider that fails to answer is left out. */
+  async resourceLimits(): Promise<Array<{ provider: string; resource: string; limit: number }>> {
+    const all = await Promise.all([...this.running].map(async ([name, r]) => {
+      try {
+        return Object.entries(await r.provider.resourceLimits?.() ?? {}).map(([resource, limit]) => ({ provider: name, resource, limit }));
+      } catch {
+        return [];
+      }
+    }));
+    return all.flat();
   }
 
   /** Every loop of the launcher, pool workers included (for the heartbeat and health). */
@@ -152,6 +166,7 @@ export class Launcher {
     const provider = driverOf(pc).createProvider(pc, {
       store, log: log.child({ provider: pc.name }), clock: this.deps.clock ?? Date.now, config,
       sessionId: this.deps.sessionId, imageServices: this.deps.imageServices,
+      ...(this.deps.onLeak ? { onLeak: (resource: string, count: number) => this.deps.onLeak?.(pc.name, resource, count) } : {}),
     });
     const pools = providerPools(pc);
     const entry: Running = { config: pc, provider, pools, workers: [] };

@@ -45,7 +45,7 @@ export interface MetricsSink {
   buildFinished(o: BuildOutcome): void;
   uploadFinished(o: UploadOutcome): void;
   launchFinished(o: LaunchOutcome): void;
-  /** Leaked resources of a provider that were deleted (`resource`: `image`). */
+  /** Leaked resources of a provider that were deleted (`resource`: `image`, `server`). */
   leaked(provider: string, resource: string, count: number): void;
 }
 

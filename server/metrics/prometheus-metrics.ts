@@ -21,6 +21,8 @@ export interface PrometheusMetricsDeps {
   store: Store;
   config: () => Config;
   loops: () => LoopHealth[];
+  /** The providers' own limits (cloud quotas), read at scrape time. */
+  resourceLimits?: () => Promise<Array<{ provider: string; resource: string; limit: number }>>;
 }
 
 interface Snapshot {
@@ -30,6 +32,7 @@ interface Snapshot {
   nodes: NodeRecord[];
   requests: NodeRequestRecord[];
   loops: LoopHealth[];
+  limits: Array<{ provider: string; resource: string; limit: number }>;
 }
 
 /** Build durations: minutes to the 8 h default build-timeout. */
@@ -85,7 +88,7 @@ export class PrometheusMetrics implements MetricsSink {
       labelNames: ['provider', 'result'], buckets: LAUNCH_BUCKETS, registers,
     });
     this.leakedTotal = new Counter({
-      name: 'nodepool_leaked_total', help: 'Leaked cloud resources deleted, by provider and resource (image)',
+      name: 'nodepool_leaked_total', help: 'Leaked cloud resources deleted, by provider and resource (image, server)',
       labelNames: ['provider', 'resource'], registers,
     });
   }
@@ -121,8 +124,10 @@ export class PrometheusMetrics implements MetricsSink {
 
   private async readSnapshot(): Promise<Snapshot> {
     const { store } = this.deps;
-    const [builds, uploads, nodes, requests] = await Promise.all([store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests()]);
-    return { config: this.deps.config(), builds, uploads, nodes, requests, loops: this.deps.loops() };
+    const [builds, uploads, nodes, requests, limits] = await Promise.all([
+      store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(), this.deps.resourceLimits?.() ?? [],
+    ]);
+    return { config: this.deps.config(), builds, uploads, nodes, requests, loops: this.deps.loops(), limits };
   }
 
   private snapshot(): Promise<Snapshot> {
@@ -168,13 +173,14 @@ export class PrometheusMetrics implements MetricsSink {
     gauge('nodepool_requests', 'Node requests by state', ['state'], (g, s) => {
       for (const [state, n] of tally(s.requests, (r) => [r.state], REQUEST_STATES)) g.set({ state }, n);
     });
-    gauge('nodepool_provider_quota', "A provider's configured limits (resource max-servers: the sum of its pools' max-servers)", ['provider', 'resource'], (g, s) => {
+    gauge('nodepool_provider_quota', "A provider's limits: max-servers (the sum of its pools') and the cloud's own quota (cores, ram in MiB, instances)", ['provider', 'resource'], (g, s) => {
       for (const p of s.config.providers) {
         const pools = providerPools(p);
         if (pools.length === 0) continue;
         const max = pools.reduce((n, pool) => n + pool.maxServers, 0);
         g.set({ provider: p.name, resource: 'max-servers' }, max >= Number.MAX_SAFE_INTEGER ? Infinity : max);
       }
+      for (const l of s.limits) g.set({ provider: l.provider, resource: l.resource }, l.limit);
     });
     gauge('nodepool_loop_failures', "Consecutive failed passes of each of the server's loops (0 once a pass succeeds)", ['loop'], (g, s) => {
       for (const l of s.loops) g.set({ loop: l.name }, l.consecutiveFailures);

@@ -8,7 +8,7 @@
  *   `.launch.requestor.<requestor>.<result>` (timer and counter) per launch;
  * - gauges every `gaugeIntervalMs`: `nodepool.nodes.<state>`, `nodepool.provider.<p>.nodes.<state>`,
  *   `nodepool.label.<l>.nodes.<state>` (every state, 0 included) and `nodepool.provider.<p>.max_servers`;
- * - `nodepool.provider.<p>.leaked.images` (counter) when leaked images are deleted.
+ * - `nodepool.provider.<p>.leaked.images` and `.leaked.servers` (counters) when leaked resources are taken over for deletion.
  */
 import type { Config } from '../../lib/config/schema.js';
 import { providerPools } from '../../lib/drivers/config-registry.js';

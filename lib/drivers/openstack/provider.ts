@@ -218,6 +218,12 @@ export class OpenStackProvider implements Provider {
     return this.quota.value;
   }
 
+  /** The cloud's limits from the quota snapshot (unlimited resources left out). */
+  async resourceLimits(): Promise<Readonly<Record<string, number>>> {
+    const { limits } = await this.cloudQuota();
+    return Object.fromEntries(Object.entries(limits).filter(([, v]) => Number.isFinite(v)));
+  }
+
   /** Drops the quota snapshot (after the cloud said "quota exceeded"). */
   invalidateQuota(): void {
     this.quota = undefined;
@@ -270,6 +276,7 @@ export class OpenStackProvider implements Provider {
         hostname: leak.name, reason: 'leaked', cloud: this.config.cloud, region: this.config.regionName ?? null,
       });
       this.log.warn('leaked server: marked for deletion', { externalId: leak.externalId, server: leak.name, formerNode: leak.nodeId, node: rec.id });
+      this.ctx.onLeak?.('server', 1);
     }
   }
 

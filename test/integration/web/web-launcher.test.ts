@@ -72,6 +72,8 @@ describe('web status of the launcher: nodes, requests and launches', () => {
     assert.equal(sample(before, 'nodepool_requests', { state: 'fulfilled' }), 0);
     assert.equal(sample(before, 'nodepool_launch_total', { provider: 'scripted', result: 'ready' }), undefined);
     assert.equal(sample(before, 'nodepool_provider_quota', { provider: 'scripted', resource: 'max-servers' }), 5);
+    // The cloud's own quota, from Nova's limits.
+    assert.deepEqual(['instances', 'cores', 'ram'].map((resource) => sample(before, 'nodepool_provider_quota', { provider: 'scripted', resource })), [100, 100, 1_000_000]);
     assert.equal(sample(before, 'nodepool_loop_failures', { loop: 'pool-worker:scripted/main' }), 0);
 
     const client = await sys.client('web-test-consumer');

@@ -88,6 +88,9 @@ export class OpenStackEnv {
     return { config, provider };
   }
 
+  /** What providers made from {@link ctx} reported through `onLeak`. */
+  readonly leaks: Array<[string, number]> = [];
+
   /** The provider context; log lines are kept in {@link lines} (JSON). */
   ctx(config: Config): ProviderContext {
     const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => { this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)); cb(); } });
@@ -99,6 +102,7 @@ export class OpenStackEnv {
       config,
       sessionId: () => this.sessionId,
       imageServices: testImageServices(() => config.cloudsFile, log),
+      onLeak: (resource, count) => { this.leaks.push([resource, count]); },
     };
   }
 

@@ -175,6 +175,22 @@ describe('openstack provider on the loopback cloud', () => {
     assert.equal(await handler.hasRemainingQuota('tiny'), true, 'room again once the node is gone');
   });
 
+  it("reports the cloud's own limits from Nova's quota, leaving unlimited ones out (metrics)", async () => {
+    const p = await provider();
+    const before = await (await p.nova()).getLimits();
+    await cloud.setComputeQuota('demo', { instances: 7 });
+    try {
+      const limits = await p.resourceLimits();
+      assert.equal(limits.instances, 7);
+      for (const [resource, limit] of Object.entries(limits)) {
+        assert.ok(['cores', 'ram', 'instances'].includes(resource), resource);
+        assert.ok(Number.isFinite(limit), `${resource} ${limit}`);
+      }
+    } finally {
+      await cloud.setComputeQuota('demo', { instances: before.maxTotalInstances });
+    }
+  });
+
   it('marks a server whose node record vanished for deletion', async () => {
     const p = await provider();
     const node = await launch(p, 'tiny');
@@ -189,8 +205,11 @@ describe('openstack provider on the loopback cloud', () => {
       [marked[0]?.state, marked[0]?.externalId, marked[0]?.reason, marked[0]?.pool, marked[0]?.labels],
       ['deleting', node.externalId, 'leaked', 'main', ['tiny']],
     );
+    assert.deepEqual(env.leaks.slice(-1), [['server', 1]], 'the leak is reported (metrics)');
+    const reported = env.leaks.length;
     await p.cleanupLeakedResources();
     assert.equal((await env.store.listNodes({ provider: p.name })).length, 1, 'a marked server is not marked twice');
+    assert.equal(env.leaks.length, reported, 'and not reported twice');
     await p.cleanupNode(marked[0] as NodeRecord);
     assert.deepEqual(await ourServers(p), []);
   });
