@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import type { GearmanServerAddress } from '../gearman/types.js';
+import { configEquals } from '../drivers/common-config.js';
 import { deepFreeze } from './schema-kit.js';
 import type { Config } from './schema.js';
 
@@ -40,7 +41,7 @@ export function gearmanServersProblem(config: GearmanRuleInput, opts: { forBuild
  * emptied list is passed through, for {@link checkGearmanServers} to judge. Pure.
  */
 export function keepRunningGearmanServers(running: Config, next: Config): { config: Config; heldBack: boolean } {
-  if (next.gearmanServers.length === 0 || JSON.stringify(running.gearmanServers) === JSON.stringify(next.gearmanServers)) {
+  if (next.gearmanServers.length === 0 || configEquals(running.gearmanServers, next.gearmanServers)) {
     return { config: next, heldBack: false };
   }
   return { config: deepFreeze({ ...next, gearmanServers: running.gearmanServers }), heldBack: true };

@@ -5,8 +5,10 @@
  * other answer comes from routes a test adds, so it can answer garbage, HTML, huge bodies,
  * 5xx or reset the connection. It counts TCP connections and records each request.
  */
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import yaml from 'js-yaml';
 import type { CloudCredentials } from '../../lib/drivers/openstack/clouds-yaml.js';
 
 /** One request the server received. */
@@ -114,6 +116,19 @@ export class ScriptedCloud {
     }
     this.routes.unshift({ method, path, handler });
     return this;
+  }
+
+  /** Writes a clouds.yaml whose cloud `scripted` is this server. */
+  async writeCloudsYaml(file: string): Promise<void> {
+    const c = this.creds();
+    await writeFile(file, yaml.dump({
+      clouds: {
+        scripted: {
+          auth: { auth_url: c.authUrl, username: c.username, password: c.password, project_name: c.projectName, user_domain_name: 'Default', project_domain_name: 'Default' },
+          region_name: SCRIPTED_REGION, identity_api_version: 3,
+        },
+      },
+    }));
   }
 
   /** Requests whose method and path match. */

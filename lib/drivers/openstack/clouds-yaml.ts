@@ -59,7 +59,7 @@ export interface LoadCloudOptions {
  * `~/.config/openstack/clouds.yaml`, `/etc/openstack/clouds.yaml`. Pure: bin/ passes the
  * environment, home and working directory in.
  */
-export function standardSearchPaths(ctx: { env: Record<string, string | undefined>; homeDir: string; cwd: string }): string[] {
+export function standardSearchPaths(ctx: { env: Readonly<Record<string, string | undefined>>; homeDir: string; cwd: string }): string[] {
   const paths: string[] = [];
   const explicit = ctx.env.OS_CLIENT_CONFIG_FILE;
   if (explicit) paths.push(explicit);

@@ -11,7 +11,7 @@ import { OpenStackImageService } from './glance-image-service.js';
 /** The provider's image service. Thrown: CloudError (credentials, Keystone). */
 export async function openstackImageService(provider: OpenStackProviderConfig, host: ImageHost): Promise<ImageService> {
   const file = host.cloudsFile();
-  const creds = await loadCloud(provider.cloud, file === undefined ? { searchPaths: standardSearchPaths({ ...host, env: { ...host.env } }) } : { path: file });
+  const creds = await loadCloud(provider.cloud, file === undefined ? { searchPaths: standardSearchPaths(host) } : { path: file });
   if (provider.regionName !== undefined) creds.regionName = provider.regionName;
   return OpenStackImageService.create(creds, host.log.child({ provider: provider.name }));
 }

@@ -1,16 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import yaml from 'js-yaml';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
 import { createBuilderEnv, fakeDiskimage, inProcessBuilder, runJob, testClient, type BuilderEnv } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { runningProcesses } from '../../support/processes.js';
-import { ScriptedCloud, SCRIPTED_REGION } from '../../support/scripted-cloud.js';
+import { ScriptedCloud } from '../../support/scripted-cloud.js';
 
 describe('builder: a Glance that stalls or fails an upload', () => {
   let gearmand: GearmandHandle;
@@ -26,15 +25,7 @@ describe('builder: a Glance that stalls or fails an upload', () => {
       .answer('PUT', /^\/v2\/images\/img-1\/file$/, { hang: true })
       .answer('DELETE', /^\/v2\/images\/img-\d+$/, { status: 204 });
     cloudsFile = path.join(process.env.TMPDIR ?? '/tmp', `nodepool-scripted-clouds-${process.pid}.yaml`);
-    const creds = cloud.creds();
-    await writeFile(cloudsFile, yaml.dump({
-      clouds: {
-        scripted: {
-          auth: { auth_url: creds.authUrl, username: creds.username, password: creds.password, project_name: creds.projectName, user_domain_name: 'Default', project_domain_name: 'Default' },
-          region_name: SCRIPTED_REGION, identity_api_version: 3,
-        },
-      },
-    }));
+    await cloud.writeCloudsYaml(cloudsFile);
     env = await createBuilderEnv({
       gearmanPort: gearmand.port, cloudsFile, diskimages: [fakeDiskimage('deb')],
       providers: [{ name: 'stalled', driver: 'openstack', cloud: 'scripted', 'image-upload-timeout': 2, diskimages: [{ name: 'deb' }] }],

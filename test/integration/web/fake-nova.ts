@@ -4,9 +4,7 @@
  * refused with 400 "No valid host"), network `private`, generous limits, servers that are
  * ACTIVE at once with a private address. Also writes the clouds.yaml naming it `scripted`.
  */
-import { writeFile } from 'node:fs/promises';
-import yaml from 'js-yaml';
-import { SCRIPTED_REGION, type ScriptedCloud } from '../../support/scripted-cloud.js';
+import type { ScriptedCloud } from '../../support/scripted-cloud.js';
 
 interface Server {
   id: string;
@@ -54,17 +52,4 @@ export function playNova(cloud: ScriptedCloud): Map<string, Server> {
       return { status: 204 };
     });
   return servers;
-}
-
-/** Writes a clouds.yaml with the cloud `scripted`. */
-export async function writeScriptedClouds(cloud: ScriptedCloud, file: string): Promise<void> {
-  const c = cloud.creds();
-  await writeFile(file, yaml.dump({
-    clouds: {
-      scripted: {
-        auth: { auth_url: c.authUrl, username: c.username, password: c.password, project_name: c.projectName, user_domain_name: 'Default', project_domain_name: 'Default' },
-        region_name: SCRIPTED_REGION, identity_api_version: 3,
-      },
-    },
-  }));
 }

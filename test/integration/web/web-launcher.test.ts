@@ -16,7 +16,7 @@ import { LauncherSystem } from '../../support/launcher-system.js';
 import { freePort } from '../../support/processes.js';
 import { ScriptedCloud } from '../../support/scripted-cloud.js';
 import { testLogger } from '../../support/test-log.js';
-import { playNova, writeScriptedClouds } from './fake-nova.js';
+import { playNova } from './fake-nova.js';
 import { get, sample, StatsdListener } from './web-helpers.js';
 
 /** An in-process server of `sys`'s config with the web status on `port` (not awaited: the caller decides). */
@@ -52,7 +52,7 @@ describe('web status of the launcher: nodes, requests and launches', () => {
       }],
     });
     const cloudsFile = path.join(sys.dir, 'clouds.yaml');
-    await writeScriptedClouds(cloud, cloudsFile);
+    await cloud.writeCloudsYaml(cloudsFile);
     await sys.rewrite((p) => ({ ...p, extra: { 'clouds-file': cloudsFile } }));
     statsd = await StatsdListener.start();
     port = await freePort();
