@@ -57,9 +57,10 @@ describe('builder: build, upload and delete against gearmand and Glance', () => 
   });
 
   it('registers image-build for its diskimage under its client id', async () => {
-    const workers = await adminWorkers(gearmand.address);
-    const mine = workers.filter((w) => w.clientId === builder.clientId);
-    assert.ok(mine.some((w) => w.functions.includes(fn.imageBuild('debian-test'))), JSON.stringify(workers));
+    // start() connects in the background and CAN_DO has no answer: wait until gearmand lists it
+    await waitFor(async () => (await adminWorkers(gearmand.address))
+      .some((w) => w.clientId === builder.clientId && w.functions.includes(fn.imageBuild('debian-test'))),
+    { timeoutMs: 10_000, what: 'image-build:debian-test registered under the builder\'s client id' });
     assert.match(builder.clientId, /^builder-a:[0-9a-f-]{36}$/);
   });
 

@@ -201,8 +201,12 @@ describe('builder: builder: command diskimages through nodepool-builder, gearman
     const builder = inProcessBuilder(dibOnly, { hostname: 'builder-dib' });
     try {
       await builder.start();
-      const mine = (await adminWorkers(gearmand.address)).filter((w) => w.clientId === builder.clientId).flatMap((w) => w.functions);
-      assert.ok(mine.includes(fn.imageBuild('debian-other')), JSON.stringify(mine));
+      // start() connects in the background and CAN_DO has no answer: wait until gearmand lists it
+      const registered = async (): Promise<string[] | null> => {
+        const fns = (await adminWorkers(gearmand.address)).filter((w) => w.clientId === builder.clientId).flatMap((w) => w.functions);
+        return fns.includes(fn.imageBuild('debian-other')) ? fns : null;
+      };
+      const mine = await waitFor(registered, { timeoutMs: 10_000, what: 'the DIB-only builder registered with gearmand' });
       assert.ok(!mine.includes(fn.imageBuild('ext4-other')), JSON.stringify(mine));
     } finally {
       await builder.stop({ abortAfterMs: 1000 });
