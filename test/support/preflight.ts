@@ -37,6 +37,13 @@ const PROGRAMS: Array<[pkg: string, file: string]> = [
   ['mariadb-server', '/usr/sbin/mariadbd'],
   ['rabbitmq-server', '/usr/sbin/rabbitmq-server'],
   ['chromium', '/usr/bin/chromium'],
+  ['iproute2', '/usr/sbin/ip'],
+];
+
+/** Files (not programs) from Debian packages, by package: the ZooKeeper server runs from its jar. */
+const FILES: Array<[pkg: string, file: string]> = [
+  ['zookeeper', '/usr/share/java/zookeeper.jar'],
+  ['python3-kazoo', '/usr/lib/python3/dist-packages/kazoo/client.py'],
 ];
 
 /** What the selected tests need: integration tests the programs, the real-DIB test root and loop devices. */
@@ -45,6 +52,9 @@ export function needs(opts: { integration: boolean; realDib: boolean }): Need[] 
   if (!opts.integration) return list;
   for (const [pkg, file] of PROGRAMS) {
     list.push({ what: `${file} (Debian package ${pkg})`, met: () => executable(file), fix: `apt-get install ${pkg} (make test does this)` });
+  }
+  for (const [pkg, file] of FILES) {
+    list.push({ what: `${file} (Debian package ${pkg})`, met: () => existsSync(file), fix: `apt-get install ${pkg} (make test does this)` });
   }
   if (opts.realDib) {
     list.push({ what: 'root (DIB mounts and chroots)', met: () => process.getuid?.() === 0, fix: 'run the tests as root' });
