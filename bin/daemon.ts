@@ -7,6 +7,7 @@ import { watch } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Argv } from 'yargs';
+import { versionText } from '../lib/build-info.js';
 import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
 import { loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
@@ -16,16 +17,17 @@ import { ConfigError } from '../lib/errors.js';
 import { createRootLogger, type Logger } from '../lib/log.js';
 
 /**
- * Adds `-c/--config`, `--log-level` and `--log-format`. Help is wrapped at the terminal's width
- * (at most 100) on a terminal and not at all otherwise: yargs' default width is undefined
- * without a terminal, and its ES module build cuts words wherever it wraps. A command-line
- * error prints one line and exits 2 (a usage error).
+ * Adds `-c/--config`, `--log-level`, `--log-format` and `--version` (package version and git
+ * revision). Help is wrapped at the terminal's width (at most 100) on a terminal and not at all
+ * otherwise: yargs' default width is undefined without a terminal, and its ES module build cuts
+ * words wherever it wraps. A command-line error prints one line and exits 2 (a usage error).
  */
 export function withDaemonOptions<T>(y: Argv<T>) {
   return y
     .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
     .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
     .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] })
+    .version(versionText())
     .wrap(process.stdout.isTTY ? Math.min(100, process.stdout.columns) : null)
     .fail((msg, err) => {
       process.stderr.write(`${msg ?? err?.message ?? 'usage error'} (see --help)\n`);

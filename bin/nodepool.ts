@@ -27,6 +27,7 @@ import { list } from '../cli/commands/list.js';
 import { release } from '../cli/commands/release.js';
 import { request } from '../cli/commands/request.js';
 import { requestList } from '../cli/commands/request-list.js';
+import { versionText } from '../lib/build-info.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { createRootLogger } from '../lib/log.js';
 import { processImageServices } from './daemon.js';
@@ -88,6 +89,7 @@ const SECONDS = seconds({ min: 1, fractions: true });
 await yargs(hideBin(process.argv))
   .scriptName('nodepool')
   .usage('$0 <command> [options]')
+  .version(versionText())
   .option('config', {
     alias: 'c', type: 'string', global: true,
     default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml',
