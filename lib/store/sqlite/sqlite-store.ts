@@ -11,9 +11,11 @@ import type {
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
+import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import type { ExpectState, LockOptions, Store, StoreOptions } from '../store.js';
 import { SqliteBuilds, type BuildFilter } from './builds.js';
 import { ChangeWatch } from './change-watch.js';
+import { SqliteImageData } from './image-data.js';
 import { SqliteIntents } from './intents.js';
 import { SqliteLocks } from './locks.js';
 import { migrate } from './migrations.js';
@@ -29,8 +31,8 @@ export interface SqliteStoreOptions extends StoreOptions {
   busyTimeoutMs?: number;
 }
 
-/** A {@link Store} in one SQLite file. */
-export class SqliteStore implements Store {
+/** A {@link Store} in one SQLite file, with image data export and import. */
+export class SqliteStore implements Store, ImageDataStore {
   private closed = false;
   private readonly builds: SqliteBuilds;
   private readonly uploads: SqliteUploads;
@@ -40,6 +42,7 @@ export class SqliteStore implements Store {
   private readonly sessions: SqliteSessions;
   private readonly locks: SqliteLocks;
   private readonly changes: ChangeWatch;
+  private readonly imageData: SqliteImageData;
   private readonly createBuildTx: (input: NewBuild) => BuildRecord;
 
   private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number) {
@@ -52,6 +55,7 @@ export class SqliteStore implements Store {
     this.sessions = new SqliteSessions(db, clock);
     this.locks = new SqliteLocks(db, clock);
     this.changes = new ChangeWatch(db);
+    this.imageData = new SqliteImageData(db, clock);
     const createBuild = db.transaction((input: NewBuild) => {
       const build = this.builds.create(input);
       if (input.servesRequestsUpTo !== undefined) this.intents.clearBuildRequest(input.diskimage, input.servesRequestsUpTo);
@@ -253,6 +257,14 @@ export class SqliteStore implements Store {
 
   listLaunchers(): Promise<LauncherRecord[]> {
     return this.guard('listing launchers', () => this.sessions.listLaunchers());
+  }
+
+  exportImageData(): Promise<ImageData> {
+    return this.guard('exporting image data', () => this.imageData.export());
+  }
+
+  importImageData(data: ImageData): Promise<ImportCounts> {
+    return this.guard('importing image data', () => this.imageData.import(data));
   }
 
   onChange(listener: () => void): () => void {

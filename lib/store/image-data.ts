@@ -1,0 +1,426 @@
+/**
+ * Image data: the image records of a state store (builds, uploads, pauses, build requests and
+ * the id sequences behind them) as one versioned JSON document, so a site can back its state
+ * up and move it between stores (SQLite → ZooKeeper) with the ids intact.
+ *
+ * Writing records with given ids is not part of the {@link Store} contract, so this is a
+ * separate, optional capability ({@link ImageDataStore}); `nodepool export-image-data` and
+ * `import-image-data` check for it with {@link hasImageData}. What every backend shares lives
+ * here and is pure: the format, the field-by-field validator ({@link parseImageData}) and the
+ * conflict check an import runs against the target ({@link findImportConflict}).
+ */
+import { StoreError } from '../errors.js';
+import { DISKIMAGE_NAME_RE, IMAGE_ID_RE } from '../images/image-file.js';
+import {
+  BUILD_STATES, UPLOAD_STATES, type BuildRecord, type BuildRequest, type PauseRecord, type UploadRecord,
+} from './models.js';
+
+/** The `format` field of an image data document. */
+export const IMAGE_DATA_FORMAT = 'nodepool-ts-image-data';
+/** The version this code writes and reads. */
+export const IMAGE_DATA_VERSION = 1;
+/** Largest image data file the CLI reads or writes (64 MiB: some 150,000 uploads). */
+export const IMAGE_DATA_MAX_BYTES = 64 * 1024 * 1024;
+/** Largest sequence value (ids have 10 digits). */
+const MAX_SEQUENCE = 9_999_999_999;
+/** Upload ids: the store-wide sequence as 10 digits. */
+const UPLOAD_ID_RE = /^\d{10}$/;
+
+/** The id sequences of image records: where the next build or upload id continues from. */
+export interface ImageDataSequences {
+  /** Last build sequence handed out per diskimage (the next build of `d` is `d-<value + 1>`). */
+  build: Record<string, number>;
+  /** Last upload sequence handed out in the store. */
+  upload: number;
+}
+
+/**
+ * One store's image records (version 1). Nodes, node requests, sessions, locks, launchers and
+ * the server's published status are not image data: they are rebuilt by the launchers.
+ */
+export interface ImageData {
+  format: typeof IMAGE_DATA_FORMAT;
+  version: typeof IMAGE_DATA_VERSION;
+  /** When the export was taken (epoch ms, the source store's clock). */
+  exported: number;
+  /** Ordered by diskimage, then id (as {@link Store.listBuilds}). */
+  builds: BuildRecord[];
+  /** Ordered by diskimage, provider, then id (as {@link Store.listUploads}). */
+  uploads: UploadRecord[];
+  pauses: PauseRecord[];
+  buildRequests: BuildRequest[];
+  sequences: ImageDataSequences;
+}
+
+/** What an import wrote. */
+export interface ImportCounts {
+  builds: number;
+  uploads: number;
+  pauses: number;
+  buildRequests: number;
+  /** Pauses the target already had for the same diskimage and provider: kept as they were. */
+  pausesKept: number;
+  /** Build requests the target already had for the same diskimage: kept as they were. */
+  buildRequestsKept: number;
+  /** Sequences of the target moved forward to the imported value. */
+  sequencesRaised: number;
+}
+
+/**
+ * A store that can export and import its image records with their ids. Backends implement
+ * it beside {@link Store}; callers check with {@link hasImageData}.
+ */
+export interface ImageDataStore {
+  /** A consistent snapshot of every image record and the build and upload sequences. */
+  exportImageData(): Promise<ImageData>;
+  /**
+   * Writes `data` into this store, all or nothing. Sequences become max(existing, imported),
+   * so a new build never reuses an imported id. Pauses and build requests the store already
+   * has for the same key are kept as they are.
+   * Thrown: {@link InvalidImageDataError} when `data` does not validate;
+   * {@link ImageDataConflictError} (nothing written) when a build or upload id already exists,
+   * or when an imported sequence is behind a record already in this store.
+   */
+  importImageData(data: ImageData): Promise<ImportCounts>;
+}
+
+/** Whether `store` has the image data capability. */
+export function hasImageData<S extends object>(store: S): store is S & ImageDataStore {
+  const s = store as Partial<ImageDataStore>;
+  return typeof s.exportImageData === 'function' && typeof s.importImageData === 'function';
+}
+
+/** One problem found in an image data document. */
+export interface ImageDataProblem {
+  /** Path of the field, e.g. `builds[3].state`; empty for the document itself. */
+  path: string;
+  message: string;
+}
+
+/** Thrown when an image data document does not validate; nothing was written. */
+export class InvalidImageDataError extends StoreError {
+  readonly problems: readonly ImageDataProblem[];
+  constructor(problems: ImageDataProblem[]) {
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => (p.path ? `${p.path}: ${p.message}` : p.message));
+    if (problems.length > MAX_PROBLEMS_SHOWN) shown.push(`… and ${problems.length - MAX_PROBLEMS_SHOWN} more problem(s)`);
+    super(`not valid image data:\n  ${shown.join('\n  ')}`);
+    this.problems = problems;
+  }
+}
+
+/** Thrown when an import would overwrite a record of the target or reuse an id it handed out; nothing was written. */
+export class ImageDataConflictError extends StoreError {
+  constructor(readonly recordId: string, message: string) {
+    super(message);
+  }
+}
+
+const MAX_PROBLEMS_SHOWN = 20;
+
+/** The sequence number in a build id (`debian-0000000007` → 7). Thrown: StoreError for another shape. */
+export function buildIdSequence(id: string): number {
+  const m = IMAGE_ID_RE.exec(id);
+  if (!m) throw new StoreError(`invalid build id ${JSON.stringify(id)}: expected <diskimage>-<10 digits>`);
+  return Number(m[2]);
+}
+
+/** The sequence number of an upload id (`0000000042` → 42). Thrown: StoreError for another shape. */
+export function uploadIdSequence(id: string): number {
+  if (!UPLOAD_ID_RE.test(id)) throw new StoreError(`invalid upload id ${JSON.stringify(id)}: expected 10 digits`);
+  return Number(id);
+}
+
+/**
+ * Checks a parsed image data document field by field and returns it typed.
+ * Thrown: {@link InvalidImageDataError} listing every problem with its path.
+ */
+export function parseImageData(value: unknown): ImageData {
+  const problems = checkImageData(value);
+  if (problems.length > 0) throw new InvalidImageDataError(problems);
+  return value as ImageData;
+}
+
+/** Every problem of a parsed image data document (empty when it is valid). */
+export function checkImageData(value: unknown): ImageDataProblem[] {
+  const c = new Checker();
+  if (!c.object(value, '')) return c.problems;
+  if (value.format !== IMAGE_DATA_FORMAT) {
+    c.problem('format', `expected ${JSON.stringify(IMAGE_DATA_FORMAT)}, got ${show(value.format)} (not a nodepool image data file)`);
+    return c.problems;
+  }
+  if (value.version !== IMAGE_DATA_VERSION) {
+    const newer = typeof value.version === 'number' && value.version > IMAGE_DATA_VERSION;
+    c.problem('version', newer
+      ? `version ${value.version} is newer than this nodepool reads (${IMAGE_DATA_VERSION}); upgrade nodepool`
+      : `expected ${IMAGE_DATA_VERSION}, got ${show(value.version)}`);
+    return c.problems;
+  }
+  c.fields(value, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences']);
+  c.time(value.exported, 'exported');
+  const sequences = checkSequences(c, value.sequences);
+  const builds = new Map<string, string>();
+  c.list(value.builds, 'builds', (b, p) => {
+    const id = checkBuild(c, b, p);
+    if (id === undefined) return;
+    if (builds.has(id.id)) c.problem(`${p}.id`, `build ${id.id} appears twice (also ${builds.get(id.id)})`);
+    else builds.set(id.id, p);
+    const seq = sequences?.build[id.diskimage];
+    if (sequences && (seq === undefined || seq < id.sequence)) {
+      c.problem(`${p}.id`, `build ${id.id} is past sequences.build[${JSON.stringify(id.diskimage)}] (${seq ?? 'missing'})`);
+    }
+  });
+  const uploads = new Map<string, string>();
+  c.list(value.uploads, 'uploads', (u, p) => {
+    const ok = checkUpload(c, u, p);
+    if (!ok) return;
+    if (uploads.has(ok.id)) c.problem(`${p}.id`, `upload ${ok.id} appears twice (also ${uploads.get(ok.id)})`);
+    else uploads.set(ok.id, p);
+    if (sequences && sequences.upload < Number(ok.id)) c.problem(`${p}.id`, `upload ${ok.id} is past sequences.upload (${sequences.upload})`);
+    const buildPath = builds.get(ok.buildId);
+    if (buildPath === undefined) c.problem(`${p}.buildId`, `build ${ok.buildId} is not in builds`);
+    else if (ok.buildId !== `${ok.diskimage}-${ok.buildId.slice(-10)}`) {
+      c.problem(`${p}.diskimage`, `${ok.diskimage} is not the diskimage of build ${ok.buildId}`);
+    }
+  });
+  const pauses = new Set<string>();
+  c.list(value.pauses, 'pauses', (x, p) => {
+    if (!c.object(x, p)) return;
+    c.fields(x, p, ['diskimage', 'provider', 'since', 'reason']);
+    c.name(x.diskimage, `${p}.diskimage`);
+    if (x.provider !== null) c.nonEmpty(x.provider, `${p}.provider`, 'a provider name or null');
+    c.time(x.since, `${p}.since`);
+    c.stringOrNull(x.reason, `${p}.reason`);
+    const key = JSON.stringify([x.diskimage, x.provider]);
+    if (pauses.has(key)) c.problem(p, `a second pause of ${show(x.diskimage)}${x.provider === null ? '' : ` on ${show(x.provider)}`}`);
+    pauses.add(key);
+  });
+  const requests = new Set<unknown>();
+  c.list(value.buildRequests, 'buildRequests', (x, p) => {
+    if (!c.object(x, p)) return;
+    c.fields(x, p, ['diskimage', 'requested']);
+    c.name(x.diskimage, `${p}.diskimage`);
+    c.time(x.requested, `${p}.requested`);
+    if (requests.has(x.diskimage)) c.problem(p, `a second build request for ${show(x.diskimage)}`);
+    requests.add(x.diskimage);
+  });
+  return c.problems;
+}
+
+function checkSequences(c: Checker, value: unknown): ImageDataSequences | undefined {
+  const p = 'sequences';
+  if (!c.object(value, p)) return undefined;
+  c.fields(value, p, ['build', 'upload']);
+  let ok = c.sequence(value.upload, `${p}.upload`);
+  if (c.object(value.build, `${p}.build`)) {
+    for (const [d, n] of Object.entries(value.build)) {
+      if (!DISKIMAGE_NAME_RE.test(d)) {
+        c.problem(`${p}.build`, `${show(d)} is not a diskimage name`);
+        ok = false;
+      }
+      ok = c.sequence(n, `${p}.build[${JSON.stringify(d)}]`) && ok;
+    }
+  } else ok = false;
+  return ok ? value as unknown as ImageDataSequences : undefined;
+}
+
+function checkBuild(c: Checker, b: unknown, p: string): { id: string; diskimage: string; sequence: number } | undefined {
+  if (!c.object(b, p)) return undefined;
+  c.fields(b, p, ['id', 'diskimage', 'state', 'stateTime', 'created', 'builderHostname', 'builderId', 'formats', 'files', 'reason', 'progress']);
+  c.oneOf(b.state, `${p}.state`, BUILD_STATES);
+  c.time(b.stateTime, `${p}.stateTime`);
+  c.time(b.created, `${p}.created`);
+  c.stringOrNull(b.builderHostname, `${p}.builderHostname`);
+  c.stringOrNull(b.builderId, `${p}.builderId`);
+  c.stringList(b.formats, `${p}.formats`);
+  c.list(b.files, `${p}.files`, (f, fp) => {
+    if (!c.object(f, fp)) return;
+    c.fields(f, fp, ['format', 'size', 'sha256']);
+    c.nonEmpty(f.format, `${fp}.format`, 'a format');
+    c.count(f.size, `${fp}.size`);
+    c.string(f.sha256, `${fp}.sha256`);
+  });
+  c.stringOrNull(b.reason, `${p}.reason`);
+  c.progress(b.progress, `${p}.progress`, ['numerator', 'denominator']);
+  const nameOk = c.name(b.diskimage, `${p}.diskimage`);
+  if (typeof b.id !== 'string' || !IMAGE_ID_RE.test(b.id)) {
+    c.problem(`${p}.id`, `expected <diskimage>-<10 digits>, got ${show(b.id)}`);
+    return undefined;
+  }
+  if (!nameOk) return undefined;
+  const diskimage = b.diskimage as string;
+  if (!b.id.startsWith(`${diskimage}-`) || b.id.length !== diskimage.length + 11) {
+    c.problem(`${p}.id`, `build ${b.id} is not a build of diskimage ${diskimage}`);
+    return undefined;
+  }
+  return { id: b.id, diskimage, sequence: buildIdSequence(b.id) };
+}
+
+function checkUpload(c: Checker, u: unknown, p: string): { id: string; buildId: string; diskimage: string } | undefined {
+  if (!c.object(u, p)) return undefined;
+  c.fields(u, p, ['id', 'buildId', 'diskimage', 'provider', 'imageName', 'state', 'stateTime', 'created',
+    'externalId', 'externalName', 'format', 'reason', 'progress']);
+  c.nonEmpty(u.provider, `${p}.provider`, 'a provider name');
+  c.nonEmpty(u.imageName, `${p}.imageName`, 'an image name');
+  c.oneOf(u.state, `${p}.state`, UPLOAD_STATES);
+  c.time(u.stateTime, `${p}.stateTime`);
+  c.time(u.created, `${p}.created`);
+  c.stringOrNull(u.externalId, `${p}.externalId`);
+  c.stringOrNull(u.externalName, `${p}.externalName`);
+  c.stringOrNull(u.format, `${p}.format`);
+  c.stringOrNull(u.reason, `${p}.reason`);
+  c.progress(u.progress, `${p}.progress`, ['numerator', 'denominator', 'rate', 'sampledAt']);
+  const buildOk = typeof u.buildId === 'string' && IMAGE_ID_RE.test(u.buildId);
+  if (!buildOk) c.problem(`${p}.buildId`, `expected <diskimage>-<10 digits>, got ${show(u.buildId)}`);
+  const nameOk = c.name(u.diskimage, `${p}.diskimage`);
+  if (typeof u.id !== 'string' || !UPLOAD_ID_RE.test(u.id)) {
+    c.problem(`${p}.id`, `expected 10 digits, got ${show(u.id)}`);
+    return undefined;
+  }
+  return buildOk && nameOk ? { id: u.id, buildId: u.buildId as string, diskimage: u.diskimage as string } : undefined;
+}
+
+type Obj = Record<string, unknown>;
+
+/** Collects problems; each check returns whether the value passed. */
+class Checker {
+  readonly problems: ImageDataProblem[] = [];
+
+  problem(path: string, message: string): void {
+    this.problems.push({ path, message });
+  }
+
+  object(v: unknown, path: string): v is Obj {
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return true;
+    this.problem(path, `expected an object, got ${show(v)}`);
+    return false;
+  }
+
+  /** Every field in `known` must be present, and no other. */
+  fields(v: Obj, path: string, known: readonly string[]): void {
+    const at = (k: string): string => (path ? `${path}.${k}` : k);
+    for (const k of known) if (!(k in v)) this.problem(at(k), 'missing');
+    for (const k of Object.keys(v)) if (!known.includes(k)) this.problem(at(k), 'unexpected field');
+  }
+
+  list(v: unknown, path: string, each: (item: unknown, itemPath: string) => void): void {
+    if (v === undefined) return; // reported by fields()
+    if (!Array.isArray(v)) {
+      this.problem(path, `expected an array, got ${show(v)}`);
+      return;
+    }
+    v.forEach((item, i) => each(item, `${path}[${i}]`));
+  }
+
+  string(v: unknown, path: string): boolean {
+    if (typeof v === 'string') return true;
+    if (v !== undefined) this.problem(path, `expected a string, got ${show(v)}`);
+    return false;
+  }
+
+  nonEmpty(v: unknown, path: string, what: string): boolean {
+    if (typeof v === 'string' && v !== '') return true;
+    if (v !== undefined) this.problem(path, `expected ${what}, got ${show(v)}`);
+    return false;
+  }
+
+  stringOrNull(v: unknown, path: string): void {
+    if (v !== null) this.string(v, path);
+  }
+
+  stringList(v: unknown, path: string): void {
+    this.list(v, path, (s, sp) => this.string(s, sp));
+  }
+
+  name(v: unknown, path: string): boolean {
+    if (typeof v === 'string' && DISKIMAGE_NAME_RE.test(v)) return true;
+    if (v !== undefined) this.problem(path, `expected a diskimage name, got ${show(v)}`);
+    return false;
+  }
+
+  oneOf(v: unknown, path: string, allowed: readonly string[]): void {
+    if (v === undefined || (typeof v === 'string' && allowed.includes(v))) return;
+    this.problem(path, `expected one of ${allowed.join(', ')}, got ${show(v)}`);
+  }
+
+  /** Epoch milliseconds. */
+  time(v: unknown, path: string): void {
+    if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= 0)) return;
+    this.problem(path, `expected a time (epoch milliseconds), got ${show(v)}`);
+  }
+
+  count(v: unknown, path: string): void {
+    if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= 0)) return;
+    this.problem(path, `expected an integer >= 0, got ${show(v)}`);
+  }
+
+  sequence(v: unknown, path: string): boolean {
+    if (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_SEQUENCE) return true;
+    if (v !== undefined) this.problem(path, `expected an integer from 0 to ${MAX_SEQUENCE}, got ${show(v)}`);
+    return false;
+  }
+
+  /** null, or an object of finite numbers (or null) with `numerator` and `denominator` required. */
+  progress(v: unknown, path: string, known: readonly string[]): void {
+    if (v === null || v === undefined || !this.object(v, path)) return;
+    for (const k of ['numerator', 'denominator']) if (!(k in v)) this.problem(`${path}.${k}`, 'missing');
+    for (const [k, x] of Object.entries(v)) {
+      if (!known.includes(k)) this.problem(`${path}.${k}`, 'unexpected field');
+      else if (!(typeof x === 'number' && Number.isFinite(x)) && !(x === null && k === 'rate')) {
+        this.problem(`${path}.${k}`, `expected a number, got ${show(x)}`);
+      }
+    }
+  }
+}
+
+/** A short rendering of a value for a message. */
+function show(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (Array.isArray(v)) return 'an array';
+  if (v === null || typeof v !== 'object') {
+    const text = JSON.stringify(v) ?? String(v);
+    return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+  }
+  return 'an object';
+}
+
+/** What an import needs to know of its target to find a conflict. */
+export interface ImportTarget {
+  hasBuild(id: string): boolean;
+  hasUpload(id: string): boolean;
+  /** The largest build sequence among the target's build records of `diskimage` (0 when none). */
+  maxBuildSequence(diskimage: string): number;
+  /** The largest upload sequence among the target's upload records (0 when none). */
+  maxUploadSequence(): number;
+}
+
+/**
+ * The first reason `data` (already validated) cannot go into `target`, as the error to throw,
+ * or undefined. Refused: a build or upload id the target already has; an imported sequence
+ * behind a record of the target (the two stores handed out ids independently, so a later id
+ * could name two different images).
+ */
+export function findImportConflict(data: ImageData, target: ImportTarget): ImageDataConflictError | undefined {
+  for (const b of data.builds) {
+    if (target.hasBuild(b.id)) return new ImageDataConflictError(b.id, `build ${b.id} already exists in the target store; import refuses to overwrite it`);
+  }
+  for (const u of data.uploads) {
+    if (target.hasUpload(u.id)) {
+      return new ImageDataConflictError(u.id, `upload ${u.id} (${u.buildId} on ${u.provider}) already exists in the target store; import refuses to overwrite it`);
+    }
+  }
+  for (const [diskimage, seq] of Object.entries(data.sequences.build)) {
+    const held = target.maxBuildSequence(diskimage);
+    if (held > seq) {
+      const id = `${diskimage}-${String(held).padStart(10, '0')}`;
+      return new ImageDataConflictError(id, `the target store has build ${id}, past the imported build sequence of ${diskimage} (${seq}); `
+        + 'its ids were handed out apart from the imported ones');
+    }
+  }
+  const heldUpload = target.maxUploadSequence();
+  if (heldUpload > data.sequences.upload) {
+    const id = String(heldUpload).padStart(10, '0');
+    return new ImageDataConflictError(id, `the target store has upload ${id}, past the imported upload sequence (${data.sequences.upload}); `
+      + 'its ids were handed out apart from the imported ones');
+  }
+  return undefined;
+}

@@ -1,0 +1,151 @@
+/**
+ * Image data export and import for the SQLite store (see lib/store/image-data.ts). The export
+ * reads in one transaction, so it is one consistent snapshot while the server writes; the
+ * import runs in one BEGIN IMMEDIATE transaction, so it lands whole or not at all.
+ */
+import type Database from 'better-sqlite3';
+import {
+  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence,
+  type ImageData, type ImportCounts, type ImportTarget,
+} from '../image-data.js';
+import type { BuildRecord, BuildRequest, UploadRecord } from '../models.js';
+import {
+  buildFromRow, pauseFromRow, toJson, toJsonOrNull, uploadFromRow, WHOLE_DISKIMAGE,
+  type BuildRow, type PauseRow, type UploadRow,
+} from './rows.js';
+import { buildSequence, UPLOAD_SEQUENCE } from './sequences.js';
+import type { SqlValue } from './statements.js';
+
+const BUILD_SEQUENCE_PREFIX = buildSequence('');
+
+/** Image data of a SQLite database. */
+export class SqliteImageData {
+  private readonly exportTx: () => ImageData;
+  private readonly importTx: (data: ImageData) => ImportCounts;
+  private readonly hasBuildStmt: Database.Statement<[string], number>;
+  private readonly hasUploadStmt: Database.Statement<[string], number>;
+  private readonly maxBuildStmt: Database.Statement<[string], string | null>;
+  private readonly maxUploadStmt: Database.Statement<[], string | null>;
+  private readonly sequenceStmt: Database.Statement<[string], number>;
+  private readonly raiseSequenceStmt: Database.Statement<[string, number]>;
+  private readonly insertBuildStmt: Database.Statement<SqlValue[]>;
+  private readonly insertUploadStmt: Database.Statement<SqlValue[]>;
+  private readonly insertPauseStmt: Database.Statement<SqlValue[]>;
+  private readonly insertRequestStmt: Database.Statement<SqlValue[]>;
+
+  constructor(private readonly db: Database.Database, private readonly clock: () => number) {
+    this.hasBuildStmt = db.prepare<[string], number>('SELECT 1 FROM builds WHERE id = ?').pluck();
+    this.hasUploadStmt = db.prepare<[string], number>('SELECT 1 FROM uploads WHERE id = ?').pluck();
+    // Ids are zero-padded to a fixed width, so the largest id has the largest sequence.
+    this.maxBuildStmt = db.prepare<[string], string | null>('SELECT max(id) FROM builds WHERE diskimage = ?').pluck();
+    this.maxUploadStmt = db.prepare<[], string | null>('SELECT max(id) FROM uploads').pluck();
+    this.sequenceStmt = db.prepare<[string], number>('SELECT value FROM sequences WHERE name = ?').pluck();
+    this.raiseSequenceStmt = db.prepare<[string, number]>(`
+      INSERT INTO sequences (name, value) VALUES (?, ?)
+      ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`);
+    this.insertBuildStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.insertUploadStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO uploads (id, build_id, diskimage, provider, image_name, state, state_time, created,
+                           external_id, external_name, format, reason, progress)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.insertPauseStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO pauses (diskimage, provider, since, reason) VALUES (?, ?, ?, ?)
+      ON CONFLICT (diskimage, provider) DO NOTHING`);
+    this.insertRequestStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO build_requests (diskimage, requested) VALUES (?, ?)
+      ON CONFLICT (diskimage) DO NOTHING`);
+    // A deferred transaction of reads: one snapshot under WAL, without blocking writers.
+    this.exportTx = db.transaction(() => this.exportNow());
+    const importTx = db.transaction((data: ImageData) => this.importNow(data));
+    this.importTx = (data) => importTx.immediate(data);
+  }
+
+  /** Every image record and the build and upload sequences, as one snapshot. */
+  export(): ImageData {
+    return this.exportTx();
+  }
+
+  /**
+   * Validates `data` and writes it, all or nothing.
+   * Thrown: InvalidImageDataError, ImageDataConflictError (nothing written).
+   */
+  import(data: ImageData): ImportCounts {
+    const checked = parseImageData(data);
+    return this.importTx(checked);
+  }
+
+  private exportNow(): ImageData {
+    const builds = this.db.prepare<[], BuildRow>('SELECT * FROM builds ORDER BY diskimage, id').all().map(buildFromRow);
+    const uploads = this.db.prepare<[], UploadRow>('SELECT * FROM uploads ORDER BY diskimage, provider, id').all().map(uploadFromRow);
+    const pauses = this.db.prepare<[], PauseRow>('SELECT * FROM pauses ORDER BY diskimage, provider').all().map(pauseFromRow);
+    const buildRequests = this.db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage').all()
+      .map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
+    const rows = this.db.prepare<[], { name: string; value: number }>('SELECT name, value FROM sequences ORDER BY name').all();
+    const build: Record<string, number> = {};
+    let upload = 0;
+    for (const r of rows) {
+      if (r.name === UPLOAD_SEQUENCE) upload = r.value;
+      else if (r.name.startsWith(BUILD_SEQUENCE_PREFIX)) build[r.name.slice(BUILD_SEQUENCE_PREFIX.length)] = r.value;
+    }
+    // A sequence is never behind its records; should a hand-edited database say otherwise,
+    // the export still lets no id be handed out twice.
+    for (const b of builds) build[b.diskimage] = Math.max(build[b.diskimage] ?? 0, buildIdSequence(b.id));
+    for (const u of uploads) upload = Math.max(upload, uploadIdSequence(u.id));
+    return {
+      format: IMAGE_DATA_FORMAT, version: IMAGE_DATA_VERSION, exported: this.clock(),
+      builds, uploads, pauses, buildRequests, sequences: { build, upload },
+    };
+  }
+
+  private importNow(data: ImageData): ImportCounts {
+    const target: ImportTarget = {
+      hasBuild: (id) => this.hasBuildStmt.get(id) !== undefined,
+      hasUpload: (id) => this.hasUploadStmt.get(id) !== undefined,
+      maxBuildSequence: (diskimage) => {
+        const id = this.maxBuildStmt.get(diskimage);
+        return id ? buildIdSequence(id) : 0;
+      },
+      maxUploadSequence: () => {
+        const id = this.maxUploadStmt.get();
+        return id ? uploadIdSequence(id) : 0;
+      },
+    };
+    const conflict = findImportConflict(data, target);
+    if (conflict) throw conflict;
+    const counts: ImportCounts = { builds: 0, uploads: 0, pauses: 0, buildRequests: 0, pausesKept: 0, buildRequestsKept: 0, sequencesRaised: 0 };
+    for (const b of data.builds) counts.builds += this.insertBuild(b);
+    for (const u of data.uploads) counts.uploads += this.insertUpload(u);
+    for (const p of data.pauses) {
+      const added = this.insertPauseStmt.run(p.diskimage, p.provider ?? WHOLE_DISKIMAGE, p.since, p.reason).changes;
+      if (added > 0) counts.pauses++;
+      else counts.pausesKept++;
+    }
+    for (const r of data.buildRequests) {
+      if (this.insertRequestStmt.run(r.diskimage, r.requested).changes > 0) counts.buildRequests++;
+      else counts.buildRequestsKept++;
+    }
+    const sequences: Array<[string, number]> = [
+      ...Object.entries(data.sequences.build).map(([d, n]): [string, number] => [buildSequence(d), n]),
+      [UPLOAD_SEQUENCE, data.sequences.upload],
+    ];
+    for (const [name, value] of sequences) {
+      if ((this.sequenceStmt.get(name) ?? 0) >= value) continue;
+      this.raiseSequenceStmt.run(name, value);
+      counts.sequencesRaised++;
+    }
+    return counts;
+  }
+
+  private insertBuild(b: BuildRecord): number {
+    const what = `build ${b.id}`;
+    return this.insertBuildStmt.run(b.id, b.diskimage, b.state, b.stateTime, b.created, b.builderHostname, b.builderId,
+      toJson(b.formats, `${what} formats`), toJson(b.files, `${what} files`), b.reason, toJsonOrNull(b.progress, `${what} progress`)).changes;
+  }
+
+  private insertUpload(u: UploadRecord): number {
+    return this.insertUploadStmt.run(u.id, u.buildId, u.diskimage, u.provider, u.imageName, u.state, u.stateTime, u.created,
+      u.externalId, u.externalName, u.format, u.reason, toJsonOrNull(u.progress, `upload ${u.id} progress`)).changes;
+  }
+}
