@@ -32,8 +32,18 @@ export class SqliteImageData {
   private readonly insertUploadStmt: Database.Statement<SqlValue[]>;
   private readonly insertPauseStmt: Database.Statement<SqlValue[]>;
   private readonly insertRequestStmt: Database.Statement<SqlValue[]>;
+  private readonly allBuildsStmt: Database.Statement<[], BuildRow>;
+  private readonly allUploadsStmt: Database.Statement<[], UploadRow>;
+  private readonly allPausesStmt: Database.Statement<[], PauseRow>;
+  private readonly allRequestsStmt: Database.Statement<[], BuildRequest>;
+  private readonly allSequencesStmt: Database.Statement<[], { name: string; value: number }>;
 
-  constructor(private readonly db: Database.Database, private readonly clock: () => number) {
+  constructor(db: Database.Database, private readonly clock: () => number) {
+    this.allBuildsStmt = db.prepare<[], BuildRow>('SELECT * FROM builds ORDER BY diskimage, id');
+    this.allUploadsStmt = db.prepare<[], UploadRow>('SELECT * FROM uploads ORDER BY diskimage, provider, id');
+    this.allPausesStmt = db.prepare<[], PauseRow>('SELECT * FROM pauses ORDER BY diskimage, provider');
+    this.allRequestsStmt = db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage');
+    this.allSequencesStmt = db.prepare<[], { name: string; value: number }>('SELECT name, value FROM sequences ORDER BY name');
     this.hasBuildStmt = db.prepare<[string], number>('SELECT 1 FROM builds WHERE id = ?').pluck();
     this.hasUploadStmt = db.prepare<[string], number>('SELECT 1 FROM uploads WHERE id = ?').pluck();
     // Ids are zero-padded to a fixed width, so the largest id has the largest sequence.
@@ -77,12 +87,11 @@ export class SqliteImageData {
   }
 
   private exportNow(): ImageData {
-    const builds = this.db.prepare<[], BuildRow>('SELECT * FROM builds ORDER BY diskimage, id').all().map(buildFromRow);
-    const uploads = this.db.prepare<[], UploadRow>('SELECT * FROM uploads ORDER BY diskimage, provider, id').all().map(uploadFromRow);
-    const pauses = this.db.prepare<[], PauseRow>('SELECT * FROM pauses ORDER BY diskimage, provider').all().map(pauseFromRow);
-    const buildRequests = this.db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage').all()
-      .map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
-    const rows = this.db.prepare<[], { name: string; value: number }>('SELECT name, value FROM sequences ORDER BY name').all();
+    const builds = this.allBuildsStmt.all().map(buildFromRow);
+    const uploads = this.allUploadsStmt.all().map(uploadFromRow);
+    const pauses = this.allPausesStmt.all().map(pauseFromRow);
+    const buildRequests = this.allRequestsStmt.all().map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
+    const rows = this.allSequencesStmt.all();
     const build: Record<string, number> = {};
     let upload = 0;
     for (const r of rows) {

@@ -6,12 +6,12 @@
  */
 import Database from 'better-sqlite3';
 import { coerceError, StoreError } from '../../errors.js';
+import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
-import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import type { ExpectState, LockOptions, Store, StoreOptions } from '../store.js';
 import { SqliteBuilds, type BuildFilter } from './builds.js';
 import { ChangeWatch } from './change-watch.js';
