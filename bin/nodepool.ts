@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline/promises';
 import { createRequire } from 'node:module';
 import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { completeWords } from '../cli/commands/completion.js';
 import { configValidate } from '../cli/commands/config-validate.js';
 import { dibImageDelete } from '../cli/commands/dib-image-delete.js';
 import { dibImageList } from '../cli/commands/dib-image-list.js';
@@ -86,13 +87,27 @@ const numberFlag = (flag: string, schema: Parameters<typeof numberArgument>[1], 
   ({ requiresArg: true, coerce: numberArgument(flag, schema), describe }) as const;
 const SECONDS = seconds({ min: 1, fractions: true });
 
+const DEFAULT_CONFIG = process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml';
+
+// Shell completion (the script of `nodepool completion` runs `nodepool --get-yargs-completions
+// <words>`): names of diskimages, providers, labels, builds and nodes are answered here, before
+// yargs, which completes commands and options (its completion callback cannot wait for a store).
+const completing = process.argv.indexOf('--get-yargs-completions');
+if (completing !== -1) {
+  const values = await completeWords(process.argv.slice(completing + 2), DEFAULT_CONFIG);
+  if (values) {
+    process.stdout.write(values.map((v) => `${v}\n`).join(''));
+    process.exit(0);
+  }
+}
+
 await yargs(hideBin(process.argv))
   .scriptName('nodepool')
   .usage('$0 <command> [options]')
   .version(versionText())
   .option('config', {
     alias: 'c', type: 'string', global: true,
-    default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml',
+    default: DEFAULT_CONFIG,
     describe: 'nodepool.yaml (env NODEPOOL_CONFIG)',
   })
   .command('dib-image-list', 'list diskimage builds and what needs attention', (y) => y.option('json', JSON_OPTION),
@@ -188,6 +203,7 @@ await yargs(hideBin(process.argv))
     process.exit(process.exitCode);
   })
   .command('config-validate', 'validate the configuration file', {}, (a) => finish(configValidate(String(a.config))))
+  .completion('completion', 'print a bash completion script (zsh when $SHELL is zsh): nodepool completion >> ~/.bashrc')
   .demandCommand(1, NO_COMMAND)
   .strict()
   .epilogue(EXIT_CODES_HELP)
