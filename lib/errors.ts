@@ -134,3 +134,15 @@ export class HostScanError extends NodepoolError {
 /** Thrown when a build's output is not a usable image (empty, cut, not its format): the build fails. */
 export class BadBuildOutputError extends BuilderError {}
 
+
+/**
+ * Thrown when an image file's bytes are no longer those recorded when it was built (its size or
+ * the sha256 of the bytes streamed to the cloud differ): the upload is refused and removed.
+ */
+export class ImageFileChangedError extends BuilderError {}
+
+/**
+ * Thrown when the cloud's own hash of an uploaded image differs from the hash of the bytes the
+ * builder sent (corrupted on the way or in the store): the image is deleted in the cloud.
+ */
+export class CloudHashMismatchError extends BuilderError {}
