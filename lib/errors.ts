@@ -136,6 +136,17 @@ export class BadBuildOutputError extends BuilderError {}
 
 
 /**
+ * Thrown when ZooKeeper refuses or fails an operation of the ZooKeeper store. `code` is
+ * ZooKeeper's error name (`NO_NODE`, `NODE_EXISTS`, `BAD_VERSION`, `NOT_EMPTY`,
+ * `CONNECTION_LOSS`, `SESSION_EXPIRED`, `OPERATION_TIMEOUT`, …); `path` is the znode it concerns.
+ */
+export class ZooKeeperError extends StoreError {
+  constructor(readonly code: string, message: string, readonly path?: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
  * Thrown when an image file's bytes are no longer those recorded when it was built (its size or
  * the sha256 of the bytes streamed to the cloud differ): the upload is refused and removed.
  */

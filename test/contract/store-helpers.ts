@@ -12,6 +12,27 @@ export const T0 = 1_700_000_000_000;
 export interface StoreHarness {
   readonly store: Store;
   now: number;
+  /**
+   * Makes a session lapse. A lease backend (SQLite) moves the clock past the session's TTL
+   * (other sessions lapse with it unless renewed); a backend whose server expires sessions
+   * (ZooKeeper) has it expired there for real.
+   */
+  lapse(sessionId: string): Promise<void>;
+  /**
+   * True when a lapsed session is gone at once with everything ephemeral of it (ZooKeeper);
+   * false when it stays until reaped and reapSessions counts what it removes (SQLite).
+   */
+  readonly lapsedSessionsVanish: boolean;
+}
+
+/**
+ * The default {@link StoreHarness.lapse}: moves the clock to one ms past the session's TTL
+ * (from its last renewal), never backwards.
+ */
+export async function lapseByClock(h: Pick<StoreHarness, 'store' | 'now'>, sessionId: string): Promise<void> {
+  const s = await h.store.getSession(sessionId);
+  if (!s) throw new Error(`session ${sessionId} is unknown`);
+  h.now = Math.max(h.now, s.renewed + s.ttlMs + 1);
 }
 
 /** Asserts that `p` rejects with a StoreError (or subclass) and returns it. */

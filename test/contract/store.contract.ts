@@ -1,17 +1,21 @@
 /**
- * The state store contract: every backend (SQLite now, ZooKeeper later) runs this suite from
- * its own test file with a fresh, empty store per test and a clock the test controls.
+ * The state store contract: every backend (SQLite, ZooKeeper) runs this suite from its own
+ * test file with a fresh, empty store per test and a clock the test controls.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { StateConflictError } from '../../lib/errors.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { ids, storeError, T0 } from './store-helpers.js';
+import { ids, lapseByClock, storeError, T0, type StoreHarness } from './store-helpers.js';
 import { nodeStoreContract } from './store-nodes.contract.js';
 
-/** Opens a fresh, empty store on `clock`; `cleanup` closes it and removes what it made. */
-export type OpenTestStore = (clock: () => number) => Promise<{ store: Store; cleanup(): Promise<void> }>;
+/**
+ * Opens a fresh, empty store on `clock`; `cleanup` closes it and removes what it made.
+ * A backend whose server expires sessions itself (ZooKeeper) also returns `lapseSession`,
+ * which has a session expire for real; the others lapse sessions by moving the clock.
+ */
+export type OpenTestStore = (clock: () => number) => Promise<{ store: Store; cleanup(): Promise<void>; lapseSession?(id: string): Promise<void> }>;
 
 /** Registers the store contract suite for one backend. */
 export function storeContract(name: string, open: OpenTestStore): void {
@@ -19,19 +23,28 @@ export function storeContract(name: string, open: OpenTestStore): void {
     let now = T0;
     let store: Store;
     let cleanup: () => Promise<void>;
+    let lapseSession: ((id: string) => Promise<void>) | undefined;
 
     beforeEach(async () => {
       now = T0;
       const opened = await open(() => now);
       store = opened.store;
       cleanup = () => opened.cleanup();
+      lapseSession = opened.lapseSession?.bind(opened);
     });
     afterEach(() => cleanup());
 
     const build = (diskimage = 'debian', formats = ['qcow2']): Promise<BuildRecord> => store.createBuild({ diskimage, formats });
     const upload = (buildId: string, provider = 'cloud-a'): Promise<UploadRecord> =>
       store.createUpload({ buildId, provider, imageName: `${provider}-image`, externalName: null });
-    nodeStoreContract({ get store() { return store; }, set now(v: number) { now = v; }, get now() { return now; } });
+    const harness: StoreHarness = {
+      get store() { return store; },
+      set now(v: number) { now = v; },
+      get now() { return now; },
+      lapse: (id) => (lapseSession ? lapseSession(id) : lapseByClock(harness, id)),
+      get lapsedSessionsVanish() { return lapseSession !== undefined; },
+    };
+    nodeStoreContract(harness);
 
     void describe('builds', () => {
       void it('creates a build in state building with id <diskimage>-0000000001, then -0000000002', async () => {

@@ -1,0 +1,180 @@
+/**
+ * Builds in ZooKeeper: `/nodepool/images/<diskimage>/builds/<10-digit seq>`, the id shown being
+ * `<diskimage>-<seq>`. The seq comes from the counter `sequences/build-<diskimage>` (see
+ * sequences.ts); the build requests a new build serves go in the same transaction.
+ */
+import { StateConflictError, StoreError } from '../../errors.js';
+import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
+import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
+import { checkBuildState } from '../sqlite/rows.js';
+import type { ExpectState } from '../store.js';
+import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
+import { SEQ_RE } from './layout.js';
+import { buildFromJson, buildJson, decode, encode, toMs, type Json } from './records.js';
+import type { Entry } from './tree-cache.js';
+import type { Op } from './zk-client.js';
+
+/** Filter of {@link ZkBuilds.list}. */
+export interface BuildFilter {
+  diskimage?: string;
+  states?: readonly BuildState[];
+}
+
+/** `<diskimage>-<seq>` → its parts; undefined for anything else. */
+export function splitBuildId(id: string): { diskimage: string; seq: string } | undefined {
+  const m = IMAGE_ID_RE.exec(id);
+  if (!m || id.includes('..')) return undefined;
+  return { diskimage: m[1] as string, seq: m[2] as string };
+}
+
+/** Builds of one store handle. */
+export class ZkBuilds {
+  constructor(private readonly ctx: ZkContext) {}
+
+  async create(input: NewBuild): Promise<BuildRecord> {
+    const { layout, clock } = this.ctx;
+    const client = this.ctx.main();
+    formatImageId(input.diskimage, 1);
+    const what = `creating a build of ${input.diskimage}`;
+    const builds = layout.builds(input.diskimage);
+    if (!this.ctx.cache.get(builds)) {
+      await ensure(client, layout.image(input.diskimage));
+      await ensure(client, builds);
+    }
+    const skip = new Set(input.skipIds ?? []);
+    let made: BuildRecord | undefined;
+    const value = await this.ctx.sequences.next(`build-${input.diskimage}`, what, async (next) => {
+      let v = next;
+      while (skip.has(formatImageId(input.diskimage, v))) v += 1;
+      const now = clock();
+      const id = formatImageId(input.diskimage, v);
+      made = {
+        id, diskimage: input.diskimage, state: 'building', stateTime: now, created: now, builderHostname: null, builderId: null,
+        formats: [...input.formats], files: [], reason: null, progress: null,
+      };
+      const ops: Op[] = [{ op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(buildJson(made), `build ${id}`) }];
+      if (input.servesRequestsUpTo !== undefined) {
+        const req = await client.getData(layout.requestBuild(input.diskimage));
+        if (req && requestedAt(decode(req.data, 'build request'), req.stat.ctime) <= input.servesRequestsUpTo) {
+          ops.push({ op: 'remove', path: layout.requestBuild(input.diskimage), version: req.stat.version });
+        }
+      }
+      return { value: v, ops };
+    });
+    if (!made || made.id !== formatImageId(input.diskimage, value)) throw new StoreError(`${what}: lost track of the id taken`);
+    return made;
+  }
+
+  async get(id: string): Promise<BuildRecord | undefined> {
+    const parts = splitBuildId(id);
+    if (!parts) return undefined;
+    const got = await this.ctx.main().getData(this.ctx.layout.build(parts.diskimage, parts.seq));
+    if (!got || got.data.length === 0) return undefined;
+    return buildFromJson(id, parts.diskimage, decode(got.data, `build ${id}`));
+  }
+
+  /** From the cache: builds by diskimage, then id. */
+  async list(filter: BuildFilter = {}): Promise<BuildRecord[]> {
+    await this.ctx.fresh();
+    if (filter.states?.length === 0) return [];
+    const out: BuildRecord[] = [];
+    for (const { id, diskimage, entry } of this.cached(filter.diskimage)) {
+      const rec = memoBuild(entry, id, diskimage);
+      if (!rec || (filter.states && !filter.states.includes(rec.state))) continue;
+      out.push(structuredClone(rec));
+    }
+    return out;
+  }
+
+  /** Cached build entries (of one diskimage, or all), by diskimage then seq. */
+  *cached(diskimage?: string): Generator<{ id: string; diskimage: string; seq: string; path: string; entry: Entry }> {
+    const { layout, cache } = this.ctx;
+    const images = diskimage === undefined ? cache.children(layout.images) : [diskimage];
+    for (const d of images) {
+      let builds: string;
+      try {
+        builds = layout.builds(d);
+      } catch {
+        continue;
+      }
+      for (const seq of cache.children(builds)) {
+        const path = `${builds}/${seq}`;
+        const entry = cache.get(path);
+        if (entry) yield { id: `${d}-${seq}`, diskimage: d, seq, path, entry };
+      }
+    }
+  }
+
+  async update(id: string, patch: BuildPatch, opts: ExpectState<BuildState> = {}): Promise<BuildRecord | undefined> {
+    const parts = splitBuildId(id);
+    if (!parts) return undefined;
+    if (patch.state !== undefined) checkBuildState(patch.state, `updating build ${id}`);
+    const now = this.ctx.clock();
+    const done = await updateJson(this.ctx.main(), this.ctx.layout.build(parts.diskimage, parts.seq), `build ${id}`, (cur) => {
+      const rec = buildFromJson(id, parts.diskimage, cur);
+      const expect = opts.expectStates;
+      if (expect && !expect.includes(rec.state)) {
+        throw new StateConflictError(id, rec.state, `build ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
+      }
+      const next = applyBuildPatch(rec, patch, now);
+      return mergeJson(cur, buildJson(next));
+    });
+    return done ? buildFromJson(id, parts.diskimage, done.json) : undefined;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const parts = splitBuildId(id);
+    if (!parts) return false;
+    const client = this.ctx.main();
+    const path = this.ctx.layout.build(parts.diskimage, parts.seq);
+    return removeTree(client, path, `deleting build ${id}`, async (ops) => {
+      const uploads = ops.map((o) => o.path).filter((p) => p.includes('/providers/') && SEQ_RE.test(p.slice(p.lastIndexOf('/') + 1)));
+      if (uploads.length > 0) {
+        const shown = uploads.slice(0, 5).map((p) => p.slice(p.lastIndexOf('/') + 1)).join(', ') + (uploads.length > 5 ? ', …' : '');
+        throw new StoreError(`cannot delete build ${id}: ${uploads.length} upload record(s) of it remain (${shown}); delete the uploads first`);
+      }
+      // An upload created meanwhile makes its `images` dir non-empty: the transaction fails and the tree is read again.
+      return ops;
+    });
+  }
+}
+
+/** The record of a cached build entry, parsed once per data version. */
+export function memoBuild(entry: Entry, id: string, diskimage: string): BuildRecord | undefined {
+  if (!entry.data || entry.data.length === 0) return undefined;
+  const memo = entry.memo as BuildRecord | undefined;
+  if (memo) return memo;
+  const rec = buildFromJson(id, diskimage, decode(entry.data, `build ${id}`));
+  entry.memo = rec;
+  return rec;
+}
+
+/** When a build request was made: our `requested`, or the znode's creation for Nodepool's empty marker. */
+export function requestedAt(j: Json, ctime: Buffer): number {
+  return typeof j.requested === 'number' ? toMs(j.requested) : Number(ctime.readBigInt64BE(0));
+}
+
+function applyBuildPatch(rec: BuildRecord, patch: BuildPatch, now: number): BuildRecord {
+  const next = { ...rec };
+  if (patch.state !== undefined && patch.state !== rec.state) {
+    next.state = patch.state;
+    next.stateTime = now;
+  }
+  if (patch.builderHostname !== undefined) next.builderHostname = patch.builderHostname;
+  if (patch.builderId !== undefined) next.builderId = patch.builderId;
+  if (patch.formats !== undefined) next.formats = [...patch.formats];
+  if (patch.files !== undefined) next.files = structuredClone(patch.files);
+  if (patch.reason !== undefined) next.reason = patch.reason;
+  if (patch.progress !== undefined) next.progress = patch.progress === null ? null : { ...patch.progress };
+  return next;
+}
+
+/**
+ * The new JSON: what we know, over whatever else the znode held (fields another writer such as
+ * Nodepool added survive), with our fields that became absent (formats, builder) removed.
+ */
+export function mergeJson(cur: Json, ours: Json, owned: readonly string[] = ['builder', 'builder_id', 'formats']): Json {
+  const next: Json = { ...cur, ...ours };
+  for (const k of owned) if (!(k in ours)) delete next[k];
+  return next;
+}

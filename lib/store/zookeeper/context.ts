@@ -1,0 +1,99 @@
+/**
+ * What the entity modules of the ZooKeeper store share: the layout, the current main client,
+ * the watched cache, the clock and the sequences; plus the two write patterns every entity
+ * uses (version-checked read-modify-write, and removing a subtree in one transaction), both
+ * safe to repeat after a lost connection.
+ */
+import { ZooKeeperError } from '../../errors.js';
+import type { Layout } from './layout.js';
+import { decode, encode, type Json } from './records.js';
+import type { Sequences } from './sequences.js';
+import type { TreeCache } from './tree-cache.js';
+import type { Op, Stat, ZkClient } from './zk-client.js';
+
+/** Shared state of one store handle. */
+export interface ZkContext {
+  readonly layout: Layout;
+  /** The store's own session (watches, cache, writes that belong to no store session). */
+  main(): ZkClient;
+  readonly cache: TreeCache;
+  readonly clock: () => number;
+  readonly sequences: Sequences;
+  /** Resolves once the cache shows every write made through this handle so far. */
+  fresh(): Promise<void>;
+  /** Records that a write went through a store session's own client (fresh() then syncs first). */
+  wroteElsewhere(): void;
+}
+
+/** Attempts of a read-modify-write that other writers keep beating. */
+const MAX_ATTEMPTS = 100;
+
+const lost = (err: unknown): boolean => err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT');
+
+/**
+ * Reads the JSON at `path`, lets `mutate` derive the new JSON (null: nothing to write; it may
+ * throw, e.g. StateConflictError) and writes it at the version read; repeats when another
+ * writer came first. Undefined when the node does not exist. After a lost connection the node
+ * is read again: holding what we wrote means our write applied.
+ */
+export async function updateJson(client: ZkClient, path: string, what: string, mutate: (cur: Json, stat: Stat) => Json | null): Promise<{ json: Json; stat: Stat } | undefined> {
+  let written: Buffer | undefined;
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const got = await client.getData(path);
+    if (!got) return undefined;
+    if (written && got.data.equals(written)) return { json: decode(got.data, what), stat: got.stat };
+    const cur = decode(got.data, what);
+    const next = mutate(cur, got.stat);
+    if (next === null) return { json: cur, stat: got.stat };
+    written = encode(next, what);
+    try {
+      const stat = await client.setData(path, written, got.stat.version);
+      return { json: next, stat };
+    } catch (err) {
+      if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return undefined;
+      if (err instanceof ZooKeeperError && err.code === 'BAD_VERSION') continue;
+      if (!lost(err)) throw err;
+    }
+  }
+  throw new ZooKeeperError('BAD_VERSION', `${what}: other writers kept changing ${path} (${MAX_ATTEMPTS} attempts)`, path);
+}
+
+/** Ops that remove `path` and everything below it (deepest first), read now. */
+export async function removeTreeOps(client: ZkClient, path: string): Promise<Op[]> {
+  const children = await client.getChildren(path);
+  if (children === undefined) return [];
+  const ops: Op[] = [];
+  for (const name of children) ops.push(...await removeTreeOps(client, `${path}/${name}`));
+  ops.push({ op: 'remove', path, version: -1 });
+  return ops;
+}
+
+/**
+ * Removes `path` with everything below it in one transaction; false when it did not exist.
+ * A child created meanwhile fails the transaction (NOT_EMPTY) and the tree is read again.
+ */
+export async function removeTree(client: ZkClient, path: string, what: string, extra: (ops: Op[]) => Promise<Op[]> = async (o) => o): Promise<boolean> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const ops = await extra(await removeTreeOps(client, path));
+    if (ops.length === 0) return false;
+    try {
+      await client.multi(ops, what);
+      return true;
+    } catch (err) {
+      if (err instanceof ZooKeeperError && (err.code === 'NOT_EMPTY' || err.code === 'NO_NODE')) continue;
+      if (!lost(err)) throw err;
+      // Lost mid-transaction: it applied if the node is gone now.
+      if (!await client.exists(path)) return true;
+    }
+  }
+  throw new ZooKeeperError('NOT_EMPTY', `${what}: ${path} kept changing (${MAX_ATTEMPTS} attempts)`, path);
+}
+
+/** Creates `path`, fine when it exists already. */
+export async function ensure(client: ZkClient, path: string): Promise<void> {
+  try {
+    await client.create(path, Buffer.alloc(0));
+  } catch (err) {
+    if (!(err instanceof ZooKeeperError && err.code === 'NODE_EXISTS')) throw err;
+  }
+}

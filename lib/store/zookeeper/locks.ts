@@ -1,0 +1,135 @@
+/**
+ * Locks with ZooKeeper's lock recipe, as kazoo's `Lock` does it, so a kazoo (Zuul, Nodepool)
+ * lock and ours exclude each other: contenders create ephemeral sequential children
+ * `<uuid hex>__lock__<seq>` of the lock path, and the lowest sequence holds the lock. tryLock
+ * never waits: when ours is not the lowest it removes its child again and answers false (what
+ * kazoo's `acquire(blocking=False)` does). The children are created through the store
+ * session's own connection, so the lock goes when the session does.
+ */
+import { randomUUID } from 'node:crypto';
+import { StoreError, ZooKeeperError } from '../../errors.js';
+import { NODE_LOCK_PREFIX, REQUEST_LOCK_PREFIX } from '../lock-names.js';
+import type { LockRecord } from '../models.js';
+import { ensure, type ZkContext } from './context.js';
+import { LOCK_DIR, LOCK_NODE_MARK } from './layout.js';
+import { decode, encode, ownerOf, statTime, toMs, toSeconds } from './records.js';
+import type { ZkSessions } from './sessions.js';
+import { MODE, type ZkClient } from './zk-client.js';
+
+/** The sequence part of a contender's name (kazoo sorts by what follows `__lock__`). */
+function seqOf(name: string): string {
+  const at = name.lastIndexOf(LOCK_NODE_MARK);
+  return at >= 0 ? name.slice(at + LOCK_NODE_MARK.length) : name.slice(-10);
+}
+
+const byQueue = (a: string, b: string): number => (seqOf(a) < seqOf(b) ? -1 : seqOf(a) > seqOf(b) ? 1 : 0);
+
+/** Locks of one store handle. */
+export class ZkLocks {
+  constructor(private readonly ctx: ZkContext, private readonly sessions: ZkSessions) {}
+
+  async tryLock(resource: string, sessionId: string, exclusive: boolean): Promise<boolean> {
+    const client = this.sessions.client(sessionId, `cannot lock ${resource}`);
+    const path = this.ctx.layout.lockPath(resource);
+    let queue = await client.getChildren(path);
+    if (queue === undefined) {
+      await this.makeLockDir(client, path);
+      queue = [];
+    }
+    const holder = await this.holderOf(client, path, queue);
+    if (holder) return holder.sessionId === sessionId ? !exclusive : false;
+    let mine: string;
+    try {
+      const created = await client.create(`${path}/${randomUUID().replace(/-/g, '')}${LOCK_NODE_MARK}`,
+        encode({ session: sessionId, acquired_time: toSeconds(this.ctx.clock()) }, `lock ${resource}`), MODE.ephemeralSequential);
+      mine = created.slice(created.lastIndexOf('/') + 1);
+    } catch (err) {
+      if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return this.tryLock(resource, sessionId, exclusive);
+      throw err;
+    }
+    this.ctx.wroteElsewhere();
+    const after = (await client.getChildren(path) ?? []).sort(byQueue);
+    if (after[0] === mine) return true;
+    // Not first: take our child back (kazoo's non-blocking acquire does the same).
+    const first = await this.holderOf(client, path, after.filter((n) => n !== mine));
+    await client.remove(`${path}/${mine}`).catch((err: unknown) => {
+      if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+    });
+    if (first?.sessionId === sessionId) return !exclusive;
+    return false;
+  }
+
+  /** Releases every child the session has under the lock; false when it had none. */
+  async unlock(resource: string, sessionId: string): Promise<boolean> {
+    const client = this.ctx.main();
+    const path = this.ctx.layout.lockPath(resource);
+    let released = false;
+    for (const name of await client.getChildren(path) ?? []) {
+      const got = await client.getData(`${path}/${name}`);
+      if (!got || ownerOf(got.stat.ephemeralOwner) !== sessionId) continue;
+      try {
+        await client.remove(`${path}/${name}`, got.stat.version);
+        released = true;
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+      }
+    }
+    return released;
+  }
+
+  async get(resource: string): Promise<LockRecord | undefined> {
+    const client = this.ctx.main();
+    const path = this.ctx.layout.lockPath(resource);
+    const queue = await client.getChildren(path);
+    if (!queue) return undefined;
+    const h = await this.holderOf(client, path, queue);
+    return h ? { resource, sessionId: h.sessionId, acquired: h.acquired, live: true } : undefined;
+  }
+
+  /** Held locks whose resource starts with `prefix`, by resource (reads each lock directory). */
+  async list(prefix = ''): Promise<LockRecord[]> {
+    const { layout, cache } = this.ctx;
+    const client = this.ctx.main();
+    await this.ctx.fresh();
+    const resources: string[] = [];
+    for (const id of cache.children(layout.nodes)) resources.push(`${NODE_LOCK_PREFIX}${id}`);
+    for (const id of await client.getChildren(layout.requestsLock) ?? []) resources.push(`${REQUEST_LOCK_PREFIX}${id}`);
+    for (const enc of await client.getChildren(layout.locks) ?? []) resources.push(decodeURIComponent(enc));
+    const out: LockRecord[] = [];
+    for (const r of resources.filter((x) => x.startsWith(prefix)).sort()) {
+      const lock = await this.get(r);
+      if (lock) out.push(lock);
+    }
+    return out;
+  }
+
+  /** The lowest contender that still exists, with its session and when it locked. */
+  private async holderOf(client: ZkClient, path: string, queue: string[]): Promise<{ sessionId: string; acquired: number } | undefined> {
+    for (const name of [...queue].sort(byQueue)) {
+      const got = await client.getData(`${path}/${name}`);
+      if (!got) continue;
+      const owner = ownerOf(got.stat.ephemeralOwner);
+      if (owner === null) continue;
+      let acquired = statTime(got.stat.ctime);
+      try {
+        const j = decode(got.data, `lock ${path}/${name}`);
+        if (typeof j.acquired_time === 'number') acquired = toMs(j.acquired_time);
+      } catch {
+        // a kazoo lock's data is its identifier, not JSON: the creation time stands
+      }
+      return { sessionId: owner, acquired };
+    }
+    return undefined;
+  }
+
+  /** Creates a lock directory; a node lock's parent (the node) is created empty when missing. */
+  private async makeLockDir(client: ZkClient, path: string): Promise<void> {
+    const parent = path.slice(0, path.lastIndexOf('/'));
+    if (path.endsWith(`/${LOCK_DIR}`) && parent.startsWith(`${this.ctx.layout.nodes}/`)) await ensure(client, parent);
+    try {
+      await ensure(client, path);
+    } catch (err) {
+      throw new StoreError(`creating lock directory ${path}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,272 @@
+/**
+ * Records ↔ znode JSON, with Nodepool's field names (`state`, `state_time` in float seconds,
+ * `builder`, `builder_id`, `formats` comma-joined, `external_id`, `external_name`, `type`,
+ * `allocated_to`, `node_types`, `declined_by`, `requestor`, …) so zk-shell and Zuul read what
+ * they expect. Fields Nodepool has no word for are added under names of our own; none of
+ * Nodepool's is renamed. Ids, diskimage, build and provider come from the path; the session
+ * of an ephemeral record is its znode's owner.
+ */
+import { StoreError } from '../../errors.js';
+import type {
+  BuildRecord, BuildState, ImageFileInfo, JobProgress, LauncherRecord, NodeRecord, NodeRequestRecord, NodeResources,
+  NodeState, PauseRecord, RequestState, SessionRecord, UploadProgress, UploadRecord, UploadState,
+} from '../models.js';
+
+/** A JSON object as stored in a znode. */
+export type Json = Record<string, unknown>;
+
+/** Epoch ms → Nodepool's float seconds. */
+export const toSeconds = (ms: number): number => ms / 1000;
+/** Nodepool's float seconds → epoch ms (exact for the ms values we wrote). */
+export const toMs = (s: unknown): number => (typeof s === 'number' ? Math.round(s * 1000) : 0);
+
+/** Serialises a znode's JSON. Thrown: StoreError when a value has no JSON form. */
+export function encode(value: unknown, what: string): Buffer {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (cause) {
+    throw new StoreError(`${what} cannot be stored as JSON`, { cause });
+  }
+  if (text === undefined) throw new StoreError(`${what} cannot be stored as JSON (got ${typeof value})`);
+  return Buffer.from(text);
+}
+
+/** Parses a znode's JSON object; empty data is `{}`. Thrown: StoreError for anything else. */
+export function decode(data: Buffer, what: string): Json {
+  if (data.length === 0) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(data.toString('utf8'));
+  } catch (cause) {
+    throw new StoreError(`${what} holds invalid JSON`, { cause });
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new StoreError(`${what} holds JSON that is not an object`);
+  return v as Json;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const strList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+const clone = <T>(v: T): T => structuredClone(v);
+
+/** A build's JSON. */
+export function buildJson(b: BuildRecord): Json {
+  const j: Json = { state: b.state, state_time: toSeconds(b.stateTime) };
+  if (b.builderHostname !== null) j.builder = b.builderHostname;
+  if (b.builderId !== null) j.builder_id = b.builderId;
+  if (b.formats.length > 0) j.formats = b.formats.join(',');
+  j.created_time = toSeconds(b.created);
+  j.files = b.files;
+  j.reason = b.reason;
+  j.progress = b.progress;
+  return j;
+}
+
+export function buildFromJson(id: string, diskimage: string, j: Json): BuildRecord {
+  return {
+    id,
+    diskimage,
+    state: (str(j.state) ?? 'building') as BuildState,
+    stateTime: toMs(j.state_time),
+    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
+    builderHostname: str(j.builder),
+    builderId: str(j.builder_id),
+    formats: typeof j.formats === 'string' && j.formats !== '' ? j.formats.split(',') : [],
+    files: Array.isArray(j.files) ? clone(j.files as ImageFileInfo[]) : [],
+    reason: str(j.reason),
+    progress: j.progress ? clone(j.progress as JobProgress) : null,
+  };
+}
+
+/** An upload's JSON. */
+export function uploadJson(u: UploadRecord): Json {
+  return {
+    state: u.state,
+    state_time: toSeconds(u.stateTime),
+    external_id: u.externalId,
+    external_name: u.externalName,
+    format: u.format,
+    image_name: u.imageName,
+    created_time: toSeconds(u.created),
+    reason: u.reason,
+    progress: u.progress,
+  };
+}
+
+export function uploadFromJson(where: { id: string; buildId: string; diskimage: string; provider: string }, j: Json): UploadRecord {
+  return {
+    id: where.id,
+    buildId: where.buildId,
+    diskimage: where.diskimage,
+    provider: where.provider,
+    imageName: str(j.image_name) ?? where.diskimage,
+    state: (str(j.state) ?? 'uploading') as UploadState,
+    stateTime: toMs(j.state_time),
+    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
+    externalId: str(j.external_id),
+    externalName: str(j.external_name),
+    format: str(j.format),
+    reason: str(j.reason),
+    progress: j.progress ? clone(j.progress as UploadProgress) : null,
+  };
+}
+
+/** A node's JSON: Nodepool's fields, then ours. */
+export function nodeJson(n: NodeRecord): Json {
+  return {
+    state: n.state,
+    state_time: toSeconds(n.stateTime),
+    created_time: toSeconds(n.created),
+    provider: n.provider,
+    pool: n.pool,
+    type: n.labels,
+    launcher: n.launcher,
+    allocated_to: n.allocatedTo,
+    hostname: n.hostname,
+    interface_ip: n.interfaceIp,
+    public_ipv4: n.publicIpv4,
+    public_ipv6: n.publicIpv6,
+    private_ipv4: n.privateIpv4,
+    connection_type: n.connectionType,
+    connection_port: n.connectionPort,
+    ssh_port: n.connectionPort,
+    username: n.username,
+    host_keys: n.hostKeys,
+    external_id: n.externalId,
+    cloud: n.cloud,
+    region: n.region,
+    az: n.az,
+    image_id: n.image,
+    resources: n.resources,
+    attributes: n.attributes,
+    comment: n.holdReason,
+    // Nodepool's hold_expiration is a duration; ours is a point in time, so it has its own name.
+    hold_expires_at: n.holdExpiration === null ? null : toSeconds(n.holdExpiration),
+    reason: n.reason,
+    consumer_session: n.consumerSession,
+  };
+}
+
+export function nodeFromJson(id: string, j: Json): NodeRecord {
+  const port = typeof j.connection_port === 'number' ? j.connection_port : typeof j.ssh_port === 'number' ? j.ssh_port : 22;
+  return {
+    id,
+    state: (str(j.state) ?? 'building') as NodeState,
+    stateTime: toMs(j.state_time),
+    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
+    provider: str(j.provider) ?? '',
+    pool: str(j.pool) ?? '',
+    labels: typeof j.type === 'string' ? [j.type] : strList(j.type),
+    launcher: str(j.launcher),
+    allocatedTo: str(j.allocated_to),
+    hostname: str(j.hostname),
+    interfaceIp: str(j.interface_ip),
+    publicIpv4: str(j.public_ipv4),
+    publicIpv6: str(j.public_ipv6),
+    privateIpv4: str(j.private_ipv4),
+    connectionType: str(j.connection_type) ?? 'ssh',
+    connectionPort: port,
+    username: str(j.username),
+    hostKeys: strList(j.host_keys),
+    externalId: str(j.external_id),
+    cloud: str(j.cloud),
+    region: str(j.region),
+    az: str(j.az),
+    image: str(j.image_id),
+    resources: j.resources ? clone(j.resources as NodeResources) : null,
+    attributes: j.attributes && typeof j.attributes === 'object' ? clone(j.attributes as Record<string, string>) : {},
+    reason: str(j.reason),
+    holdReason: str(j.comment),
+    holdExpiration: typeof j.hold_expires_at === 'number' ? toMs(j.hold_expires_at) : null,
+    consumerSession: str(j.consumer_session),
+  };
+}
+
+/** A node request's JSON (priority is in the id; an ephemeral request's session is its owner). */
+export function requestJson(r: NodeRequestRecord): Json {
+  return {
+    state: r.state,
+    state_time: toSeconds(r.stateTime),
+    node_types: r.labels,
+    nodes: r.nodes,
+    declined_by: r.declinedBy,
+    reuse: r.reuse,
+    requestor: r.requestor,
+    provider: r.provider,
+    relative_priority: 0,
+    created_time: toSeconds(r.created),
+    reason: r.reason,
+  };
+}
+
+export function requestFromJson(id: string, priority: number, ephemeralOwner: string | null, j: Json): NodeRequestRecord {
+  return {
+    id,
+    priority,
+    state: (str(j.state) ?? 'requested') as RequestState,
+    stateTime: toMs(j.state_time),
+    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
+    labels: strList(j.node_types),
+    requestor: str(j.requestor) ?? '',
+    reuse: j.reuse !== false,
+    provider: str(j.provider),
+    declinedBy: strList(j.declined_by),
+    nodes: strList(j.nodes),
+    reason: str(j.reason),
+    requestorSession: ephemeralOwner,
+  };
+}
+
+/** A launcher's JSON (Nodepool's `id`, `provider_name`, `supported_labels`, then ours). */
+export function launcherJson(l: LauncherRecord): Json {
+  return { id: l.id, provider_name: l.provider, supported_labels: l.supportedLabels, pool: l.pool, registered_time: toSeconds(l.registered) };
+}
+
+export function launcherFromJson(id: string, sessionId: string, j: Json): LauncherRecord {
+  return {
+    id,
+    sessionId,
+    provider: str(j.provider_name) ?? '',
+    pool: str(j.pool) ?? '',
+    supportedLabels: strList(j.supported_labels),
+    registered: toMs(j.registered_time),
+  };
+}
+
+/** A session's JSON (its znode is ephemeral: it exists while the session lives). */
+export function sessionJson(s: Omit<SessionRecord, 'id' | 'renewed'>): Json {
+  return { owner: s.owner, hostname: s.hostname, pid: s.pid, created_time: toSeconds(s.created), ttl_ms: s.ttlMs };
+}
+
+/** `renewed` is `now`: the znode exists only while ZooKeeper keeps the session alive. */
+export function sessionFromJson(id: string, now: number, j: Json): SessionRecord {
+  return {
+    id,
+    owner: str(j.owner) ?? '',
+    hostname: str(j.hostname) ?? '',
+    pid: typeof j.pid === 'number' ? j.pid : 0,
+    created: toMs(j.created_time),
+    renewed: now,
+    ttlMs: typeof j.ttl_ms === 'number' ? j.ttl_ms : 0,
+  };
+}
+
+/** A pause's JSON. */
+export function pauseJson(p: Omit<PauseRecord, 'diskimage' | 'provider'>): Json {
+  return { since: toSeconds(p.since), reason: p.reason };
+}
+
+export function pauseFromJson(diskimage: string, provider: string | null, j: Json, ctimeMs: number): PauseRecord {
+  return { diskimage, provider, since: j.since === undefined ? ctimeMs : toMs(j.since), reason: str(j.reason) };
+}
+
+/** A ZooKeeper stat time (8-byte big-endian ms) as a number. */
+export function statTime(b: Buffer): number {
+  return Number(b.readBigInt64BE(0));
+}
+
+/** An ephemeral owner as a session id, or null for a persistent znode. */
+export function ownerOf(b: Buffer): string | null {
+  const hex = b.toString('hex');
+  return hex === '0000000000000000' ? null : hex;
+}

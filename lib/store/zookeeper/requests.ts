@@ -1,0 +1,150 @@
+/**
+ * Node requests in ZooKeeper: `/nodepool/requests/<priority>-<seq>`, made with ZooKeeper's
+ * sequential flag exactly as Zuul makes them (so ids interleave with Zuul's), ephemeral when
+ * the request belongs to a store session (created through that session's own connection,
+ * so it goes when the session ends). Locks are at `/nodepool/requests-lock/<id>`.
+ *
+ * ZooKeeper's sequence numbers start at 0 and count deletes too; ids are unique and increase,
+ * which is all the contract promises.
+ */
+import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
+import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
+import { checkRequestState, checkStringList } from '../sqlite/rows.js';
+import type { ExpectState } from '../store.js';
+import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
+import { REQUEST_ID_RE } from './layout.js';
+import { decode, encode, ownerOf, requestFromJson, requestJson } from './records.js';
+import { MODE, type ZkClient } from './zk-client.js';
+
+/** Priority of a request that names none. */
+export const DEFAULT_REQUEST_PRIORITY = 100;
+
+/** Filter of {@link ZkRequests.list}. */
+export interface RequestFilter {
+  states?: readonly RequestState[];
+  requestor?: string;
+}
+
+/** Node requests of one store handle. */
+export class ZkRequests {
+  /** `sessionClient(id)` is the live client of a store session opened through this handle. */
+  constructor(private readonly ctx: ZkContext, private readonly sessionClient: (id: string, what: string) => ZkClient) {}
+
+  /**
+   * Thrown: StoreError for a priority outside 0..999, for a requestor session that is not open
+   * and live in this handle, and when the connection was lost during the create (whether the
+   * request was made is then unknown: ZooKeeper names sequential nodes itself).
+   */
+  async create(input: NewNodeRequest): Promise<NodeRequestRecord> {
+    const what = `creating a node request for ${input.requestor}`;
+    const priority = input.priority ?? DEFAULT_REQUEST_PRIORITY;
+    if (!Number.isInteger(priority) || priority < 0 || priority > 999) {
+      throw new StoreError(`${what}: priority must be an integer from 0 to 999, got ${String(priority)}`);
+    }
+    checkStringList(input.labels, `${what}: labels`);
+    const session = input.requestorSession ?? null;
+    const client = session === null ? this.ctx.main() : this.sessionClient(session, what);
+    const now = this.ctx.clock();
+    const rec: NodeRequestRecord = {
+      id: '', priority, state: 'requested', stateTime: now, created: now, labels: [...input.labels], requestor: input.requestor,
+      reuse: input.reuse !== false, provider: input.provider ?? null, declinedBy: [], nodes: [], reason: null, requestorSession: session,
+    };
+    let path: string;
+    try {
+      path = await client.create(`${this.ctx.layout.requests}/${String(priority).padStart(3, '0')}-`, encode(requestJson(rec), what),
+        session === null ? MODE.persistentSequential : MODE.ephemeralSequential);
+    } catch (err) {
+      if (err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT')) {
+        throw new StoreError(`${what}: the connection to ZooKeeper was lost while the request was being created; it may exist (${err.message})`, { cause: err });
+      }
+      throw err;
+    }
+    if (session !== null) this.ctx.wroteElsewhere();
+    rec.id = path.slice(path.lastIndexOf('/') + 1);
+    return rec;
+  }
+
+  async get(id: string): Promise<NodeRequestRecord | undefined> {
+    const m = REQUEST_ID_RE.exec(id);
+    if (!m) return undefined;
+    const got = await this.ctx.main().getData(this.ctx.layout.request(id));
+    if (!got) return undefined;
+    return requestFromJson(id, Number(m[1]), ownerOf(got.stat.ephemeralOwner), decode(got.data, `node request ${id}`));
+  }
+
+  /** From the cache, by id (priority, then age). */
+  async list(filter: RequestFilter = {}): Promise<NodeRequestRecord[]> {
+    await this.ctx.fresh();
+    if (filter.states?.length === 0) return [];
+    const { layout, cache } = this.ctx;
+    const out: NodeRequestRecord[] = [];
+    for (const id of cache.children(layout.requests)) {
+      const m = REQUEST_ID_RE.exec(id);
+      const entry = cache.get(`${layout.requests}/${id}`);
+      if (!m || !entry?.data || !entry.stat) continue;
+      let rec = entry.memo as NodeRequestRecord | undefined;
+      if (!rec) {
+        rec = requestFromJson(id, Number(m[1]), ownerOf(entry.stat.ephemeralOwner), decode(entry.data, `node request ${id}`));
+        entry.memo = rec;
+      }
+      if (filter.states && !filter.states.includes(rec.state)) continue;
+      if (filter.requestor !== undefined && rec.requestor !== filter.requestor) continue;
+      out.push(structuredClone(rec));
+    }
+    return out;
+  }
+
+  async update(id: string, patch: NodeRequestPatch, opts: ExpectState<RequestState> = {}): Promise<NodeRequestRecord | undefined> {
+    const m = REQUEST_ID_RE.exec(id);
+    if (!m) return undefined;
+    const what = `node request ${id}`;
+    if (patch.state !== undefined) checkRequestState(patch.state, `updating ${what}`);
+    if (patch.declinedBy !== undefined) checkStringList(patch.declinedBy, `updating ${what}: declinedBy`);
+    if (patch.nodes !== undefined) checkStringList(patch.nodes, `updating ${what}: nodes`);
+    const now = this.ctx.clock();
+    let owner: string | null = null;
+    const done = await updateJson(this.ctx.main(), this.ctx.layout.request(id), what, (cur, stat) => {
+      owner = ownerOf(stat.ephemeralOwner);
+      const rec = requestFromJson(id, Number(m[1]), owner, cur);
+      const expect = opts.expectStates;
+      if (expect && !expect.includes(rec.state)) {
+        throw new StateConflictError(id, rec.state, `node request ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
+      }
+      const next = { ...rec };
+      if (patch.state !== undefined && patch.state !== rec.state) { next.state = patch.state; next.stateTime = now; }
+      if (patch.declinedBy !== undefined) next.declinedBy = [...patch.declinedBy];
+      if (patch.nodes !== undefined) next.nodes = [...patch.nodes];
+      if (patch.reason !== undefined) next.reason = patch.reason;
+      return { ...cur, ...requestJson(next) };
+    });
+    return done ? requestFromJson(id, Number(m[1]), owner, done.json) : undefined;
+  }
+
+  /**
+   * Removes lock directories of requests that no longer exist (an ephemeral request went with
+   * its session while another session held its lock): those of `ids`, or all. Returns how many
+   * of them were held.
+   */
+  async sweepOrphanLocks(ids?: readonly string[]): Promise<number> {
+    const client = this.ctx.main();
+    const { layout } = this.ctx;
+    let held = 0;
+    for (const id of ids ?? await client.getChildren(layout.requestsLock) ?? []) {
+      if (!REQUEST_ID_RE.test(id) || await client.exists(layout.request(id))) continue;
+      const lockPath = `${layout.requestsLock}/${id}`;
+      const holders = await client.getChildren(lockPath);
+      if (holders === undefined) continue;
+      if (await removeTree(client, lockPath, `removing the lock of vanished node request ${id}`) && holders.length > 0) held += 1;
+    }
+    return held;
+  }
+
+  /** Removes the request and its lock (whoever holds it). */
+  async delete(id: string): Promise<boolean> {
+    if (!REQUEST_ID_RE.test(id)) return false;
+    const client = this.ctx.main();
+    const { layout } = this.ctx;
+    const lockPath = `${layout.requestsLock}/${id}`;
+    return removeTree(client, layout.request(id), `deleting node request ${id}`, async (ops) => (ops.length ? [...await removeTreeOps(client, lockPath), ...ops] : ops));
+  }
+}

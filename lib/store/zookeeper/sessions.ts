@@ -1,0 +1,194 @@
+/**
+ * Store sessions are ZooKeeper sessions. openSession opens a client connection of its own;
+ * its ZooKeeper session is the store session (id: the session id in hex) and it creates
+ * everything that belongs to the session: the ephemeral `/nodepool/sessions/<id>` (owner,
+ * hostname, pid), locks, launcher registrations (`/nodepool/launchers/<id>`) and ephemeral
+ * node requests. When ZooKeeper expires or closes the session they all go at once, on the
+ * server; nothing is left to reap. A renewal answers whether the session is still alive;
+ * after a plain connection loss the client reconnects to the same session.
+ */
+import { StoreError, ZooKeeperError } from '../../errors.js';
+import type { LauncherRecord, SessionRecord } from '../models.js';
+import { checkStringList } from '../sqlite/rows.js';
+import type { ZkContext } from './context.js';
+import { decode, encode, launcherFromJson, launcherJson, ownerOf, sessionFromJson, sessionJson } from './records.js';
+import { MODE, type ZkClient } from './zk-client.js';
+
+/** What {@link ZkSessions.open} takes. */
+export interface NewSession {
+  owner: string;
+  hostname: string;
+  pid: number;
+  ttlMs: number;
+}
+
+/** What a reap removed (always nothing on ZooKeeper: the server removes lapsed sessions' nodes). */
+export interface ReapCounts {
+  sessions: number;
+  locks: number;
+  launchers: number;
+  requests: number;
+}
+
+/** Sessions and launchers of one store handle. */
+export class ZkSessions {
+  private readonly mine = new Map<string, ZkClient>();
+
+  constructor(private readonly ctx: ZkContext, private readonly connect: (ttlMs: number) => Promise<ZkClient>) {}
+
+  async open(input: NewSession): Promise<SessionRecord> {
+    if (!Number.isInteger(input.ttlMs) || input.ttlMs <= 0) {
+      throw new StoreError(`opening a session for ${input.owner}: ttlMs must be a positive integer, got ${String(input.ttlMs)}`);
+    }
+    if (!Number.isInteger(input.pid)) throw new StoreError(`opening a session for ${input.owner}: pid must be an integer, got ${String(input.pid)}`);
+    const client = await this.connect(input.ttlMs);
+    const id = client.sessionId;
+    const now = this.ctx.clock();
+    const rec: SessionRecord = { id, owner: input.owner, hostname: input.hostname, pid: input.pid, created: now, renewed: now, ttlMs: client.sessionTimeoutMs };
+    try {
+      await client.create(this.ctx.layout.session(id), encode(sessionJson(rec), `session ${id}`), MODE.ephemeral);
+    } catch (err) {
+      await client.close();
+      throw err;
+    }
+    this.mine.set(id, client);
+    this.ctx.wroteElsewhere();
+    return rec;
+  }
+
+  /**
+   * The client of a session opened through this handle, when it is alive.
+   * Thrown: StoreError naming `what` otherwise.
+   */
+  client(id: string, what: string): ZkClient {
+    const c = this.mine.get(id);
+    if (c?.alive) return c;
+    throw new StoreError(`${what}: session ${id} is not live here (lapsed, closed, never opened, or opened by another process)`);
+  }
+
+  /** The raw credentials of a session opened through this handle (tests expire it with them). */
+  credentials(id: string): { sessionId: Buffer; sessionPassword: Buffer } | undefined {
+    return this.mine.get(id)?.credentials();
+  }
+
+  /** True while the session is alive; a session found dead is closed here for good. */
+  async renew(id: string): Promise<boolean> {
+    const c = this.mine.get(id);
+    if (!c) return this.isLive(id);
+    if (c.alive) return true;
+    this.mine.delete(id);
+    await c.close();
+    this.ctx.wroteElsewhere();
+    return false;
+  }
+
+  /** Closes a session of this handle: ZooKeeper deletes its ephemeral nodes. Idempotent; another process's session is left alone. */
+  async close(id: string): Promise<void> {
+    const c = this.mine.get(id);
+    if (!c) return;
+    this.mine.delete(id);
+    await c.close();
+    this.ctx.wroteElsewhere();
+  }
+
+  /** Closes every session of this handle. */
+  async closeAll(): Promise<void> {
+    const all = [...this.mine.values()];
+    this.mine.clear();
+    await Promise.all(all.map((c) => c.close()));
+  }
+
+  async get(id: string): Promise<SessionRecord | undefined> {
+    let path: string;
+    try {
+      path = this.ctx.layout.session(id);
+    } catch {
+      return undefined;
+    }
+    const got = await this.ctx.main().getData(path);
+    return got ? sessionFromJson(id, this.ctx.clock(), decode(got.data, `session ${id}`)) : undefined;
+  }
+
+  /** Live sessions (a lapsed one has no znode any more), oldest first. */
+  async list(): Promise<SessionRecord[]> {
+    const client = this.ctx.main();
+    const ids = await client.getChildren(this.ctx.layout.sessions) ?? [];
+    const out: SessionRecord[] = [];
+    for (const id of ids) {
+      const rec = await this.get(id);
+      if (rec) out.push(rec);
+    }
+    return out.sort((a, b) => a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  async isLive(id: string): Promise<boolean> {
+    const c = this.mine.get(id);
+    if (c) return c.alive;
+    try {
+      return Boolean(await this.ctx.main().exists(this.ctx.layout.session(id)));
+    } catch (err) {
+      if (err instanceof ZooKeeperError) throw err;
+      return false;
+    }
+  }
+
+  /** Nothing to reap: ZooKeeper removed the ephemeral nodes of lapsed sessions itself. Drops this handle's dead clients. */
+  async reap(): Promise<ReapCounts> {
+    for (const [id, c] of [...this.mine]) {
+      if (!c.alive) {
+        this.mine.delete(id);
+        await c.close();
+      }
+    }
+    return { sessions: 0, locks: 0, launchers: 0, requests: 0 };
+  }
+
+  /** Registers (or refreshes) a launcher as an ephemeral node of its session. */
+  async registerLauncher(input: Omit<LauncherRecord, 'registered'>): Promise<LauncherRecord> {
+    const what = `registering launcher ${input.id}`;
+    const client = this.client(input.sessionId, `cannot register launcher ${input.id}`);
+    checkStringList(input.supportedLabels, `${what}: supportedLabels`);
+    const rec: LauncherRecord = { ...input, supportedLabels: [...input.supportedLabels], registered: this.ctx.clock() };
+    const path = this.ctx.layout.launcher(input.id);
+    const data = encode(launcherJson(rec), `launcher ${input.id}`);
+    for (let attempt = 1; attempt <= 10; attempt++) {
+      const got = await client.getData(path);
+      try {
+        if (!got) {
+          await client.create(path, data, MODE.ephemeral);
+        } else if (ownerOf(got.stat.ephemeralOwner) === input.sessionId) {
+          await client.setData(path, data, got.stat.version);
+        } else {
+          // Another session's registration of this id: it moves to ours.
+          await client.multi([{ op: 'remove', path, version: got.stat.version }, { op: 'create', path, data, mode: MODE.ephemeral }], what);
+        }
+        this.ctx.wroteElsewhere();
+        return rec;
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError && ['NODE_EXISTS', 'NO_NODE', 'BAD_VERSION'].includes(err.code))) throw err;
+      }
+    }
+    throw new StoreError(`${what}: its znode kept changing`);
+  }
+
+  async unregisterLauncher(id: string): Promise<void> {
+    try {
+      await this.ctx.main().remove(this.ctx.layout.launcher(id));
+    } catch (err) {
+      if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+    }
+  }
+
+  /** From the cache: registered launchers (their sessions are alive, or the node would be gone), by id. */
+  async listLaunchers(): Promise<LauncherRecord[]> {
+    await this.ctx.fresh();
+    const { layout, cache } = this.ctx;
+    const out: LauncherRecord[] = [];
+    for (const id of cache.children(layout.launchers)) {
+      const e = cache.get(`${layout.launchers}/${id}`);
+      if (!e?.data || !e.stat) continue;
+      out.push(launcherFromJson(id, ownerOf(e.stat.ephemeralOwner) ?? '', decode(e.data, `launcher ${id}`)));
+    }
+    return out;
+  }
+}

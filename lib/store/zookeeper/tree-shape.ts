@@ -1,0 +1,43 @@
+/**
+ * Which parts of the tree the store's cache keeps, and how: under `images`, the build and
+ * upload records, build requests and pauses (never the `lock` directories, whose contenders
+ * come and go); the records under `nodes`, `requests` and `launchers` (not node locks).
+ */
+import { SEQ_RE, type Layout } from './layout.js';
+import type { Shape } from './tree-cache.js';
+
+const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses']);
+const isSeq = (name: string): boolean => SEQ_RE.test(name);
+
+/** The cache's shape for one layout. */
+export function treeShape(layout: Layout): (path: string) => Shape | undefined {
+  const prefix = `${layout.root}/`;
+  return (path) => {
+    if (!path.startsWith(prefix)) return undefined;
+    const s = path.slice(prefix.length).split('/');
+    const [top] = s;
+    if (top === 'nodes' || top === 'requests' || top === 'launchers') {
+      if (s.length === 1) return { data: false, children: true };
+      if (s.length === 2) return { data: true, children: false };
+      return undefined;
+    }
+    if (top !== 'images') return undefined;
+    // images / <image> / builds / <seq> / providers / <provider> / images / <upload>
+    switch (s.length) {
+      case 1: return { data: false, children: true };
+      case 2: return { data: false, children: true, accept: (n) => IMAGE_CHILDREN.has(n) };
+      case 3:
+        if (s[2] === 'builds') return { data: false, children: true, accept: isSeq };
+        if (s[2] === 'provider-pauses') return { data: false, children: true };
+        return { data: true, children: false };
+      case 4:
+        if (s[2] === 'provider-pauses') return { data: true, children: false };
+        return { data: true, children: true, accept: (n) => n === 'providers' };
+      case 5: return { data: false, children: true };
+      case 6: return { data: false, children: true, accept: (n) => n === 'images' };
+      case 7: return { data: false, children: true, accept: isSeq };
+      case 8: return { data: true, children: false };
+      default: return undefined;
+    }
+  };
+}

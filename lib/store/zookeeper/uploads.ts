@@ -1,0 +1,179 @@
+/**
+ * Uploads in ZooKeeper: `…/builds/<seq>/providers/<provider>/images/<upload id>`. Upload ids
+ * come from one store-wide counter (`sequences/upload`), so an id alone names an upload; the
+ * cache keeps an index from id to path.
+ */
+import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
+import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
+import { checkUploadState } from '../sqlite/rows.js';
+import type { ExpectState } from '../store.js';
+import { splitBuildId, type ZkBuilds } from './builds.js';
+import { ensure, updateJson, type ZkContext } from './context.js';
+import { SEQ_RE, seq10 } from './layout.js';
+import { decode, encode, uploadFromJson, uploadJson } from './records.js';
+import type { Entry } from './tree-cache.js';
+
+/** Filter of {@link ZkUploads.list}. */
+export interface UploadFilter {
+  buildId?: string;
+  provider?: string;
+  diskimage?: string;
+  states?: readonly UploadState[];
+}
+
+/** Where an upload lives. */
+interface UploadPlace {
+  id: string;
+  buildId: string;
+  diskimage: string;
+  provider: string;
+  path: string;
+}
+
+/** Uploads of one store handle. */
+export class ZkUploads {
+  private index: { version: number; byId: Map<string, UploadPlace> } | undefined;
+
+  constructor(private readonly ctx: ZkContext, private readonly builds: ZkBuilds) {}
+
+  async create(input: NewUpload): Promise<UploadRecord> {
+    const { layout, clock, cache } = this.ctx;
+    const client = this.ctx.main();
+    const parts = splitBuildId(input.buildId);
+    const unknown = (): StoreError => new StoreError(`cannot create an upload of build ${input.buildId} to ${input.provider}: no such build`);
+    if (!parts) throw unknown();
+    const buildPath = layout.build(parts.diskimage, parts.seq);
+    const dir = layout.providerImages(parts.diskimage, parts.seq, input.provider);
+    if (!cache.get(dir)) {
+      const build = await client.getData(buildPath);
+      if (!build || build.data.length === 0) throw unknown();
+      try {
+        // Level by level, never mkdirp: a build deleted meanwhile must not come back as an empty znode.
+        for (const p of [layout.providers(parts.diskimage, parts.seq), layout.provider(parts.diskimage, parts.seq, input.provider), dir]) await ensure(client, p);
+      } catch (err) {
+        if (err instanceof ZooKeeperError && err.code === 'NO_NODE') throw unknown();
+        throw err;
+      }
+    }
+    let made: UploadRecord | undefined;
+    try {
+      await this.ctx.sequences.next('upload', `creating an upload of ${input.buildId} to ${input.provider}`, (next) => {
+        const now = clock();
+        const id = seq10(next);
+        made = {
+          id, buildId: input.buildId, diskimage: parts.diskimage, provider: input.provider, imageName: input.imageName,
+          state: 'uploading', stateTime: now, created: now, externalId: null, externalName: input.externalName ?? null,
+          format: null, reason: null, progress: null,
+        };
+        return { value: next, ops: [
+          { op: 'check', path: buildPath, version: -1 },
+          { op: 'create', path: `${dir}/${id}`, data: encode(uploadJson(made), `upload ${id}`) },
+        ] };
+      });
+    } catch (err) {
+      if (err instanceof ZooKeeperError && err.code === 'NO_NODE') throw unknown();
+      throw err;
+    }
+    return made as UploadRecord;
+  }
+
+  async get(id: string): Promise<UploadRecord | undefined> {
+    const place = await this.find(id);
+    if (!place) return undefined;
+    const got = await this.ctx.main().getData(place.path);
+    if (!got) return undefined;
+    return uploadFromJson(place, decode(got.data, `upload ${id}`));
+  }
+
+  /** From the cache: uploads by diskimage, provider, then id. */
+  async list(filter: UploadFilter = {}): Promise<UploadRecord[]> {
+    await this.ctx.fresh();
+    if (filter.states?.length === 0) return [];
+    const out: UploadRecord[] = [];
+    for (const place of this.places(filter.diskimage ?? (filter.buildId ? splitBuildId(filter.buildId)?.diskimage ?? '' : undefined))) {
+      if (filter.buildId !== undefined && place.buildId !== filter.buildId) continue;
+      if (filter.provider !== undefined && place.provider !== filter.provider) continue;
+      const rec = this.memo(place);
+      if (!rec || (filter.states && !filter.states.includes(rec.state))) continue;
+      out.push(structuredClone(rec));
+    }
+    return out.sort((a, b) => cmp(a.diskimage, b.diskimage) || cmp(a.provider, b.provider) || cmp(a.id, b.id));
+  }
+
+  async update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): Promise<UploadRecord | undefined> {
+    if (patch.state !== undefined) checkUploadState(patch.state, `updating upload ${id}`);
+    const place = await this.find(id);
+    if (!place) return undefined;
+    const now = this.ctx.clock();
+    const done = await updateJson(this.ctx.main(), place.path, `upload ${id}`, (cur) => {
+      const rec = uploadFromJson(place, cur);
+      const expect = opts.expectStates;
+      if (expect && !expect.includes(rec.state)) {
+        throw new StateConflictError(id, rec.state, `upload ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
+      }
+      const next = { ...rec };
+      if (patch.state !== undefined && patch.state !== rec.state) { next.state = patch.state; next.stateTime = now; }
+      if (patch.externalId !== undefined) next.externalId = patch.externalId;
+      if (patch.externalName !== undefined) next.externalName = patch.externalName;
+      if (patch.format !== undefined) next.format = patch.format;
+      if (patch.reason !== undefined) next.reason = patch.reason;
+      if (patch.progress !== undefined) next.progress = patch.progress === null ? null : { ...patch.progress };
+      return { ...cur, ...uploadJson(next) };
+    });
+    return done ? uploadFromJson(place, done.json) : undefined;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const place = await this.find(id);
+    if (!place) return false;
+    try {
+      await this.ctx.main().remove(place.path);
+      return true;
+    } catch (err) {
+      if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return false;
+      if (err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT')) {
+        return !await this.ctx.main().exists(place.path);
+      }
+      throw err;
+    }
+  }
+
+  /** Where upload `id` is, from the cache's index. */
+  private async find(id: string): Promise<UploadPlace | undefined> {
+    if (!SEQ_RE.test(id)) return undefined;
+    await this.ctx.fresh();
+    const { cache } = this.ctx;
+    if (!this.index || this.index.version !== cache.version) {
+      const byId = new Map<string, UploadPlace>();
+      for (const place of this.places()) byId.set(place.id, place);
+      this.index = { version: cache.version, byId };
+    }
+    return this.index.byId.get(id);
+  }
+
+  /** Cached uploads (of one diskimage, or all). */
+  private *places(diskimage?: string): Generator<UploadPlace> {
+    const { cache } = this.ctx;
+    for (const b of this.builds.cached(diskimage)) {
+      const providers = `${b.path}/providers`;
+      for (const provider of cache.children(providers)) {
+        const images = `${providers}/${provider}/images`;
+        for (const id of cache.children(images)) {
+          yield { id, buildId: b.id, diskimage: b.diskimage, provider, path: `${images}/${id}` };
+        }
+      }
+    }
+  }
+
+  private memo(place: UploadPlace): UploadRecord | undefined {
+    const entry: Entry | undefined = this.ctx.cache.get(place.path);
+    if (!entry?.data || entry.data.length === 0) return undefined;
+    const memo = entry.memo as UploadRecord | undefined;
+    if (memo) return memo;
+    const rec = uploadFromJson(place, decode(entry.data, `upload ${place.id}`));
+    entry.memo = rec;
+    return rec;
+  }
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,0 +1,284 @@
+/**
+ * A small promise API over node-zookeeper-client: the calls the ZooKeeper store makes, each
+ * with a deadline, ZooKeeper's error codes mapped to {@link ZooKeeperError}, and every read
+ * counted (so a bench can report reads per planner pass). One ZkClient is one ZooKeeper
+ * session; it reconnects by itself after a connection loss and keeps the session, and it
+ * reports `expired` once the server has ended the session.
+ */
+import { EventEmitter } from 'node:events';
+import zookeeper from 'node-zookeeper-client';
+import { ZooKeeperError } from '../../errors.js';
+
+/** Create modes, as ZooKeeper numbers them. */
+export const MODE = {
+  persistent: zookeeper.CreateMode.PERSISTENT,
+  ephemeral: zookeeper.CreateMode.EPHEMERAL,
+  persistentSequential: zookeeper.CreateMode.PERSISTENT_SEQUENTIAL,
+  ephemeralSequential: zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+} as const;
+
+/** What a watch reports. */
+export const EVENT = {
+  created: zookeeper.Event.NODE_CREATED,
+  deleted: zookeeper.Event.NODE_DELETED,
+  dataChanged: zookeeper.Event.NODE_DATA_CHANGED,
+  childrenChanged: zookeeper.Event.NODE_CHILDREN_CHANGED,
+} as const;
+
+export type Stat = zookeeper.Stat;
+export type Watcher = (event: zookeeper.Event) => void;
+
+/** One operation of a {@link ZkClient.multi} transaction. */
+export type Op =
+  | { op: 'create'; path: string; data?: Buffer; mode?: number }
+  | { op: 'set'; path: string; data: Buffer; version: number }
+  | { op: 'check'; path: string; version: number }
+  | { op: 'remove'; path: string; version: number };
+
+/** Counts the reads of one store (every client of it adds to the same counter). */
+export class ReadCounter {
+  count = 0;
+}
+
+/** Options of {@link ZkClient.connect}. */
+export interface ZkClientOptions {
+  /** `host:port,host:port` (no chroot: the store prefixes its paths itself). */
+  hosts: string;
+  /** Requested session timeout; the server clamps it to its min/max. */
+  sessionTimeoutMs: number;
+  /** Deadline of one call (default: the negotiated session timeout, at least 5 s). */
+  opTimeoutMs?: number;
+  reads: ReadCounter;
+  /** How long connect() waits for the first connection (default 15 s). */
+  connectTimeoutMs?: number;
+}
+
+/** ZooKeeper error names by code (node-zookeeper-client's Exception codes). */
+const CODE_NAMES = new Map<number, string>(Object.entries(zookeeper.Exception)
+  .filter((e): e is [string, number] => typeof e[1] === 'number')
+  .map(([name, code]) => [code, name]));
+
+/** Maps a client error to a ZooKeeperError naming what was being done. */
+export function zkError(err: unknown, what: string, path?: string): ZooKeeperError {
+  if (err instanceof ZooKeeperError) return err;
+  const code = typeof (err as { code?: unknown })?.code === 'number' ? (err as { code: number }).code : undefined;
+  const name = code === undefined ? 'SYSTEM_ERROR' : CODE_NAMES.get(code) ?? `ERROR_${code}`;
+  return new ZooKeeperError(name, `${what}: ZooKeeper ${name}${path ? ` (${path})` : ''}`, path, { cause: err });
+}
+
+/** Session ids as the store shows them: 16 hex digits. */
+export function sessionHex(id: Buffer): string {
+  return id.toString('hex');
+}
+
+/** A connected ZooKeeper session. Events: `expired`, `disconnected`, `connected`. */
+export class ZkClient extends EventEmitter {
+  private state: 'connected' | 'disconnected' | 'expired' | 'closed' = 'connected';
+  /** When the server last answered anything (a call or the heartbeat). */
+  private lastHeard = Date.now();
+  private closing: Promise<void> | undefined;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  private constructor(private readonly client: zookeeper.Client, private readonly opts: ZkClientOptions) {
+    super();
+    client.on('disconnected', () => {
+      if (this.state === 'connected') {
+        this.state = 'disconnected';
+        this.emit('disconnected');
+      }
+    });
+    client.on('connected', () => {
+      this.lastHeard = Date.now();
+      if (this.state === 'disconnected') {
+        this.state = 'connected';
+        this.emit('connected');
+      }
+    });
+    client.on('expired', () => {
+      if (this.state === 'closed' || this.state === 'expired') return;
+      this.state = 'expired';
+      clearInterval(this.heartbeat);
+      this.emit('expired');
+      client.close();
+    });
+    // The client library pings but never gives up on a silent server, so a partition would go
+    // unnoticed: a cheap call every third of the timeout tells whether the server still answers.
+    this.heartbeat = setInterval(() => {
+      if (this.state === 'connected' || this.state === 'disconnected') {
+        this.call('heartbeat', '/', (cb) => this.client.exists('/', (e, stat) => cb(e, stat)), false).catch(() => undefined);
+      }
+    }, Math.max(100, Math.floor(client.getSessionTimeout() / 3)));
+    this.heartbeat.unref();
+  }
+
+  /**
+   * Opens a session. Thrown: ZooKeeperError `CONNECTION_LOSS` when no server answered within
+   * `connectTimeoutMs`.
+   */
+  static async connect(opts: ZkClientOptions): Promise<ZkClient> {
+    const client = zookeeper.createClient(opts.hosts, { sessionTimeout: opts.sessionTimeoutMs, spinDelay: 200, retries: 0 });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        client.close();
+        reject(new ZooKeeperError('CONNECTION_LOSS', `connecting to ZooKeeper at ${opts.hosts}: no answer in ${opts.connectTimeoutMs ?? 15_000} ms`));
+      }, opts.connectTimeoutMs ?? 15_000);
+      client.once('connected', () => { clearTimeout(timer); resolve(); });
+      client.connect();
+    });
+    return new ZkClient(client, opts);
+  }
+
+  /** The session id (16 hex digits). */
+  get sessionId(): string {
+    return sessionHex(this.client.getSessionId());
+  }
+
+  /** The raw session id and password (what a second client needs to attach to this session). */
+  credentials(): { sessionId: Buffer; sessionPassword: Buffer } {
+    return { sessionId: this.client.getSessionId(), sessionPassword: this.client.getSessionPassword() };
+  }
+
+  /** The session timeout the server granted. */
+  get sessionTimeoutMs(): number {
+    return this.client.getSessionTimeout();
+  }
+
+  /**
+   * Whether the session may still be alive: not expired or closed, and the server answered
+   * within the session timeout (a partitioned client cannot know more, so past that it treats
+   * the session as lost: its locks must not be relied on).
+   */
+  get alive(): boolean {
+    if (this.state !== 'connected' && this.state !== 'disconnected') return false;
+    return Date.now() - this.lastHeard < this.sessionTimeoutMs;
+  }
+
+  get connected(): boolean {
+    return this.state === 'connected';
+  }
+
+  get expired(): boolean {
+    return this.state === 'expired';
+  }
+
+  /** The node's data and stat; undefined when there is none. */
+  getData(path: string, watcher?: Watcher): Promise<{ data: Buffer; stat: Stat } | undefined> {
+    this.opts.reads.count += 1;
+    return this.call(`reading ${path}`, path, (cb) => {
+      const done = (e: unknown, data: Buffer, stat: Stat): void => cb(e, { data: data ?? Buffer.alloc(0), stat });
+      if (watcher) this.client.getData(path, watcher, done);
+      else this.client.getData(path, done);
+    }, true);
+  }
+
+  /** The node's children (unsorted); undefined when there is no node. */
+  getChildren(path: string, watcher?: Watcher): Promise<string[] | undefined> {
+    this.opts.reads.count += 1;
+    return this.call(`listing ${path}`, path, (cb) => {
+      if (watcher) this.client.getChildren(path, watcher, (e, children) => cb(e, children));
+      else this.client.getChildren(path, (e, children) => cb(e, children));
+    }, true);
+  }
+
+  /** The node's stat; undefined when there is no node (the watcher then fires on creation). */
+  exists(path: string, watcher?: Watcher): Promise<Stat | undefined> {
+    this.opts.reads.count += 1;
+    return this.call(`checking ${path}`, path, (cb) => {
+      const done = (e: unknown, stat: Stat): void => cb(e, stat ?? undefined);
+      if (watcher) this.client.exists(path, watcher, done);
+      else this.client.exists(path, done);
+    }, false);
+  }
+
+  /** Creates a node; returns its path (with the sequence suffix for sequential modes). */
+  create(path: string, data: Buffer, mode: number = MODE.persistent): Promise<string> {
+    return this.call(`creating ${path}`, path, (cb) => this.client.create(path, data, mode, (e, p) => cb(e, p)), false);
+  }
+
+  /** Sets data at `version` (-1: any). */
+  setData(path: string, data: Buffer, version = -1): Promise<Stat> {
+    return this.call(`writing ${path}`, path, (cb) => this.client.setData(path, data, version, (e, stat) => cb(e, stat)), false);
+  }
+
+  /** Removes a node at `version` (-1: any). */
+  remove(path: string, version = -1): Promise<void> {
+    return this.call(`removing ${path}`, path, (cb) => this.client.remove(path, version, (e) => cb(e, undefined)), false);
+  }
+
+  /** Creates `path` and its missing parents (persistent, empty); fine when it exists. */
+  async mkdirp(path: string): Promise<void> {
+    const parts = path.split('/').filter(Boolean);
+    let at = '';
+    for (const part of parts) {
+      at += `/${part}`;
+      try {
+        await this.create(at, Buffer.alloc(0));
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError && err.code === 'NODE_EXISTS')) throw err;
+      }
+    }
+  }
+
+  /**
+   * Runs `ops` atomically. Thrown: ZooKeeperError of the operation that failed (its `path`
+   * set), after which nothing of the transaction applied.
+   */
+  multi(ops: readonly Op[], what: string): Promise<void> {
+    return this.call(what, undefined, (cb) => {
+      const tx = this.client.transaction();
+      for (const o of ops) {
+        if (o.op === 'create') tx.create(o.path, o.data ?? Buffer.alloc(0), o.mode ?? MODE.persistent);
+        else if (o.op === 'set') tx.setData(o.path, o.data, o.version);
+        else if (o.op === 'check') tx.check(o.path, o.version);
+        else tx.remove(o.path, o.version);
+      }
+      tx.commit((e, results: Array<{ type: number; err?: number }> | undefined) => {
+        if (!e) { cb(null, undefined); return; }
+        const failed = (results ?? []).findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== zookeeper.Exception.RUNTIME_INCONSISTENCY);
+        const path = failed >= 0 ? ops[failed]?.path : undefined;
+        cb(zkError(e, what, path), undefined);
+      });
+    }, false);
+  }
+
+  /** Ends the session (the server deletes its ephemeral nodes). Idempotent. */
+  close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    this.closing ??= new Promise<void>((resolve) => {
+      const wasLive = this.state === 'connected' || this.state === 'disconnected';
+      this.state = 'closed';
+      if (!wasLive) { resolve(); return; }
+      // The server answers CLOSE_SESSION once the session and its ephemeral nodes are gone,
+      // and then drops the connection; a client that cannot reach it gives up after a while.
+      const timer = setTimeout(resolve, Math.min(this.sessionTimeoutMs, 5000));
+      this.client.once('disconnected', () => { clearTimeout(timer); resolve(); });
+      this.client.close();
+    });
+    return this.closing;
+  }
+
+  private call<T>(what: string, path: string | undefined, start: (cb: (err: unknown, value: T) => void) => void, noNodeIsUndefined: boolean): Promise<T> {
+    if (this.state === 'closed') return Promise.reject(new ZooKeeperError('CONNECTION_LOSS', `${what}: the ZooKeeper session is closed`, path));
+    if (this.state === 'expired') return Promise.reject(new ZooKeeperError('SESSION_EXPIRED', `${what}: the ZooKeeper session expired`, path));
+    const timeoutMs = this.opts.opTimeoutMs ?? Math.max(this.sessionTimeoutMs, 5000);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new ZooKeeperError('OPERATION_TIMEOUT', `${what}: no answer from ZooKeeper in ${timeoutMs} ms`, path));
+      }, timeoutMs);
+      try {
+        start((err, value) => {
+          clearTimeout(timer);
+          const code = (err as { code?: unknown } | null)?.code;
+          if (!err || (code !== zookeeper.Exception.CONNECTION_LOSS && code !== zookeeper.Exception.SESSION_EXPIRED)) this.lastHeard = Date.now();
+          if (!err) { resolve(value); return; }
+          const mapped = zkError(err, what, path);
+          if (noNodeIsUndefined && mapped.code === 'NO_NODE') resolve(undefined as T);
+          else reject(mapped);
+        });
+      } catch (err) {
+        clearTimeout(timer);
+        reject(zkError(err, what, path));
+      }
+    });
+  }
+}
