@@ -26,6 +26,13 @@ const zookeeperServer = object({
   chroot: optional(string()),
 });
 
+/** PEM file paths for mutual TLS to ZooKeeper's secure port (Nodepool's `zookeeper-tls`). */
+const zookeeperTls = object({
+  ca: required(string()),
+  cert: required(string()),
+  key: required(string()),
+});
+
 const label = object({
   name: required(string()),
   'min-ready': optional(int({ min: -1 }), 0),
@@ -118,7 +125,14 @@ const webapp = object({
 /** Schema of a whole nodepool.yaml. */
 export const nodepoolSchema = object({
   'gearman-servers': optional(list(gearmanServer), []),
-  'zookeeper-servers': optional(list(zookeeperServer), []),
+  'zookeeper-servers': optional(checked(list(zookeeperServer), (servers, path, p) => {
+    // A ZooKeeper connection has one chroot: every server must name the same one (or none).
+    const roots = new Set(servers.map((s) => (s.chroot ?? '').replace(/\/+$/, '')));
+    if (roots.size > 1) p.add(path, `expected one chroot for all servers, got ${[...roots].map((r) => JSON.stringify(r || '/')).join(', ')}`);
+  }), []),
+  'zookeeper-tls': optional(zookeeperTls),
+  /** ZooKeeper session timeout of each process's connection (Nodepool's default 10.0). */
+  'zookeeper-timeout': optional(seconds({ min: 0.1, fractions: true }), 10),
   'state-dir': optional(string(), '/var/lib/nodepool'),
   'images-dir': optional(string(), '/opt/nodepool/images'),
   'build-log-dir': optional(string(), '/var/log/nodepool/builds'),

@@ -1,17 +1,20 @@
 /**
  * Opens the state store the config asks for: SQLite in `<state-dir>/nodepool.db` unless
- * ZooKeeper servers are configured. Server and CLI both come through here, so they always
- * agree on where the state is.
+ * ZooKeeper servers are configured, then ZooKeeper (with mutual TLS when `zookeeper-tls` is
+ * set). Server and CLI both come through here, so they always agree on where the state is.
  */
-import { mkdir } from 'node:fs/promises';
+import { readFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
-import { coerceError, StoreError } from '../errors.js';
+import { ConfigError, coerceError, StoreError } from '../errors.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { Store, StoreOptions } from './store.js';
+import type { TlsMaterial } from './zookeeper/tls-tunnel.js';
+import { ZooKeeperStore } from './zookeeper/zookeeper-store.js';
 
-/** The parts of the config that choose the store. */
-export type StoreConfig = Pick<Config, 'stateDir' | 'zookeeperServers'>;
+/** The parts of the config that choose the store (TLS and timeout only matter with ZooKeeper servers). */
+export type StoreConfig = Pick<Config, 'stateDir' | 'zookeeperServers'>
+  & Partial<Pick<Config, 'zookeeperTls' | 'zookeeperTimeout' | 'file'>>;
 
 /** File name of the SQLite store inside state-dir. */
 export const SQLITE_STORE_FILE = 'nodepool.db';
@@ -22,13 +25,20 @@ export function storePath(config: Pick<Config, 'stateDir'>): string {
 }
 
 /**
- * Opens the configured store, creating state-dir (mode 0750) when it is missing.
- * Thrown: StoreError when ZooKeeper servers are configured (that backend is not built yet),
- * when state-dir cannot be created, or when the database cannot be opened.
+ * Opens the configured store. SQLite: creates state-dir (mode 0750) when it is missing.
+ * ZooKeeper: connects to `zookeeper-servers` with a session timeout of `zookeeper-timeout`.
+ * Thrown: ConfigError naming the key when a `zookeeper-tls` file cannot be read; StoreError
+ * when state-dir cannot be created, the database cannot be opened, or no ZooKeeper server answers.
  */
 export async function openStore(config: StoreConfig, opts: StoreOptions = {}): Promise<Store> {
   if (config.zookeeperServers.length > 0) {
-    throw new StoreError(`the ZooKeeper store is not built yet; remove zookeeper-servers to use the SQLite store in ${config.stateDir}`);
+    const tls = config.zookeeperTls ? await readTls(config.zookeeperTls, config.file ?? 'nodepool.yaml') : undefined;
+    return ZooKeeperStore.open({
+      ...opts,
+      servers: config.zookeeperServers,
+      ...(tls ? { tls } : {}),
+      sessionTimeoutMs: Math.round((config.zookeeperTimeout ?? 10) * 1000),
+    });
   }
   try {
     await mkdir(config.stateDir, { recursive: true, mode: 0o750 });
@@ -36,4 +46,15 @@ export async function openStore(config: StoreConfig, opts: StoreOptions = {}): P
     throw new StoreError(`creating state-dir ${config.stateDir}: ${coerceError(cause).message}`, { cause });
   }
   return SqliteStore.open(storePath(config), opts);
+}
+
+async function readTls(files: NonNullable<Config['zookeeperTls']>, configFile: string): Promise<TlsMaterial> {
+  const read = async (key: 'ca' | 'cert' | 'key'): Promise<string> => {
+    try {
+      return await readFile(files[key], 'utf8');
+    } catch (err) {
+      throw new ConfigError(configFile, [{ path: `zookeeper-tls.${key}`, message: `cannot read ${files[key]}: ${coerceError(err).message}` }], { cause: err });
+    }
+  };
+  return { ca: await read('ca'), cert: await read('cert'), key: await read('key') };
 }

@@ -239,11 +239,16 @@ async function makeCertificates(dir: string): Promise<ZooKeeperTlsFiles> {
   return { ca: path.join(dir, 'ca.crt'), cert: path.join(dir, 'client.crt'), key: path.join(dir, 'client.key') };
 }
 
+/** Request opcodes of the ZooKeeper protocol (for {@link FreezeProxy.freezeOnRequest}). */
+export const OPCODE = { create: 1, delete: 2, exists: 3, getData: 4, setData: 5, getChildren2: 12, multi: 14 } as const;
+
 /** One proxied connection and the session it carries (hex, once known). */
 interface Pair {
   client: net.Socket;
   upstream: net.Socket;
   session: string | undefined;
+  /** Frozen by a request trigger. */
+  held: boolean;
 }
 
 /**
@@ -255,6 +260,7 @@ export class FreezeProxy {
   private readonly pairs = new Set<Pair>();
   private readonly frozenSessions = new Set<string>();
   private frozenAll = false;
+  private trigger: { opcode: number; when: 'before' | 'after' } | undefined;
 
   private constructor(private readonly server: net.Server, readonly port: number, private readonly target: number) {}
 
@@ -275,13 +281,28 @@ export class FreezeProxy {
     return [...this.pairs].map((p) => p.session).filter((s): s is string => s !== undefined);
   }
 
-  /** Freezes one session's connections (hex id), or every connection when none is named. */
-  freeze(sessionHex?: string): void {
+  /**
+   * Freezes one session's connections (hex id), or every connection when none is named.
+   * `repliesOnly`: requests still reach the server, its answers are held back (a write that
+   * applied but whose reply was lost).
+   */
+  freeze(sessionHex?: string, opts: { repliesOnly?: boolean } = {}): void {
     if (sessionHex === undefined) this.frozenAll = true;
     else this.frozenSessions.add(sessionHex);
     for (const p of this.pairs) {
-      if (this.isFrozen(p)) { p.client.pause(); p.upstream.pause(); }
+      if (!this.isFrozen(p)) continue;
+      p.upstream.pause();
+      if (!opts.repliesOnly) p.client.pause();
     }
+  }
+
+  /**
+   * Freezes the connection that next sends a request with `opcode`: `before` holds that
+   * request back (the server never sees it), `after` lets it through and holds back the
+   * replies (it applies, its answer is lost). Cut with {@link thaw}.
+   */
+  freezeOnRequest(opcode: number, when: 'before' | 'after'): void {
+    this.trigger = { opcode, when };
   }
 
   /** Ends the freeze: frozen connections are cut (their clients reconnect) and new ones pass again. */
@@ -291,6 +312,7 @@ export class FreezeProxy {
     }
     this.frozenAll = false;
     this.frozenSessions.clear();
+    this.trigger = undefined;
   }
 
   /** Cuts every connection now (a connection loss without expiry: clients reconnect). */
@@ -305,7 +327,7 @@ export class FreezeProxy {
   }
 
   private isFrozen(p: Pair): boolean {
-    return this.frozenAll || (p.session !== undefined && this.frozenSessions.has(p.session));
+    return p.held || this.frozenAll || (p.session !== undefined && this.frozenSessions.has(p.session));
   }
 
   private drop(p: Pair): void {
@@ -317,7 +339,7 @@ export class FreezeProxy {
   private accept(client: net.Socket): void {
     if (this.frozenAll) { client.destroy(); return; }
     const upstream = net.connect({ host: '127.0.0.1', port: this.target });
-    const p: Pair = { client, upstream, session: undefined };
+    const p: Pair = { client, upstream, session: undefined, held: false };
     this.pairs.add(p);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
@@ -328,7 +350,7 @@ export class FreezeProxy {
       if (id !== '0000000000000000') p.session = id;
       if (this.isFrozen(p)) { this.drop(p); return false; }
       return true;
-    });
+    }, (packet) => this.onRequest(p, packet));
     // ConnectResponse: len, protocolVersion, timeOut, sessionId (8) at offset 12.
     this.forward(upstream, client, 20, (head) => {
       p.session = head.subarray(12, 20).toString('hex');
@@ -336,20 +358,48 @@ export class FreezeProxy {
     });
   }
 
-  /** Pipes `from` to `to`, handing the first `headBytes` to `onHead` before they pass. */
-  private forward(from: net.Socket, to: net.Socket, headBytes: number, onHead: (head: Buffer) => boolean): void {
+  /** Whether a request packet (after the connect request) passes; applies the request trigger. */
+  private onRequest(p: Pair, packet: Buffer): boolean {
+    const t = this.trigger;
+    if (p.held) return false;
+    if (!t || packet.length < 12 || packet.readInt32BE(8) !== t.opcode) return true;
+    this.trigger = undefined;
+    p.held = true;
+    p.upstream.pause();
+    if (t.when === 'before') { p.client.pause(); return false; }
+    return true;
+  }
+
+  /**
+   * Pipes `from` to `to`, handing the first `headBytes` to `onHead` before they pass; with
+   * `onPacket`, the rest is cut into length-prefixed packets, each passed only when it says so.
+   */
+  private forward(from: net.Socket, to: net.Socket, headBytes: number, onHead: (head: Buffer) => boolean, onPacket?: (packet: Buffer) => boolean): void {
     let head: Buffer | undefined = Buffer.alloc(0);
+    let rest = Buffer.alloc(0);
+    const send = (d: Buffer): void => {
+      if (!onPacket) { if (!to.destroyed) to.write(d); return; }
+      rest = Buffer.concat([rest, d]);
+      while (rest.length >= 4 && rest.length >= 4 + rest.readInt32BE(0)) {
+        const packet = rest.subarray(0, 4 + rest.readInt32BE(0));
+        rest = rest.subarray(packet.length);
+        if (onPacket(packet) && !to.destroyed) to.write(packet);
+      }
+    };
     from.on('data', (d: Buffer) => {
       if (head !== undefined) {
         head = Buffer.concat([head, d]);
         if (head.length < headBytes) return;
-        const pass = onHead(head);
         const all = head;
         head = undefined;
-        if (pass && !to.destroyed) to.write(all);
+        if (!onHead(all) || to.destroyed) return;
+        // The connect request is one packet; whatever followed it in the same chunk is framed.
+        const first = 4 + all.readInt32BE(0);
+        to.write(all.subarray(0, first));
+        if (all.length > first) send(all.subarray(first));
         return;
       }
-      if (!to.destroyed) to.write(d);
+      send(d);
     });
   }
 }

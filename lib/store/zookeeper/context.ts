@@ -89,11 +89,15 @@ export async function removeTree(client: ZkClient, path: string, what: string, e
   throw new ZooKeeperError('NOT_EMPTY', `${what}: ${path} kept changing (${MAX_ATTEMPTS} attempts)`, path);
 }
 
-/** Creates `path`, fine when it exists already. */
+/** Creates `path`, fine when it exists already (also when a lost connection hid our own create). */
 export async function ensure(client: ZkClient, path: string): Promise<void> {
-  try {
-    await client.create(path, Buffer.alloc(0));
-  } catch (err) {
-    if (!(err instanceof ZooKeeperError && err.code === 'NODE_EXISTS')) throw err;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.create(path, Buffer.alloc(0));
+      return;
+    } catch (err) {
+      if (err instanceof ZooKeeperError && err.code === 'NODE_EXISTS') return;
+      if (!lost(err) || attempt >= 3) throw err;
+    }
   }
 }

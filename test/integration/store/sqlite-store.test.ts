@@ -272,16 +272,6 @@ void describe('openStore', () => {
   beforeEach(async () => { dir = await tempDir(); });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  void it('refuses zookeeper-servers with a message that says how to use SQLite instead', async () => {
-    const stateDir = path.join(dir, 'state');
-    await assert.rejects(openStore({ stateDir, zookeeperServers: [{ host: '127.0.0.1', port: 2181, chroot: undefined }] }), (err: Error) => {
-      assert.ok(err instanceof StoreError);
-      assert.equal(err.message, `the ZooKeeper store is not built yet; remove zookeeper-servers to use the SQLite store in ${stateDir}`);
-      return true;
-    });
-    assert.equal(existsSync(stateDir), false);
-  });
-
   void it('creates a missing state dir without world access and opens <stateDir>/nodepool.db', async () => {
     const stateDir = path.join(dir, 'a', 'b', 'state');
     const store = await openStore({ stateDir, zookeeperServers: [] });

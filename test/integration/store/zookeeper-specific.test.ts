@@ -1,0 +1,222 @@
+/**
+ * What only the ZooKeeper store has: sessions ZooKeeper expires for real, connections lost
+ * mid-transaction, a server restart with the data kept, the watched cache (no reads while
+ * nothing changes, change hints from watches), and openStore choosing it from the config.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import zookeeper from 'node-zookeeper-client';
+import { SessionKeeper } from '../../../lib/client/session-keeper.js';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { openStore } from '../../../lib/store/open-store.js';
+import { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
+import { runningProcesses } from '../../support/processes.js';
+import { testLogger } from '../../support/test-log.js';
+import { expireSession, FreezeProxy, OPCODE, startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+
+let zk: ZooKeeperHandle;
+let proxy: FreezeProxy;
+let raw: zookeeper.Client;
+
+before(async () => {
+  zk = await startZooKeeper();
+  proxy = await FreezeProxy.start(zk.port);
+  raw = zookeeper.createClient(zk.connectString, { sessionTimeout: 10_000, spinDelay: 50 });
+  await new Promise<void>((resolve) => { raw.once('connected', () => resolve()); raw.connect(); });
+});
+
+after(async () => {
+  raw.close();
+  await proxy.close();
+  await zk.stop();
+  assert.deepEqual(runningProcesses().map((p) => p.name), []);
+});
+
+/** Whether `path` exists, read straight from the server (not through the store). */
+function rawExists(path: string): Promise<boolean> {
+  return new Promise((resolve, reject) => raw.exists(path, (e, stat) => (e ? reject(e) : resolve(Boolean(stat)))));
+}
+
+void describe('ZooKeeperStore', () => {
+  let chroot: string;
+  const stores: ZooKeeperStore[] = [];
+  const open = async (opts: { sessionTimeoutMs?: number } = {}): Promise<ZooKeeperStore> => {
+    const s = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: proxy.port, chroot }], ...opts });
+    stores.push(s);
+    return s;
+  };
+  const session = (store: ZooKeeperStore, ttlMs = 10_000): ReturnType<ZooKeeperStore['openSession']> =>
+    store.openSession({ owner: 'nodepool-server', hostname: 'host-1', pid: 1, ttlMs });
+  const expire = async (store: ZooKeeperStore, id: string): Promise<void> => {
+    const creds = store.sessionCredentials(id);
+    assert.ok(creds, `session ${id} is one of this store's`);
+    await expireSession({ serverPort: zk.port, proxy, ...creds });
+  };
+
+  beforeEach(() => { chroot = `/specific-${randomUUID()}`; });
+  afterEach(async () => {
+    proxy.thaw();
+    for (const s of stores.splice(0)) await s.close();
+  });
+
+  void it('loses locks, launcher registration and ephemeral requests when ZooKeeper expires the session; a new session works', async () => {
+    const store = await open();
+    const observer = await open();
+    const s = await session(store);
+    const node = await store.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
+    assert.equal(await store.tryLock(`node:${node.id}`, s.id), true);
+    await store.registerLauncher({ id: 'host-1-PoolWorker.cloud-a-main', sessionId: s.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small'] });
+    const req = await store.createRequest({ labels: ['small'], requestor: 'cli', requestorSession: s.id });
+    assert.equal((await observer.getLock(`node:${node.id}`))?.sessionId, s.id);
+    assert.equal((await observer.listLaunchers()).length, 1);
+
+    await expire(store, s.id);
+    // Another handle sees everything of the session gone, from its watches.
+    await waitFor(async () => (await observer.listLaunchers()).length === 0 && (await observer.listRequests()).length === 0,
+      { timeoutMs: 5000, what: 'the launcher and the ephemeral request to vanish', intervalMs: 10 });
+    assert.equal(await observer.getLock(`node:${node.id}`), undefined);
+    assert.equal(await observer.getRequest(req.id), undefined);
+    assert.equal(await observer.isSessionLive(s.id), false);
+    await waitFor(async () => !await store.isSessionLive(s.id), { timeoutMs: 5000, what: 'the owner to see the expiry', intervalMs: 10 });
+    assert.equal(await store.renewSession(s.id), false);
+    await assert.rejects(store.tryLock(`node:${node.id}`, s.id));
+    const fresh = await session(store);
+    assert.notEqual(fresh.id, s.id);
+    assert.equal(await store.tryLock(`node:${node.id}`, fresh.id), true);
+    assert.equal(await observer.tryLock(`node:${node.id}`, (await session(observer)).id), false);
+  });
+
+  void it('lets a session keeper see a real expiry within one renewal period', async () => {
+    const store = await open();
+    const keeper = await SessionKeeper.open(store, { owner: 'nodepool', ttlMs: 3000, log: testLogger(), onLapse: 'lose' });
+    try {
+      await delay(100);
+      keeper.check();
+      const t0 = Date.now();
+      await expire(store, keeper.id);
+      await waitFor(() => { try { keeper.check(); return false; } catch { return true; } },
+        { timeoutMs: 3000, what: 'the keeper to report the session lost', intervalMs: 10 });
+      assert.ok(Date.now() - t0 <= 1000 + 200, `seen after ${Date.now() - t0} ms (renewal period 1000 ms)`);
+    } finally {
+      await keeper.close();
+    }
+  });
+
+  void it('keeps the session, its locks and its ephemeral nodes across a plain connection loss', async () => {
+    const store = await open();
+    const s = await session(store);
+    assert.equal(await store.tryLock('node:0000000001', s.id), true);
+    const req = await store.createRequest({ labels: ['small'], requestor: 'cli', requestorSession: s.id });
+    proxy.dropAll();
+    await delay(50);
+    await waitFor(async () => (await store.getRequest(req.id)) !== undefined, { timeoutMs: 5000, what: 'the store to reconnect', intervalMs: 20 });
+    assert.equal(await store.renewSession(s.id), true);
+    assert.equal(await store.isSessionLive(s.id), true);
+    assert.equal((await store.getLock('node:0000000001'))?.sessionId, s.id);
+    assert.equal(await store.tryLock('node:0000000001', s.id, { exclusive: true }), false, 'still held by the same session');
+  });
+
+  void it('treats a session whose server stopped answering as lost once its timeout passed (a partition)', async () => {
+    const store = await open();
+    const s = await session(store, 1000);
+    proxy.freeze(s.id);
+    await waitFor(async () => !await store.isSessionLive(s.id), { timeoutMs: 3000, what: 'the silent session to count as lost', intervalMs: 20 });
+    assert.equal(await store.renewSession(s.id), false);
+  });
+
+  void it('creates a build exactly once when the connection is lost after ZooKeeper applied it (reply lost)', async () => {
+    const store = await open();
+    await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    proxy.freezeOnRequest(OPCODE.multi, 'after');
+    const pending = store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    await waitFor(() => rawExists(`${chroot}/nodepool/images/debian/builds/0000000002`), { timeoutMs: 5000, what: 'the build to be applied', intervalMs: 10 });
+    proxy.thaw();
+    assert.equal((await pending).id, 'debian-0000000002');
+    assert.deepEqual((await store.listBuilds()).map((b) => b.id), ['debian-0000000001', 'debian-0000000002']);
+    assert.equal(await rawExists(`${chroot}/nodepool/images/debian/builds/0000000003`), false);
+    assert.equal((await store.createBuild({ diskimage: 'debian', formats: [] })).id, 'debian-0000000003');
+  });
+
+  void it('creates a build once when the connection is lost before ZooKeeper saw the transaction', async () => {
+    const store = await open();
+    await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    proxy.freezeOnRequest(OPCODE.multi, 'before');
+    const pending = store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    await delay(150);
+    assert.equal(await rawExists(`${chroot}/nodepool/images/debian/builds/0000000002`), false);
+    proxy.thaw();
+    assert.equal((await pending).id, 'debian-0000000002');
+    assert.deepEqual((await store.listBuilds()).map((b) => b.id), ['debian-0000000001', 'debian-0000000002']);
+  });
+
+  void it('applies a conditional update once when its reply is lost (no StateConflictError from its own write)', async () => {
+    const store = await open();
+    const b = await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    proxy.freezeOnRequest(OPCODE.setData, 'after');
+    const updating = store.updateBuild(b.id, { state: 'ready' }, { expectStates: ['building'] });
+    await delay(150);
+    proxy.thaw();
+    assert.equal((await updating)?.state, 'ready');
+  });
+
+  void it('keeps every record across a server restart on the same data dir and port', async () => {
+    const store = await open();
+    const b = await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    const u = await store.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'debian', externalName: null });
+    const n = await store.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
+    const r = await store.createRequest({ labels: ['small'], requestor: 'zuul' });
+    await store.setPause('debian', 'cloud-b', true, 'maintenance');
+    const before = { builds: await store.listBuilds(), uploads: await store.listUploads(), nodes: await store.listNodes(), requests: await store.listRequests(), pauses: await store.listPauses() };
+    await zk.restart();
+    const again = await open();
+    assert.deepEqual({ builds: await again.listBuilds(), uploads: await again.listUploads(), nodes: await again.listNodes(), requests: await again.listRequests(), pauses: await again.listPauses() }, before);
+    assert.deepEqual([before.builds[0]?.id, before.uploads[0]?.id, before.nodes[0]?.id, before.requests[0]?.id], [b.id, u.id, n.id, r.id]);
+    // The handle from before the restart reconnected to its session and goes on.
+    assert.equal((await store.createBuild({ diskimage: 'debian', formats: [] })).id, 'debian-0000000002');
+    await waitFor(async () => (await again.listBuilds()).length === 2, { timeoutMs: 5000, what: 'the other handle to see the new build', intervalMs: 20 });
+  });
+
+  void it('serves list calls from its watched cache: no ZooKeeper reads while nothing changed, a hint when another handle writes', async () => {
+    const store = await open();
+    const writer = await open();
+    for (let i = 0; i < 5; i++) {
+      const b = await writer.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      await writer.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'debian', externalName: null });
+    }
+    await waitFor(async () => (await store.listUploads()).length === 5, { timeoutMs: 5000, what: 'the cache to fill', intervalMs: 20 });
+    const reads = store.readCount();
+    for (let pass = 0; pass < 10; pass++) {
+      await store.listBuilds();
+      await store.listUploads();
+      await store.listNodes();
+      await store.listRequests();
+      await store.listPauses();
+      await store.listBuildRequests();
+    }
+    assert.equal(store.readCount() - reads, 0, 'reads in 10 passes over an unchanged tree');
+    let heard = 0;
+    const off = store.onChange(() => { heard += 1; });
+    await writer.createRequest({ labels: ['small'], requestor: 'zuul' });
+    await waitFor(() => heard > 0, { timeoutMs: 2000, what: 'a change hint from the watch', intervalMs: 5 });
+    off();
+    const u = (await writer.listUploads())[0];
+    assert.ok(u);
+    await writer.updateUpload(u.id, { state: 'ready' });
+    await waitFor(async () => (await store.listUploads({ states: ['ready'] })).length === 1, { timeoutMs: 2000, what: 'the cache to see the update', intervalMs: 5 });
+  });
+
+  void it('is what openStore opens when zookeeper-servers is set, honouring zookeeper-timeout', async () => {
+    const store = await openStore({ stateDir: '/nonexistent/state', zookeeperServers: [{ host: '127.0.0.1', port: zk.port, chroot }], zookeeperTimeout: 4 });
+    try {
+      assert.ok(store instanceof ZooKeeperStore);
+      const s = await store.openSession({ owner: 'cli', hostname: 'h', pid: 1, ttlMs: 5000 });
+      assert.equal(s.ttlMs, 5000);
+      await store.createBuild({ diskimage: 'debian', formats: [] });
+      assert.equal(await rawExists(`${chroot}/nodepool/images/debian/builds/0000000001`), true);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseConfig } from '../../../lib/config/load.js';
+import { ConfigError } from '../../../lib/errors.js';
+
+function problemsOf(yamlText: string): string[] {
+  try {
+    parseConfig(yamlText, 'nodepool.yaml');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    return err.message.split('\n');
+  }
+  assert.fail('expected the config to be rejected');
+}
+
+describe('config: zookeeper keys', () => {
+  it('defaults to no servers, no TLS and a 10 s session timeout', () => {
+    const c = parseConfig('labels: []\n', 'n.yaml');
+    assert.deepEqual(c.zookeeperServers, []);
+    assert.equal(c.zookeeperTls, undefined);
+    assert.equal(c.zookeeperTimeout, 10);
+  });
+
+  it('reads servers with the default port, the chroot, TLS files and a fractional timeout', () => {
+    const c = parseConfig([
+      'zookeeper-servers:',
+      '  - {host: zk1.example.org, chroot: /nodepool-test}',
+      '  - {host: zk2.example.org, port: 2281, chroot: /nodepool-test}',
+      'zookeeper-tls: {ca: /etc/zk/ca.pem, cert: /etc/zk/client.pem, key: /etc/zk/client.key}',
+      'zookeeper-timeout: 4.5',
+    ].join('\n'), 'n.yaml');
+    assert.deepEqual(c.zookeeperServers, [
+      { host: 'zk1.example.org', port: 2181, chroot: '/nodepool-test' },
+      { host: 'zk2.example.org', port: 2281, chroot: '/nodepool-test' },
+    ]);
+    assert.deepEqual(c.zookeeperTls, { ca: '/etc/zk/ca.pem', cert: '/etc/zk/client.pem', key: '/etc/zk/client.key' });
+    assert.equal(c.zookeeperTimeout, 4.5);
+  });
+
+  it('names file and key path for a missing TLS file, a bad timeout and differing chroots', () => {
+    assert.deepEqual(problemsOf([
+      'zookeeper-servers: [{host: a, chroot: /x}, {host: b, chroot: /y}]',
+      'zookeeper-tls: {ca: /ca.pem, cert: /c.pem}',
+      'zookeeper-timeout: none',
+    ].join('\n')), [
+      'nodepool.yaml: zookeeper-servers: expected one chroot for all servers, got "/x", "/y"',
+      'nodepool.yaml: zookeeper-tls.key: expected a string, got nothing (required)',
+      'nodepool.yaml: zookeeper-timeout: expected number >= 0.1, got "none"',
+    ]);
+  });
+});
