@@ -21,6 +21,26 @@ export interface UploadRequest {
   onProgress?(sent: number, total: number): void;
   /** Aborting stops the upload and removes whatever was created in the cloud. */
   signal?: AbortSignal;
+  /**
+   * The bytes of the file as the driver reads them to send them: each chunk in order, before
+   * it is sent, with its offset in the file (a driver that sends the file again, e.g. a retried
+   * PUT, starts again at offset 0). The builder hashes them here, in the same pass as the
+   * upload, to check the file against the sha256 recorded at build time and the cloud's own
+   * hash. The chunk is only valid during the call. It may throw (the file changed on disk):
+   * the driver then fails the upload with that error and removes what it created. Optional for
+   * drivers: when one never calls it, the builder hashes the file itself after the upload.
+   */
+  onData?(chunk: Uint8Array, offset: number): void;
+}
+
+/** A hash of an image's data, as the cloud computed it from what it stored. */
+export interface CloudHash {
+  /** Lower-case name as the cloud gives it: `sha512`, `sha256`, `md5`, … */
+  algo: string;
+  /** Hex digest. */
+  value: string;
+  /** Who computed it, for messages (`Glance`); the provider's name when unset. */
+  by?: string;
 }
 
 /** A finished upload. */
@@ -28,6 +48,12 @@ export interface UploadedImage {
   /** The cloud's id of the image (`external-id`). */
   externalId: string;
   externalName: string;
+  /**
+   * The cloud's own hash of the stored data (Glance: `os_hash_algo`/`os_hash_value`, else the
+   * md5 `checksum`), when it gives one: the builder compares it with the bytes it sent and
+   * deletes the image on a mismatch.
+   */
+  cloudHash?: CloudHash;
 }
 
 /** An image as the cloud lists it. */
@@ -53,6 +79,12 @@ export interface ImageService {
    * Aborting `signal` cancels the request in flight (a caller's timeout).
    */
   list(filter?: { properties?: Record<string, string> }, signal?: AbortSignal): Promise<ListedImage[]>;
+  /**
+   * Optional: the hash algorithms the cloud is expected to report in `cloudHash` (Node
+   * `createHash` names), so the builder computes them while streaming; without it the builder
+   * computes only sha256, and a cloud hash of another algorithm is not compared.
+   */
+  cloudHashAlgos?(): readonly string[];
 }
 
 /**

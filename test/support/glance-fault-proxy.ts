@@ -3,7 +3,8 @@
  * 127.0.0.1: one in front of Keystone that rewrites the Glance endpoint in the token's catalog
  * to the other, and one in front of Glance that passes requests through unless a fault is set
  * for image-data uploads (`PUT /v2/images/<id>/file`): answer 500, close the connection after
- * some bytes, or hold the body (stop reading it) until released. A clouds.yaml with the cloud
+ * some bytes, hold the body (stop reading it) until released, or alter one byte of it in
+ * flight (same length: Glance stores and hashes the altered data). A clouds.yaml with the cloud
  * `loopback` (the demo user) routes a provider through them; Keystone and Glance stay real.
  */
 import http from 'node:http';
@@ -20,7 +21,9 @@ export type UploadFault =
   /** Forward `afterBytes` of the body, then close both connections, for the next `times` uploads. */
   | { kind: 'close'; afterBytes: number; times: number }
   /** Forward `afterBytes`, then stop reading the body until {@link GlanceFaultProxy.release}. */
-  | { kind: 'hold'; afterBytes: number };
+  | { kind: 'hold'; afterBytes: number }
+  /** Forward the whole body with the byte at offset `atByte` inverted, for the next `times` uploads. */
+  | { kind: 'flip'; atByte: number; times: number };
 
 /** An upload the proxy has seen. */
 export interface SeenUpload {
@@ -30,7 +33,7 @@ export interface SeenUpload {
   bytes: number;
   /** When the upload began (epoch ms). */
   at: number;
-  outcome: 'forwarded' | 'held' | 'status' | 'closed' | 'client-gone';
+  outcome: 'forwarded' | 'held' | 'status' | 'closed' | 'client-gone' | 'altered';
 }
 
 const DEMO_PW = 'loopback-demo';
@@ -148,7 +151,21 @@ export class GlanceFaultProxy {
       return;
     }
     const limit = fault.kind === 'close' || fault.kind === 'hold' ? fault.afterBytes : Infinity;
-    if (fault.kind === 'close' && --fault.times <= 0) this.fault = { kind: 'pass' };
+    if ((fault.kind === 'close' || fault.kind === 'flip') && --fault.times <= 0) this.fault = { kind: 'pass' };
+    if (fault.kind === 'flip') {
+      req.on('aborted', () => { seen.outcome = 'client-gone'; up.destroy(); });
+      req.on('data', (c: Buffer) => {
+        const at = fault.atByte - seen.bytes;
+        seen.bytes += c.length;
+        if (at < 0 || at >= c.length) return void up.write(c);
+        const altered = Buffer.from(c);
+        altered[at] = (altered[at] as number) ^ 0xff;
+        seen.outcome = 'altered';
+        up.write(altered);
+      });
+      req.on('end', () => up.end());
+      return;
+    }
     let holding = false;
     req.on('aborted', () => { seen.outcome = 'client-gone'; up.destroy(); });
     req.on('data', (c: Buffer) => {

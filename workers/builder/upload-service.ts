@@ -3,10 +3,18 @@
  * qemu-img when the build lacks it), streams it to the provider's image service with
  * progress, and returns `{"external-id", "external-name", "format"}`. Tracks in-flight
  * uploads per id so a delete waits for them.
+ *
+ * Verified bytes: the bytes the driver reads to send are hashed in the same pass (sha256 and
+ * the cloud's algorithm, {@link UploadDigest}); a file whose size or sha256 is not the one
+ * recorded at build time is refused, and an image whose cloud hash differs from the bytes
+ * sent is deleted. Nothing reads these hashes back later: they are checked here and logged.
  */
+import { stat } from 'node:fs/promises';
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
-import { InvalidJobError, UnknownImageError, UploadTimeoutError } from '../../lib/errors.js';
+import type { ImageService, ImageServiceFactory, UploadedImage } from '../../lib/drivers/image-service.js';
+import {
+  CloudHashMismatchError, coerceError, ImageFileChangedError, InvalidJobError, UnknownImageError, UploadTimeoutError,
+} from '../../lib/errors.js';
 import type { WorkerJob } from '../../lib/gearman/worker.js';
 import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
 import { conversionSource } from '../../lib/images/formats.js';
@@ -18,6 +26,8 @@ import { externalImageName } from '../../lib/images/external-name.js';
 import { parseUploadPayload } from './job-payloads.js';
 import { retryableUploadError, UPLOAD_ATTEMPTS, uploadRetryDelayMs, type UploadAttemptData } from './upload-retry.js';
 import { sleep } from '../../lib/lifecycle.js';
+import { compareCloudHash, UploadDigest, type RecordedFile } from './upload-digest.js';
+import { readDibChecksum } from './verify-output.js';
 
 
 /** Dependencies of {@link UploadService}. */
@@ -66,6 +76,8 @@ function throttledStatus(job: WorkerJob): (sent: number, total: number) => void 
 export class UploadService {
   private readonly conversions = new Map<string, Promise<void>>();
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  /** Info lines logged once per provider (a cloud without hashes, a driver without the tap). */
+  private readonly saidOnce = new Set<string>();
 
   constructor(private readonly deps: UploadServiceDeps) {}
 
@@ -106,7 +118,10 @@ export class UploadService {
     const { format } = target;
     const signal = AbortSignal.any([this.deps.shutdown, job.signal]);
     const filePath = await this.ensureFormat(sidecar, format, signal, log);
+    const recorded = await this.recordedFile(sidecar, format, filePath, log);
     const service = await this.deps.imageServices(provider);
+    const cloudAlgos = service.cloudHashAlgos?.() ?? [];
+    let digest = new UploadDigest(recorded, cloudAlgos);
     const name = req.externalName ?? externalImageName(target.nameFormat, {
       imageName: req.imageName, timestamp: Math.floor(Date.now() / 1000), buildId: id, uploadId: req.uploadId,
     });
@@ -119,8 +134,11 @@ export class UploadService {
     log.info('upload started', { provider: provider.name, name, format, file: filePath });
     const attempt = async (): Promise<Awaited<ReturnType<typeof service.upload>>> => {
       const timeout = AbortSignal.timeout(target.uploadTimeout * 1000);
+      digest = new UploadDigest(recorded, cloudAlgos);
       try {
-        return await service.upload({ name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]) });
+        return await service.upload({
+          name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]), onData: digest.tap,
+        });
       } catch (err) {
         if (!timeout.aborted || signal.aborted) throw err;
         throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${target.uploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
@@ -141,8 +159,77 @@ export class UploadService {
         await sleep(delay, signal);
       }
     }
-    log.info('upload complete', { provider: provider.name, externalId: uploaded.externalId, durationMs: Date.now() - started });
+    const verified = await this.verify(service, provider.name, uploaded, digest, signal, log);
+    log.info('upload complete', { provider: provider.name, externalId: uploaded.externalId, durationMs: Date.now() - started, sha256: recorded.sha256, ...verified });
     return { provider: provider.name, payload: { 'external-id': uploaded.externalId, 'external-name': uploaded.externalName, format } };
+  }
+
+  /**
+   * The file's size and sha256 as recorded when it was built (the sidecar) or converted (its
+   * `.sha256`, written right after the conversion); a converted file without one is hashed and
+   * recorded now. Thrown: {@link ImageFileChangedError} when its size is not the recorded one.
+   */
+  private async recordedFile(sidecar: ImageSidecar, format: string, file: string, log: Logger): Promise<RecordedFile> {
+    const id = sidecar['image-id'];
+    const { size } = await stat(file);
+    const built = sidecar.files.find((f) => f.format === format);
+    if (built && built.size !== size) {
+      throw new ImageFileChangedError(`${file} changed on disk since it was built: it has ${size} bytes, the build recorded ${built.size}; upload refused`);
+    }
+    let sha256 = built?.sha256 ?? await readDibChecksum(imagePaths.sha256(this.deps.repo.dir, id, format));
+    if (sha256 === undefined) {
+      log.warn('no sha256 recorded for the converted file; recording it now', { file });
+      sha256 = (await this.deps.repo.checksum(id, format)).sha256;
+    }
+    return { file, size, sha256 };
+  }
+
+  /**
+   * Checks an upload's bytes: their sha256 against the record (a driver without the tap gets
+   * its file read once more here), and the cloud's own hash against theirs. Anything wrong
+   * deletes the image in the cloud. Returns what was checked, for the log line.
+   * Thrown: {@link ImageFileChangedError}, {@link CloudHashMismatchError}.
+   */
+  private async verify(service: ImageService, provider: string, uploaded: UploadedImage, digest: UploadDigest, signal: AbortSignal, log: Logger): Promise<Record<string, unknown>> {
+    const { externalId } = uploaded;
+    try {
+      if (!digest.used) {
+        this.once(`tap:${provider}`, () => log.info('the driver does not pass the bytes it sends to the builder: hashing the file after the upload', { provider }));
+        await digest.readFile(signal, uploaded.cloudHash ? [uploaded.cloudHash.algo] : []);
+      }
+      digest.check();
+      const verdict = compareCloudHash(uploaded.cloudHash, digest);
+      const by = uploaded.cloudHash?.by ?? `provider ${provider}`;
+      switch (verdict.kind) {
+        case 'match':
+          return { cloudHash: `${verdict.algo}:${verdict.value}`, hashVerified: true };
+        case 'mismatch':
+          throw new CloudHashMismatchError(`${by}'s ${verdict.algo} of image ${externalId} is ${verdict.value}, the bytes sent hash to ${verdict.sent}; the image is deleted`);
+        case 'not-computed':
+          this.once(`algo:${provider}:${verdict.algo}`, () => log.info('the cloud hashes images with an algorithm not computed during the upload: not compared', { provider, algo: verdict.algo, computed: digest.algos }));
+          return { cloudHash: `${verdict.algo}:${verdict.value}`, hashVerified: false };
+        case 'none':
+          this.once(`none:${provider}`, () => log.info('the cloud gives no hash of uploaded images: the upload stands on the sha256 of the bytes sent', { provider }));
+          return { hashVerified: false };
+      }
+    } catch (raw) {
+      const err = coerceError(raw);
+      log.warn('upload not verified; deleting the image', { provider, externalId, error: err.message });
+      try {
+        await service.delete(externalId);
+      } catch (delErr) {
+        const message = coerceError(delErr).message;
+        log.error('could not delete the unverified image', { provider, externalId, error: message });
+        err.message += ` (deleting image ${externalId} failed: ${message})`;
+      }
+      throw err;
+    }
+  }
+
+  private once(key: string, say: () => void): void {
+    if (this.saidOnce.has(key)) return;
+    this.saidOnce.add(key);
+    say();
   }
 
   /** Path of `<id>.<format>`, converting from another built format once if needed. */

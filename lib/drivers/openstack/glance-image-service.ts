@@ -41,8 +41,15 @@ export class OpenStackImageService implements ImageService {
       properties: req.properties,
       ...(req.onProgress ? { onProgress: req.onProgress } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
+      ...(req.onData ? { onData: req.onData.bind(req) } : {}),
     });
-    return { externalId: uploaded.id, externalName: uploaded.name };
+    const out: UploadedImage = { externalId: uploaded.id, externalName: uploaded.name };
+    if (uploaded.hash) out.cloudHash = { ...uploaded.hash, by: 'Glance' };
+    return out;
+  }
+
+  cloudHashAlgos(): readonly string[] {
+    return this.glance.expectedHashAlgos();
   }
 
   async delete(externalId: string): Promise<void> {

@@ -3,7 +3,9 @@
  * plus get, list (following `next` links) and delete. The upload streams the file with
  * backpressure and a fixed Content-Length through a small ring of reused buffers, so memory
  * stays flat whatever the file size; any failure after the image record exists (including
- * an abort) deletes it again.
+ * an abort) deletes it again. The caller may tap the bytes as they are read (to hash them in
+ * the same pass), and the active image's own hash (`os_hash_algo`/`os_hash_value`, else the md5
+ * `checksum`) is returned.
  */
 import { open, stat } from 'node:fs/promises';
 import http from 'node:http';
@@ -44,6 +46,28 @@ export interface UploadImageRequest {
   onProgress?(sentBytes: number, totalBytes: number): void;
   /** Aborting destroys the upload and deletes the image. */
   signal?: AbortSignal;
+  /**
+   * Each chunk of the file as read, in order, before it is written to the socket, with its
+   * offset (0 again when the PUT is sent once more after a 401). Valid only during the call.
+   * An error it throws fails the upload as it is (the image is deleted).
+   */
+  onData?(chunk: Uint8Array, offset: number): void;
+}
+
+/** Glance's hash of an image's data. */
+export interface GlanceHash {
+  /** `os_hash_algo` (e.g. sha512), or `md5` for the legacy `checksum`. */
+  algo: string;
+  value: string;
+}
+
+/** Glance's multihash of a raw image (`os_hash_algo`/`os_hash_value`), else its md5 `checksum`. Pure. */
+export function glanceHashOf(raw: Record<string, unknown>): GlanceHash | undefined {
+  const algo = raw.os_hash_algo;
+  const value = raw.os_hash_value;
+  if (typeof algo === 'string' && algo && typeof value === 'string' && value) return { algo: algo.toLowerCase(), value: value.toLowerCase() };
+  if (typeof raw.checksum === 'string' && raw.checksum) return { algo: 'md5', value: raw.checksum.toLowerCase() };
+  return undefined;
 }
 
 /** An uploaded, `active` image. */
@@ -51,6 +75,8 @@ export interface UploadedGlanceImage {
   id: string;
   name: string;
   checksum?: string;
+  /** Glance's hash of the stored data, when it gives one. */
+  hash?: GlanceHash;
   size: number;
   status: string;
 }
@@ -131,6 +157,8 @@ export class GlanceClient {
   private readonly idleTimeoutMs: number;
   private readonly chunkBytes: number;
   private readonly listPageSize: number;
+  /** The hash algorithm of the last active image seen (what this Glance hashes with). */
+  private seenHashAlgo: string | undefined;
 
   /** Thrown: {@link CloudError} when the catalog has no image endpoint (and none is given). */
   constructor(private readonly session: KeystoneSession, opts: GlanceClientOptions = {}) {
@@ -141,6 +169,14 @@ export class GlanceClient {
     this.idleTimeoutMs = opts.uploadIdleTimeoutMs ?? 5 * 60_000;
     this.chunkBytes = opts.chunkBytes ?? 1024 * 1024;
     this.listPageSize = opts.listPageSize ?? 200;
+  }
+
+  /**
+   * The algorithms this Glance is expected to hash uploads with: the one of the last image it
+   * made active, else `sha512` (Glance's default `hashing_algorithm` since Rocky).
+   */
+  expectedHashAlgos(): string[] {
+    return [this.seenHashAlgo ?? 'sha512'];
   }
 
   /**
@@ -176,11 +212,15 @@ export class GlanceClient {
       if (req.signal?.aborted) throw aborted(req);
       await this.putFile(id, req, size);
       const tSent = Date.now();
-      const img = await this.waitActive(id, req.signal);
+      const { image: img, hash } = await this.waitActive(id, req.signal);
       if (img.size !== size) throw new CloudError(`image ${id} is active with size ${img.size}, but ${size} bytes were sent`);
-      log.info('image active', { id, size, uploadMs: tSent - t0, mbPerS: Math.round(size / 1e2 / Math.max(1, tSent - t0)) / 10 });
+      log.info('image active', { id, size, uploadMs: tSent - t0, mbPerS: Math.round(size / 1e2 / Math.max(1, tSent - t0)) / 10, ...(hash ? { hashAlgo: hash.algo } : {}) });
       const out: UploadedGlanceImage = { id, name: img.name, size, status: img.status };
       if (img.checksum) out.checksum = img.checksum;
+      if (hash) {
+        out.hash = hash;
+        this.seenHashAlgo = hash.algo;
+      }
       return out;
     } catch (err) {
       const e = req.signal?.aborted ? aborted(req) : coerceError(err);
@@ -205,12 +245,19 @@ export class GlanceClient {
    * for an answer that is not an image (or another image).
    */
   async getImage(id: string, signal?: AbortSignal): Promise<GlanceImage | undefined> {
+    return (await this.fetchImage(id, signal))?.image;
+  }
+
+  /** {@link getImage} with Glance's hash of the data. */
+  private async fetchImage(id: string, signal?: AbortSignal): Promise<{ image: GlanceImage; hash: GlanceHash | undefined } | undefined> {
     const res = await this.session.request(`${this.baseUrl}/v2/images/${encodeURIComponent(id)}`, { method: 'GET', service: 'Glance', expect: [200, 404], signal });
     if (res.status === 404) return undefined;
     const r = JsonReader.parse(res);
-    const img = readGlanceImage(r);
-    if (img.id !== id) r.fail('id', JSON.stringify(id));
-    return img;
+    const image = readGlanceImage(r);
+    if (image.id !== id) r.fail('id', JSON.stringify(id));
+    r.optStr('os_hash_algo');
+    r.optStr('os_hash_value');
+    return { image, hash: glanceHashOf(r.value) };
   }
 
   /**
@@ -238,12 +285,13 @@ export class GlanceClient {
       && Object.entries(filter.properties ?? {}).every(([k, v]) => img.properties[k] === v));
   }
 
-  private async waitActive(id: string, signal?: AbortSignal): Promise<GlanceImage> {
+  private async waitActive(id: string, signal?: AbortSignal): Promise<{ image: GlanceImage; hash: GlanceHash | undefined }> {
     let status = 'unknown';
     const active = await pollUntil(async () => {
-      const img = await this.getImage(id, signal);
-      if (!img) throw new CloudError(`image ${id} disappeared while waiting for it to become active`);
-      if (img.status === 'active') return img;
+      const got = await this.fetchImage(id, signal);
+      if (!got) throw new CloudError(`image ${id} disappeared while waiting for it to become active`);
+      const img = got.image;
+      if (img.status === 'active') return got;
       if (FAILED_STATUSES.has(img.status)) throw new CloudError(`image ${id} went to status ${img.status} after its upload`);
       status = img.status;
       return undefined;
@@ -342,6 +390,14 @@ export class GlanceClient {
           const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - pos), pos);
           if (settled) return;
           if (bytesRead === 0) throw new CloudError(`${req.filePath} shrank to ${pos} bytes during the upload (expected ${size})`);
+          if (req.onData) {
+            try {
+              req.onData(buf.subarray(0, bytesRead), pos);
+            } catch (err) {
+              // The caller's verdict (e.g. the file changed on disk), passed on as it is.
+              return settle(coerceError(err));
+            }
+          }
           pos += bytesRead;
           // Write errors also arrive as 'error' on the request; the callback only frees the buffer.
           inFlight[k] = new Promise<void>((done) => put.write(buf.subarray(0, bytesRead), () => {
