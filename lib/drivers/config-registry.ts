@@ -6,14 +6,20 @@
  */
 import type { DriverConfig, ImageTarget, PoolInfo } from './driver-config.js';
 import { openstackConfig, type OpenStackProviderConfig } from './openstack/config.js';
+import { qemuConfig, type QemuProviderConfig } from './qemu/config.js';
 import { staticConfig, type StaticProviderConfig } from './static/config.js';
 
 /** Any loaded provider, discriminated by `driver`. */
-export type ProviderConfig = OpenStackProviderConfig | StaticProviderConfig;
+export type ProviderConfig = OpenStackProviderConfig | StaticProviderConfig | QemuProviderConfig;
 
-export const driverConfigs: { readonly openstack: DriverConfig<OpenStackProviderConfig>; readonly static: DriverConfig<StaticProviderConfig> } = {
+export const driverConfigs: {
+  readonly openstack: DriverConfig<OpenStackProviderConfig>;
+  readonly static: DriverConfig<StaticProviderConfig>;
+  readonly qemu: DriverConfig<QemuProviderConfig>;
+} = {
   openstack: openstackConfig,
   static: staticConfig,
+  qemu: qemuConfig,
 };
 
 export const DRIVER_NAMES = Object.keys(driverConfigs) as ReadonlyArray<ProviderConfig['driver']>;

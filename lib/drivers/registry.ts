@@ -9,12 +9,19 @@ import type { Driver } from './driver.js';
 import type { ImageHost, ImageService, ImageServiceFactory } from './image-service.js';
 import { openstackDriver } from './openstack/index.js';
 import type { OpenStackProviderConfig } from './openstack/config.js';
+import { qemuDriver } from './qemu/index.js';
+import type { QemuProviderConfig } from './qemu/config.js';
 import { staticDriver } from './static/index.js';
 import type { StaticProviderConfig } from './static/config.js';
 
-export const drivers: { readonly openstack: Driver<OpenStackProviderConfig>; readonly static: Driver<StaticProviderConfig> } = {
+export const drivers: {
+  readonly openstack: Driver<OpenStackProviderConfig>;
+  readonly static: Driver<StaticProviderConfig>;
+  readonly qemu: Driver<QemuProviderConfig>;
+} = {
   openstack: openstackDriver,
   static: staticDriver,
+  qemu: qemuDriver,
 };
 
 /** The driver of a loaded provider. */

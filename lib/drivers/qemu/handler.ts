@@ -1,0 +1,127 @@
+/**
+ * Request decisions and the launch for one request in one pool of a qemu provider: a VM
+ * from an overlay of the label's newest ready upload, recorded on the node before it is made,
+ * ready once its forwarded SSH port answers a key scan within `boot-timeout`.
+ */
+import { readFile } from 'node:fs/promises';
+import { coerceError, HostScanError, LaunchError } from '../../errors.js';
+import { pollUntil } from '../../lifecycle.js';
+import type { Logger } from '../../log.js';
+import { keyscan } from '../../ssh/keyscan.js';
+import type { NodePatch, NodeRecord } from '../../store/models.js';
+import { LaunchingHandler, type LaunchingHandlerContext } from '../launching-handler.js';
+import type { QemuLabelConfig, QemuPoolConfig } from './config.js';
+import type { QemuProvider } from './provider.js';
+import { parseAuthorizedKeys } from './seed.js';
+import { newVmId, type FoundVm } from './vm-host.js';
+
+/** The guest's hostname: label and node id, DNS-safe. Pure. */
+export function vmHostname(label: string, nodeId: string): string {
+  return `${label}-${nodeId}`.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || `node-${nodeId}`;
+}
+
+export class QemuHandler extends LaunchingHandler {
+  constructor(private readonly provider: QemuProvider, private readonly poolConfig: QemuPoolConfig, hctx: LaunchingHandlerContext) {
+    super(hctx);
+  }
+
+  private label(name: string): QemuLabelConfig | undefined {
+    return this.poolConfig.labels.find((l) => l.name === name);
+  }
+
+  override async imagesAvailable(): Promise<boolean> {
+    for (const name of new Set(this.hctx.request.labels)) {
+      const l = this.label(name);
+      if (!l || !(await this.provider.bootImage(l))) return false;
+    }
+    return true;
+  }
+
+  override hasProviderQuota(labels: readonly string[]): Promise<boolean> {
+    return Promise.resolve(labels.every((l) => this.label(l)) && labels.length <= this.poolConfig.maxServers);
+  }
+
+  /** A ready node is handed out again only while its VM still runs. */
+  override async checkReusableNode(node: NodeRecord): Promise<boolean> {
+    return node.externalId !== null && (await this.provider.vms.runningPid(node.externalId)) !== null;
+  }
+
+  protected async launchNode(node: NodeRecord): Promise<NodePatch> {
+    const p = this.provider;
+    const label = this.label(node.labels[0] ?? '');
+    if (!label) throw new LaunchError(`label ${JSON.stringify(node.labels[0])} is not served by pool ${this.poolConfig.name}`);
+    const image = await p.bootImage(label);
+    if (!image) throw new LaunchError(`no ready upload of diskimage ${label.diskimage} in provider ${p.name}`);
+    const authorizedKeys = await this.authorizedKeys();
+    const accel = await p.accel();
+    const log = this.hctx.log.child({ node: node.id, label: label.name });
+    const id = newVmId(node.id);
+    const hostname = vmHostname(label.name, node.id);
+    const checkpoint: NodePatch = {
+      externalId: id, hostname, image: image.uploadId, username: p.config.username, connectionType: 'ssh',
+      resources: { cores: label.cpus, ram: label.memory, instances: 1 },
+    };
+    // Recorded before the VM exists, so a crash leaves a VM the deleter or the leak cleanup finds.
+    if (!(await this.hctx.store.updateNode(node.id, checkpoint))) throw new LaunchError(`node ${node.id} was deleted during its launch`);
+    const started = Date.now();
+    try {
+      const vm = await p.vms.create(id, {
+        nodeId: node.id, pool: this.poolConfig.name, label: label.name, image: image.externalId, imagePath: image.path,
+        hostname, accel, memory: label.memory, cpus: label.cpus, authorizedKeys,
+      }, p.signal);
+      log.info('VM started', { vm: id, pid: vm.pid, port: vm.record.port, accel, image: image.externalId });
+      const keys = await this.waitForSsh(vm, log);
+      log.info('VM answers SSH', { vm: id, port: vm.record.port, bootMs: Date.now() - started });
+      return {
+        ...checkpoint, interfaceIp: '127.0.0.1', publicIpv4: '127.0.0.1', connectionPort: vm.record.port,
+        hostKeys: this.poolConfig.hostKeyChecking ? keys : [],
+      };
+    } catch (err) {
+      if (p.signal.aborted) throw new LaunchError(`launch abandoned: provider ${p.name} is stopping`, { cause: err });
+      const tail = await p.vms.consoleTail(id, 1500);
+      try {
+        await p.vms.destroy(id);
+        await this.hctx.store.updateNode(node.id, { externalId: null });
+      } catch (cleanupErr) {
+        log.warn('could not remove the failed VM; leaving it to the deleter', { vm: id, error: coerceError(cleanupErr).message });
+      }
+      const e = coerceError(err);
+      throw new LaunchError(tail ? `${e.message}\n--- console tail ---\n${tail.trim()}` : e.message, { cause: e });
+    }
+  }
+
+  /** The keys of the provider's `authorized-keys` file (none when unset). Thrown: LaunchError. */
+  private async authorizedKeys(): Promise<string[]> {
+    const file = this.provider.config.authorizedKeys;
+    if (file === undefined) return [];
+    try {
+      return parseAuthorizedKeys(await readFile(file, 'utf8'));
+    } catch (err) {
+      throw new LaunchError(`cannot read authorized-keys ${file}: ${coerceError(err).message}`, { cause: err });
+    }
+  }
+
+  /**
+   * Key-scans the VM's forwarded port until the guest's sshd answers, within `boot-timeout`
+   * from now; fails at once when QEMU exits. The forward accepts TCP before the guest is up,
+   * so only a key exchange tells that SSH is there.
+   */
+  private async waitForSsh(vm: FoundVm, log: Logger): Promise<string[]> {
+    const p = this.provider;
+    const timeoutMs = p.config.bootTimeout * 1000;
+    let last = '';
+    const keys = await pollUntil(async (remaining) => {
+      if ((await p.vms.runningPid(vm.record.id)) === null) throw new LaunchError(`QEMU of VM ${vm.record.id} exited during boot`);
+      try {
+        return await keyscan('127.0.0.1', vm.record.port, { timeoutMs: Math.min(remaining, 10_000), retryMs: 1000, signal: p.signal });
+      } catch (err) {
+        if (!(err instanceof HostScanError)) throw err;
+        last = err.message;
+        log.debug('VM not answering SSH yet', { vm: vm.record.id, reason: err.message });
+        return undefined;
+      }
+    }, { timeoutMs, intervalMs: 1000, signal: p.signal });
+    if (keys) return keys;
+    throw new LaunchError(`VM ${vm.record.id} did not answer SSH on 127.0.0.1:${vm.record.port} within boot-timeout ${p.config.bootTimeout} s (${last})`);
+  }
+}

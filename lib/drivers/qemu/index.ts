@@ -1,0 +1,14 @@
+/**
+ * The `qemu` driver: VMs on the launcher's host (qemu-system-x86_64), booted from
+ * copy-on-write overlays of nodepool's uploads, which land as qcow2 files in `image-dir`.
+ */
+import type { Driver } from '../driver.js';
+import { qemuConfig, type QemuProviderConfig } from './config.js';
+import { QemuImageService } from './image-store.js';
+import { QemuProvider } from './provider.js';
+
+export const qemuDriver: Driver<QemuProviderConfig> = {
+  ...qemuConfig,
+  createProvider: (c, ctx) => new QemuProvider(c, ctx),
+  imageService: (c, host) => Promise.resolve(new QemuImageService({ imageDir: c.imageDir, log: host.log.child({ provider: c.name }) })),
+};

@@ -1,0 +1,163 @@
+/**
+ * One `driver: qemu` provider at run time: its uploads in `image-dir` (image-store.ts), its
+ * VMs in `state-dir` (vm-host.ts), the accelerator (accel.ts), listing, deletion and leak
+ * cleanup. VMs are found from their files, never from memory, so a restarted launcher
+ * re-adopts the VMs of the one before it. Request decisions and the launch are in handler.ts.
+ */
+import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { CloudError, coerceError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
+import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
+import { resolveAccel } from './accel.js';
+import type { QemuLabelConfig, QemuPoolConfig, QemuProviderConfig } from './config.js';
+import { qemuPoolInfo } from './config.js';
+import { QemuHandler } from './handler.js';
+import { QemuImageService, validImageId } from './image-store.js';
+import { VmHost, type FoundVm } from './vm-host.js';
+
+/** The upload a label boots. */
+export interface BootImage {
+  /** The upload record's id (the node's `image`). */
+  uploadId: string;
+  /** The file's id in image-dir. */
+  externalId: string;
+  path: string;
+}
+
+export class QemuProvider implements Provider {
+  readonly name: string;
+  readonly log: Logger;
+  /** Uploads in image-dir (the same files the builders' image services write). */
+  readonly images: QemuImageService;
+  readonly vms: VmHost;
+  private readonly abort = new AbortController();
+  private state: 'created' | 'running' | 'stopped' = 'created';
+  private accelChoice?: Promise<'kvm' | 'tcg'>;
+
+  constructor(readonly config: QemuProviderConfig, readonly ctx: ProviderContext) {
+    this.name = config.name;
+    this.log = ctx.log.child({ component: 'qemu', provider: config.name });
+    this.images = new QemuImageService({ imageDir: config.imageDir, log: this.log });
+    this.vms = new VmHost({ stateDir: config.stateDir, provider: config.name, qemuBinary: config.qemuBinary, log: this.log });
+  }
+
+  /** Aborted by stop(): launches in flight end (their VMs are left to the deleter). */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'created') return;
+    this.state = 'running';
+    await mkdir(this.config.stateDir, { recursive: true });
+    const vms = await this.vms.list();
+    this.log.info('provider started', { stateDir: this.config.stateDir, vms: vms.length, running: vms.filter((v) => v.pid !== null).length });
+  }
+
+  stop(): Promise<void> {
+    if (this.state !== 'stopped') {
+      this.state = 'stopped';
+      this.abort.abort(new CloudError(`provider ${this.name} is stopping`));
+      this.log.info('provider stopped');
+    }
+    return Promise.resolve();
+  }
+
+  /** The accelerator VMs start with (probed once for `auto`; a failed probe is not kept). */
+  accel(): Promise<'kvm' | 'tcg'> {
+    this.accelChoice ??= resolveAccel(this.config.accel, { qemu: this.config.qemuBinary, stateDir: this.config.stateDir, log: this.log });
+    const p = this.accelChoice;
+    p.catch(() => { if (this.accelChoice === p) this.accelChoice = undefined; });
+    return p;
+  }
+
+  /** A pool of this provider. Thrown: Error for an unknown pool (a launcher bug). */
+  pool(name: string): QemuPoolConfig {
+    const pool = this.config.pools.find((p) => p.name === name);
+    if (!pool) throw new Error(`provider ${this.name} has no pool ${JSON.stringify(name)}`);
+    return pool;
+  }
+
+  /** The label's config in the first pool that serves it. */
+  labelConfig(label: string): QemuLabelConfig | undefined {
+    for (const pool of this.config.pools) {
+      const l = pool.labels.find((x) => x.name === label);
+      if (l) return l;
+    }
+    return undefined;
+  }
+
+  /** The newest ready upload of the label's diskimage whose file is in image-dir; undefined when none. */
+  async bootImage(label: QemuLabelConfig): Promise<BootImage | undefined> {
+    const uploads = (await this.ctx.store.listUploads({ provider: this.name, diskimage: label.diskimage, states: ['ready'] }))
+      .filter((u) => u.externalId && validImageId(u.externalId))
+      .sort((a, b) => (a.id < b.id ? 1 : -1));
+    for (const u of uploads) {
+      const file = this.images.imagePath(u.externalId as string);
+      if (existsSync(file)) return { uploadId: u.id, externalId: u.externalId as string, path: file };
+    }
+    return undefined;
+  }
+
+  async labelReady(label: string): Promise<boolean> {
+    const l = this.labelConfig(label);
+    if (!l) return false;
+    try {
+      return (await this.bootImage(l)) !== undefined;
+    } catch (err) {
+      this.log.warn('could not tell whether the label is ready', { label, error: coerceError(err).message });
+      return false;
+    }
+  }
+
+  async listNodes(): Promise<ExternalNode[]> {
+    return (await this.vms.list()).map((v) => ({
+      externalId: v.record.id, name: v.record.hostname, provider: this.name, nodeId: v.record.nodeId, status: v.pid === null ? 'stopped' : 'running',
+    }));
+  }
+
+  async cleanupNode(node: NodeRecord): Promise<void> {
+    if (!node.externalId || !validImageId(node.externalId)) return;
+    await this.vms.destroy(node.externalId);
+  }
+
+  /** Kills and removes VMs of this provider that no node record accounts for. */
+  async cleanupLeakedResources(): Promise<void> {
+    // VMs first, records second: a VM listed was checkpointed on its record before it was made.
+    const vms = await this.vms.list();
+    if (vms.length === 0) return;
+    const nodes = await this.ctx.store.listNodes({ provider: this.name });
+    const covered = vmCoverage(nodes);
+    for (const vm of vms.filter((v) => !covered(v))) {
+      this.log.warn('leaked VM: killing it', { vm: vm.record.id, pid: vm.pid, formerNode: vm.record.nodeId });
+      try {
+        await this.vms.destroy(vm.record.id);
+        this.ctx.onLeak?.('vm', 1);
+      } catch (err) {
+        this.log.warn('could not remove the leaked VM', { vm: vm.record.id, error: coerceError(err).message });
+      }
+    }
+  }
+
+  nodeDeleted(_node: NodeRecord): Promise<void> {
+    return Promise.resolve();
+  }
+
+  getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler {
+    const pc = this.pool(pool);
+    return new QemuHandler(this, pc, { store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: qemuPoolInfo(pc), request });
+  }
+}
+
+/**
+ * Whether a node record accounts for a VM: a record names it as its `externalId`, or the VM's
+ * node has a record that names no VM yet. A record naming another VM does not cover it (an
+ * earlier attempt of that node). Pure.
+ */
+export function vmCoverage(nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): (vm: FoundVm) => boolean {
+  const vmOf = new Map(nodes.map((n) => [n.id, n.externalId]));
+  const ids = new Set(nodes.flatMap((n) => (n.externalId ? [n.externalId] : [])));
+  return (vm) => ids.has(vm.record.id) || (vmOf.has(vm.record.nodeId) && !vmOf.get(vm.record.nodeId));
+}

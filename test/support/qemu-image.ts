@@ -1,0 +1,119 @@
+/**
+ * Test support: ONE bootable Debian 12 image (DIB, cloud-init, sshd) for the qemu driver's
+ * tests, built through test/support/dib-cmd (the kpartx shim in a private mount namespace
+ * where the kernel lacks device-mapper) and cached under the temp dir, keyed by the elements
+ * and environment: the first test file of a run builds it (about 2–4 min), every later file
+ * and run reuses it. A lock directory makes concurrent files wait for one build instead of
+ * starting a second. `NODEPOOL_TEST_QEMU_IMAGE` names an existing qcow2 to use instead.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createWriteStream, existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pollUntil } from '../../lib/lifecycle.js';
+import { bookwormDibEnv } from './debian-mirror.js';
+
+/** The wrapper DIB runs through (see its header). */
+export const DIB_CMD = path.resolve('test/support/dib-cmd');
+
+/** Elements of a VM with SSH and cloud-init from Debian's own packages (docs/drivers/qemu.md). */
+export const QEMU_TEST_ELEMENTS = ['debian-minimal', 'vm', 'cloud-init', 'cloud-init-datasources', 'openssh-server'] as const;
+
+/** Extra packages: without ifupdown cloud-init renders networkd config that Debian leaves disabled (no network). */
+export const QEMU_TEST_PACKAGES = ['ifupdown'] as const;
+
+/** The login user of the image (cloud-init's Debian default user). */
+export const QEMU_TEST_USER = 'debian';
+
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** env-vars of the build besides the mirrors. */
+export function qemuImageEnv(): Record<string, string> {
+  return {
+    ...bookwormDibEnv(),
+    DIB_RELEASE: 'bookworm',
+    DIB_GRUB_TIMEOUT: '0',
+    DIB_CLOUD_INIT_DATASOURCES: 'NoCloud, ConfigDrive',
+    DIB_APT_MINIMAL_CREATE_INTERFACES: '0',
+  };
+}
+
+/** A built image and how long getting it took. */
+export interface BootableImage {
+  path: string;
+  /** Seconds spent building in this call (0 when cached). */
+  buildSeconds: number;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function build(dir: string, out: string): Promise<void> {
+  const tmp = path.join(dir, 'tmp');
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(tmp, { recursive: true });
+  const env = { PATH: SYSTEM_PATH, HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8', TMPDIR: tmp, ...qemuImageEnv() };
+  const args = ['-x', '-o', out, '-t', 'qcow2', '--image-cache', path.join(os.tmpdir(), 'nodepool-test-dib-cache'),
+    '-p', QEMU_TEST_PACKAGES.join(','), ...QEMU_TEST_ELEMENTS];
+  const log = createWriteStream(path.join(dir, 'build.log'));
+  const child = spawn(DIB_CMD, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  child.stdout.pipe(log, { end: false });
+  child.stderr.pipe(log, { end: false });
+  const timer = setTimeout(() => { try { process.kill(-(child.pid as number), 'SIGKILL'); } catch { /* gone */ } }, 1_200_000);
+  const code = await new Promise<number | null>((resolve) => { child.once('close', (c) => resolve(c)); child.once('error', () => resolve(null)); });
+  clearTimeout(timer);
+  log.end();
+  await rm(tmp, { recursive: true, force: true });
+  if (code !== 0) {
+    const tail = (await readFile(path.join(dir, 'build.log'), 'utf8').catch(() => '')).slice(-3000);
+    throw new Error(`building the bootable test image failed (exit ${code}); log ${path.join(dir, 'build.log')}:\n${tail}`);
+  }
+}
+
+/**
+ * The path of the cached bootable qcow2, building it first if no run has yet. Thrown: Error
+ * when the build fails (with the log tail) or another process's build does not finish in 25 min.
+ */
+export async function bootableImage(): Promise<BootableImage> {
+  const given = process.env.NODEPOOL_TEST_QEMU_IMAGE;
+  if (given) return { path: given, buildSeconds: 0 };
+  const key = createHash('sha256').update(JSON.stringify([QEMU_TEST_ELEMENTS, QEMU_TEST_PACKAGES, qemuImageEnv()])).digest('hex').slice(0, 16);
+  const dir = path.join(os.tmpdir(), 'nodepool-test-qemu-images', key);
+  const image = path.join(dir, 'image.qcow2');
+  const lock = path.join(dir, 'lock');
+  await mkdir(dir, { recursive: true });
+  const started = Date.now();
+  let built = false;
+  // pollUntil, not waitFor: a failed build must end the wait, not be retried for 25 min.
+  const ready = await pollUntil(async () => {
+    if (existsSync(image)) return true;
+    try {
+      await mkdir(lock);
+    } catch {
+      const holder = Number(await readFile(path.join(lock, 'pid'), 'utf8').catch(() => '0'));
+      if (holder && !pidAlive(holder)) await rm(lock, { recursive: true, force: true }); // a killed build
+      return undefined;
+    }
+    try {
+      await writeFile(path.join(lock, 'pid'), String(process.pid));
+      if (!existsSync(image)) {
+        await build(dir, path.join(dir, 'build'));
+        await rename(path.join(dir, 'build.qcow2'), image);
+        built = true;
+      }
+      return true;
+    } finally {
+      await rm(lock, { recursive: true, force: true });
+    }
+  }, { timeoutMs: 1_500_000, intervalMs: 2000 });
+  if (!ready) throw new Error(`no bootable test image in ${dir} within 25 min (another process's build did not finish)`);
+  return { path: image, buildSeconds: built ? Math.round((Date.now() - started) / 1000) : 0 };
+}
