@@ -2,7 +2,8 @@
 /**
  * nodepool-server: argv → config → logger → NodepoolServer → signals. `--provider NAME`
  * (repeatable) limits the launcher to those providers, so several servers can share one store.
- * SIGHUP or a change of the config file reloads it; SIGINT/SIGTERM stop after the pass in
+ * SIGHUP or a change of the config file reloads it (a change of the state store's settings restarts
+ * the services against the new store); SIGINT/SIGTERM stop after the pass in
  * progress (builds and uploads keep running on the builders and are resumed at the next start).
  * The web status (`webapp:` in nodepool.yaml) is served unless `--no-webapp`; `STATSD_HOST`
  * (and `STATSD_PORT`, default 8125) turn on statsd metrics under Nodepool's names.
@@ -13,6 +14,8 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, StoreError } from '../lib/errors.js';
 import { NodepoolServer } from '../server/main.js';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
+import type { Config } from '../lib/config/schema.js';
+import { describeStore, storeSettingsChanged } from '../lib/config/store-settings.js';
 import { daemonLogger, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
@@ -28,23 +31,55 @@ const log = daemonLogger(argv, 'nodepool-server');
 const config = loadConfigOrExit(argv.config);
 const statsd = statsdFromEnv(process.env);
 let current = config;
-let server: NodepoolServer | undefined;
+const createServer = (cfg: Config): Promise<NodepoolServer> => NodepoolServer.create({
+  config: cfg,
+  log,
+  hostname: argv.hostname,
+  ...(argv.provider?.length ? { providers: argv.provider } : {}),
+  imageServices: processImageServices(() => current, log),
+  webapp: argv.webapp,
+  ...(statsd ? { statsd } : {}),
+});
+let running: NodepoolServer;
 try {
-  server = await NodepoolServer.create({
-    config,
-    log,
-    hostname: argv.hostname,
-    ...(argv.provider?.length ? { providers: argv.provider } : {}),
-    imageServices: processImageServices(() => current, log),
-    webapp: argv.webapp,
-    ...(statsd ? { statsd } : {}),
-  });
+  running = await createServer(config);
 } catch (err) {
   const known = err instanceof ConfigError || err instanceof StoreError;
   process.stderr.write(`nodepool-server: ${known ? (err as Error).message : (err as Error).stack ?? String(err)}\n`);
   process.exit(known ? 2 : 1);
 }
-const running = server;
+/** SIGINT/SIGTERM received so far. */
+let signals = 0;
+/** Restarts in progress (a store change on reload), in order; a stop waits for them. */
+let restarting: Promise<void> = Promise.resolve();
+
+/**
+ * Another state store on reload: every service holds the store and its session, so the
+ * services stop (as on SIGTERM) and start again against the new store. When the new store
+ * cannot be opened, the server goes back to the old one and says so; if that fails too, it exits 1.
+ */
+function restartOnNewStore(previous: Config, next: Config): void {
+  restarting = restarting.then(async () => {
+    if (signals > 0) return;
+    log.warn('state store settings changed: restarting the services against the new store', { from: describeStore(previous), to: describeStore(next) });
+    await running.stop();
+    try {
+      running = await createServer(next);
+      log.info('services restarted against the new state store', { store: describeStore(next) });
+    } catch (err) {
+      log.error('cannot use the new state store; going back to the running one (fix the config and reload again)', {
+        store: describeStore(next), error: (err as Error).message,
+      });
+      current = previous;
+      try {
+        running = await createServer(previous);
+      } catch (again) {
+        log.error('cannot reopen the previous state store either; exiting', { error: (again as Error).message });
+        process.exit(1);
+      }
+    }
+  });
+}
 
 const watcher = reloadOnChange(argv.config, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
@@ -52,11 +87,12 @@ const watcher = reloadOnChange(argv.config, log, (next) => {
   if (next.webapp.port !== current.webapp.port || next.webapp.listenAddress !== current.webapp.listenAddress) {
     log.warn('webapp address changed: it takes effect at the next start', { serving: `${current.webapp.listenAddress}:${current.webapp.port}` });
   }
+  const previous = current;
   current = reloadedConfig(current, next, log);
-  running.reconfigure(current);
+  if (storeSettingsChanged(previous, current)) restartOnNewStore(previous, current);
+  else running.reconfigure(current);
 });
 
-let signals = 0;
 function onSignal(sig: NodeJS.Signals): void {
   signals += 1;
   if (signals > 1) {
@@ -65,7 +101,7 @@ function onSignal(sig: NodeJS.Signals): void {
   }
   log.info('shutting down', { signal: sig });
   watcher.close();
-  running.stop().then(
+  restarting.then(() => running.stop()).then(
     () => {
       const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
       open.unref();

@@ -1,0 +1,79 @@
+/**
+ * nodepool-server as a process on ZooKeeper: a reload that changes the state store's settings
+ * (here the chroot, so another tree on the same ensemble) restarts the services against the
+ * new store; the old store loses the server's session. A reload to a store that cannot be
+ * opened goes back to the running one and says so.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../../lib/config/load.js';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { openStore } from '../../../lib/store/open-store.js';
+import type { Store } from '../../../lib/store/store.js';
+import { SERVER_HEARTBEAT_KEY } from '../../../lib/status/lifecycle-status.js';
+import { LauncherSystem } from '../../support/launcher-system.js';
+import { freePort, runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
+import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+describe('nodepool-server on ZooKeeper: a store change on reload', () => {
+  let zk: ZooKeeperHandle;
+  let sys: LauncherSystem;
+  let server: TrackedProcess;
+  let siteB: Store | undefined;
+  const zkAt = (chroot: string, port = zk.port): Record<string, unknown> => ({
+    'zookeeper-servers': [{ host: '127.0.0.1', port, chroot }], 'zookeeper-timeout': 2,
+  });
+  const logText = (): Promise<string> => readFile(path.join(sys.dir, 'store-server.log'), 'utf8');
+
+  before(async () => {
+    zk = await startZooKeeper();
+    sys = await LauncherSystem.create({ labels: [], providers: [], extra: zkAt('/site-a') });
+    server = startProcess('store-server', process.execPath, [
+      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', sys.configPath, '--hostname', 'store-server', '--no-webapp', '--log-level', 'debug',
+    ], { cwd: ROOT, logFile: path.join(sys.dir, 'store-server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
+    await waitFor(async () => {
+      if (!server.alive()) throw new Error(`nodepool-server exited; see ${sys.dir}/store-server.log`);
+      return (await sys.store.getStatus(SERVER_HEARTBEAT_KEY)) !== undefined;
+    }, { timeoutMs: 30_000, what: 'the server heartbeat in /site-a' });
+  });
+
+  after(async () => {
+    await server?.stop();
+    await siteB?.close();
+    await sys?.stop();
+    await zk?.stop();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('restarts its services against the new chroot, and the old one loses its session', async () => {
+    const liveIn = async (store: Store): Promise<number> => {
+      let n = 0;
+      for (const s of await store.listSessions()) if (s.owner === 'nodepool-server' && await store.isSessionLive(s.id)) n++;
+      return n;
+    };
+    assert.equal(await liveIn(sys.store), 1, 'the server holds one session in /site-a');
+    await sys.rewrite((parts) => ({ ...parts, extra: zkAt('/site-b') }));
+    siteB = await openStore(loadConfig(sys.configPath));
+    const store = siteB;
+    await waitFor(async () => (await store.getStatus(SERVER_HEARTBEAT_KEY)) !== undefined, { timeoutMs: 30_000, what: 'the server heartbeat in /site-b' });
+    assert.equal(await liveIn(store), 1, 'the server holds one session in /site-b');
+    await waitFor(async () => (await liveIn(sys.store)) === 0, { timeoutMs: 10_000, what: 'no live server session left in /site-a' });
+    assert.ok(server.alive());
+    assert.match(await logText(), /state store settings changed: restarting the services against the new store/);
+  });
+
+  it('goes back to the running store when the new one cannot be opened', async () => {
+    const store = siteB as Store;
+    const nobody = await freePort();
+    await sys.rewrite((parts) => ({ ...parts, extra: zkAt('/site-c', nobody) }));
+    await waitFor(async () => /going back to the running one/.test(await logText()), { timeoutMs: 40_000, what: 'the refusal logged' });
+    const before = (await store.getStatus(SERVER_HEARTBEAT_KEY))?.updated ?? 0;
+    await waitFor(async () => ((await store.getStatus(SERVER_HEARTBEAT_KEY))?.updated ?? 0) > before, { timeoutMs: 20_000, what: 'heartbeats in /site-b again' });
+    assert.ok(server.alive());
+  });
+});
