@@ -99,7 +99,7 @@ describe('config loader', () => {
     assert.equal(lines.length, 3);
     assert.match(lines[0] ?? '', /^nodepool\.yaml: labels\[0\]\.min-redy: unknown key \(known keys: name, min-ready, max-ready-age\)$/);
     assert.equal(lines[1], 'nodepool.yaml: diskimages[1]: duplicate diskimage "a" (also at diskimages[0])');
-    assert.equal(lines[2], 'nodepool.yaml: providers[0].driver: unknown driver "aws" (provider p9): expected one of openstack, static');
+    assert.equal(lines[2], 'nodepool.yaml: providers[0].driver: unknown driver "aws" (provider p9): expected one of openstack, static, qemu');
   });
 
   it('refuses an empty, blank or null document (a truncated file must not read as "no providers")', () => {
