@@ -1,15 +1,18 @@
 /**
  * Glance upload throughput: our OpenStackImageService (in a child process, so its peak RSS
- * is its own) against `curl -T` with a token, same file, same loopback Glance.
+ * is its own) against `curl -T` with a token, same file, same loopback Glance; ours both
+ * without and with the builder's streaming hash (the `onData` tap: sha256 checked against the
+ * recorded one, plus Glance's own algorithm, compared with Glance's hash afterwards).
  *
- *   node --import tsx bench/upload-throughput.ts [--size-mib 2048] [--rounds 3] [--chunk-kib 1024]
+ *   node --import tsx bench/upload-throughput.ts [--size-mib 2048] [--rounds 3] [--chunk-kib 1024] [--all-hashes]
  *
+ * `--all-hashes` adds a row hashing sha256 + sha512 + md5 at once.
  * Uses the cloud named by NODEPOOL_TEST_CLOUD when set, else starts (and stops) one.
- * Targets: ours ≥ 0.9 × curl, peak RSS < 150 MB.
+ * Targets: ours ≥ 0.9 × curl, the streaming hash costs < 10 % of our throughput, peak RSS < 150 MB.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +20,8 @@ import { loadCloud } from '../lib/drivers/openstack/clouds-yaml.js';
 import { GlanceClient } from '../lib/drivers/openstack/glance.js';
 import { OpenStackImageService } from '../lib/drivers/openstack/glance-image-service.js';
 import { KeystoneSession } from '../lib/drivers/openstack/keystone.js';
+import { sha256File } from '../workers/builder/image-repository.js';
+import { compareCloudHash, UploadDigest } from '../workers/builder/upload-digest.js';
 import { useLoopbackCloud } from '../test/support/openstack.js';
 
 const MiB = 1024 * 1024;
@@ -54,10 +59,19 @@ interface ChildSpec {
   file: string;
   name: string;
   chunkKiB?: number;
+  /**
+   * Hash the bytes sent as the builder does: sha256 plus the algorithm the image service
+   * expects Glance to use (`cloud`), or sha256 + sha512 + md5 (`all`); unset: no hashing.
+   */
+  hash?: 'cloud' | 'all';
+  /** The file's sha256, as the build recorded it. */
+  sha256?: string;
 }
 
 interface ChildResult {
   ms: number;
+  /** CPU time of the child during the upload (user + system, ms). */
+  cpuMs: number;
   id: string;
   maxRssKiB: number;
   hwmKiB: number;
@@ -72,10 +86,22 @@ async function child(spec: ChildSpec): Promise<void> {
   await svc.glance.listImages({ name: 'bench-warm-up' });
   const baselineRssKiB = statusKiB(await readFile('/proc/self/status', 'utf8'), 'VmRSS');
   const t0 = performance.now();
-  const up = await svc.upload({ name: spec.name, format: 'raw', filePath: spec.file, properties: { bench: 'upload-throughput' } });
+  const cpu0 = process.cpuUsage();
+  const algos = spec.hash === 'all' ? ['sha512', 'md5'] : svc.cloudHashAlgos();
+  const digest = spec.hash && spec.sha256
+    ? new UploadDigest({ file: spec.file, size: (await stat(spec.file)).size, sha256: spec.sha256 }, algos)
+    : undefined;
+  const up = await svc.upload({ name: spec.name, format: 'raw', filePath: spec.file, properties: { bench: 'upload-throughput' }, ...(digest ? { onData: digest.tap } : {}) });
+  if (digest) {
+    // What the builder does after an upload: all bytes seen, sha256 as recorded, the cloud's hash equal.
+    digest.check();
+    const verdict = compareCloudHash(up.cloudHash, digest);
+    if (verdict.kind !== 'match') throw new Error(`hash not verified: ${JSON.stringify(verdict)}`);
+  }
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   const status = await readFile('/proc/self/status', 'utf8');
-  const out: ChildResult = { ms, id: up.externalId, maxRssKiB: process.resourceUsage().maxRSS, hwmKiB: statusKiB(status, 'VmHWM'), baselineRssKiB };
+  const out: ChildResult = { ms, cpuMs: (cpu.user + cpu.system) / 1000, id: up.externalId, maxRssKiB: process.resourceUsage().maxRSS, hwmKiB: statusKiB(status, 'VmHWM'), baselineRssKiB };
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 
@@ -117,6 +143,16 @@ function settle(): Promise<void> {
   return new Promise((resolve) => spawn('sync', [], { stdio: 'ignore' }).on('exit', () => resolve()).on('error', () => resolve()));
 }
 
+/** What one upload of a round is. */
+type Variant = 'curl' | 'plain' | 'hash' | 'all';
+
+const LABEL: Readonly<Record<Variant, string>> = {
+  curl: 'curl -T                        ',
+  plain: 'ours, no hash                  ',
+  hash: 'ours, sha256 + Glance\'s sha512 ',
+  all: 'ours, sha256 + sha512 + md5    ',
+};
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function main(): Promise<void> {
@@ -136,46 +172,54 @@ async function main(): Promise<void> {
     const tw = performance.now();
     await makeFile(file, sizeMiB);
     console.error(`wrote ${sizeMiB} MiB in ${((performance.now() - tw) / 1000).toFixed(1)} s`);
-    const curlMs: number[] = [];
-    const ours: ChildResult[] = [];
+    const tr = performance.now();
+    const sha256 = await sha256File(file);
+    console.error(`sha256 of the file (the build's record, not timed) in ${((performance.now() - tr) / 1000).toFixed(1)} s`);
     const g = glance;
-    const runCurl = async (r: number): Promise<number> => {
+    const variants: Variant[] = ['curl', 'plain', 'hash', ...(process.argv.includes('--all-hashes') ? ['all' as const] : [])];
+    const times = new Map<Variant, number[]>(variants.map((v) => [v, []]));
+    const children: ChildResult[] = [];
+    const cpuMs = new Map<Variant, number[]>(variants.map((v) => [v, []]));
+    const run = async (v: Variant, r: number): Promise<number> => {
       await settle();
-      const c = await curlUpload(session, g, file, `bench-curl-${r}`, size);
-      images.push(c.id);
-      await g.deleteImage(c.id);
-      return c.ms;
-    };
-    const runOurs = async (r: number): Promise<ChildResult> => {
-      await settle();
-      const o = await runChild({ cloudsYamlPath: cloud.cloudsYamlPath, cloudName: cloud.cloudName, file, name: `bench-ours-${r}`, chunkKiB });
+      if (v === 'curl') {
+        const c = await curlUpload(session, g, file, `bench-curl-${r}`, size);
+        images.push(c.id);
+        await g.deleteImage(c.id);
+        return c.ms;
+      }
+      const o = await runChild({
+        cloudsYamlPath: cloud.cloudsYamlPath, cloudName: cloud.cloudName, file, name: `bench-${v}-${r}`, chunkKiB,
+        ...(v === 'plain' ? {} : { hash: v === 'all' ? 'all' : 'cloud', sha256 }),
+      });
       images.push(o.id);
       await g.deleteImage(o.id);
-      return o;
+      children.push(o);
+      cpuMs.get(v)?.push(o.cpuMs);
+      return o.ms;
     };
     for (let r = 0; r < rounds; r++) {
-      // Alternate who goes first: the previous upload's write-back should not favour either.
-      let c: number;
-      let o: ChildResult;
-      if (r % 2 === 0) {
-        c = await runCurl(r);
-        o = await runOurs(r);
-      } else {
-        o = await runOurs(r);
-        c = await runCurl(r);
+      // Rotate who goes first: the previous upload's write-back should not favour any.
+      const order = variants.map((_, i) => variants[(i + r) % variants.length] as Variant);
+      const line: string[] = [];
+      for (const v of order) {
+        const ms = await run(v, r);
+        times.get(v)?.push(ms);
+        line.push(`${LABEL[v].trim()} ${(size / 1e3 / ms).toFixed(0)} MB/s`);
       }
-      curlMs.push(c);
-      ours.push(o);
-      console.error(`round ${r + 1}: curl ${(size / 1e3 / c).toFixed(0)} MB/s, ours ${(size / 1e3 / o.ms).toFixed(0)} MB/s`);
+      console.error(`round ${r + 1}: ${line.join(', ')}`);
     }
-    const curlRate = size / 1e3 / median(curlMs);
-    const ourRate = size / 1e3 / median(ours.map((o) => o.ms));
-    const peakMB = Math.max(...ours.map((o) => Math.max(o.maxRssKiB, o.hwmKiB))) * 1024 / 1e6;
-    const baseMB = Math.max(...ours.map((o) => o.baselineRssKiB)) * 1024 / 1e6;
-    console.log(`upload of ${sizeMiB} MiB to Glance (median of ${rounds}):`);
-    console.log(`  curl -T : ${curlRate.toFixed(0)} MB/s`);
-    console.log(`  ours    : ${ourRate.toFixed(0)} MB/s`);
-    console.log(`  ratio ours/curl: ${(ourRate / curlRate).toFixed(2)} (target >= 0.9)`);
+    const rate = (v: Variant): number => size / 1e3 / median(times.get(v) ?? []);
+    const peakMB = Math.max(...children.map((o) => Math.max(o.maxRssKiB, o.hwmKiB))) * 1024 / 1e6;
+    const baseMB = Math.max(...children.map((o) => o.baselineRssKiB)) * 1024 / 1e6;
+    const cpuPerGiB = (v: Variant): number => median(cpuMs.get(v) ?? []) / 1000 / (size / 2 ** 30);
+    console.log(`upload of ${sizeMiB} MiB to the loopback Glance (median of ${rounds}; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}):`);
+    for (const v of variants) {
+      const vsCurl = v === 'curl' ? '' : `  ${(rate(v) / rate('curl')).toFixed(2)} × curl, our CPU ${cpuPerGiB(v).toFixed(2)} s/GiB`;
+      const cost = v === 'hash' || v === 'all' ? `; hash costs ${((1 - rate(v) / rate('plain')) * 100).toFixed(1)} % of the throughput without` : '';
+      console.log(`  ${LABEL[v]}: ${rate(v).toFixed(0).padStart(5)} MB/s${vsCurl}${cost}`);
+    }
+    console.log('  targets: ours >= 0.9 × curl; the streaming hash costs < 10 % of the throughput');
     console.log(`  our peak RSS: ${peakMB.toFixed(0)} MB (before the upload: ${baseMB.toFixed(0)} MB; target < 150 MB)`);
   } finally {
     for (const id of images) await glance?.deleteImage(id).catch(() => undefined);
