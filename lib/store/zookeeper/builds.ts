@@ -10,7 +10,7 @@ import { checkBuildState } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE } from './layout.js';
-import { buildFromJson, buildJson, decode, encode, toMs, type Json } from './records.js';
+import { copyBuild, buildFromJson, buildJson, decode, encode, toMs, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { Op } from './zk-client.js';
 
@@ -81,7 +81,7 @@ export class ZkBuilds {
     for (const { id, diskimage, entry } of this.cached(filter.diskimage)) {
       const rec = memoBuild(entry, id, diskimage);
       if (!rec || (filter.states && !filter.states.includes(rec.state))) continue;
-      out.push(structuredClone(rec));
+      out.push(copyBuild(rec));
     }
     return out;
   }

@@ -10,7 +10,7 @@ import { checkNodeState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { seq10 } from './layout.js';
-import { decode, encode, nodeFromJson, nodeJson } from './records.js';
+import { copyNode, decode, encode, nodeFromJson, nodeJson } from './records.js';
 import type { Op } from './zk-client.js';
 
 /** Filter of {@link ZkNodes.list}. */
@@ -91,7 +91,7 @@ export class ZkNodes {
       if (filter.allocatedTo !== undefined && rec.allocatedTo !== filter.allocatedTo) continue;
       if (filter.states && !filter.states.includes(rec.state)) continue;
       if (filter.label !== undefined && !rec.labels.includes(filter.label)) continue;
-      out.push(structuredClone(rec));
+      out.push(copyNode(rec));
     }
     return out;
   }

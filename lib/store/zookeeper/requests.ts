@@ -13,7 +13,7 @@ import { checkRequestState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
 import { REQUEST_ID_RE } from './layout.js';
-import { decode, encode, ownerOf, requestFromJson, requestJson } from './records.js';
+import { copyRequest, decode, encode, ownerOf, requestFromJson, requestJson } from './records.js';
 import { MODE, type ZkClient } from './zk-client.js';
 
 /** Priority of a request that names none. */
@@ -89,7 +89,7 @@ export class ZkRequests {
       }
       if (filter.states && !filter.states.includes(rec.state)) continue;
       if (filter.requestor !== undefined && rec.requestor !== filter.requestor) continue;
-      out.push(structuredClone(rec));
+      out.push(copyRequest(rec));
     }
     return out;
   }

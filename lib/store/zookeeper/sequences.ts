@@ -36,6 +36,8 @@ interface Counter {
 export class Sequences {
   /** One allocation at a time per counter in this process (others still race, and retry). */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** What this handle last wrote to each counter: the next bump needs no read unless another writer moved it. */
+  private readonly known = new Map<string, Counter>();
 
   constructor(private readonly client: () => ZkClient, private readonly dir: string) {}
 
@@ -55,15 +57,18 @@ export class Sequences {
   private async allocate(name: string, what: string, plan: (next: number) => Promise<SequencePlan> | SequencePlan): Promise<number> {
     const path = `${this.dir}/${name}`;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const counter = await this.read(path, what);
+      const counter = this.known.get(path) ?? await this.read(path, what);
+      this.known.delete(path);
       const { value, ops } = await plan(counter.value + 1);
       const token = randomBytes(8).toString('hex');
-      const data = encode({ value, recent: [...counter.recent, token].slice(-RECENT) }, `sequence ${name}`);
+      const recent = [...counter.recent, token].slice(-RECENT);
+      const data = encode({ value, recent }, `sequence ${name}`);
       const bump: Op = counter.version === undefined
         ? { op: 'create', path, data }
         : { op: 'set', path, data, version: counter.version };
       try {
         await this.client().multi([bump, ...ops], what);
+        this.known.set(path, { value, recent, version: (counter.version ?? -1) + 1 });
         return value;
       } catch (err) {
         if (!(err instanceof ZooKeeperError)) throw err;
@@ -71,7 +76,7 @@ export class Sequences {
         if (err.code !== 'CONNECTION_LOSS' && err.code !== 'OPERATION_TIMEOUT') throw err;
         // The multi may or may not have applied: the counter tells.
         const after = await this.read(path, `${what} (finding out whether it applied after: ${err.message})`);
-        if (after.recent.includes(token)) return value;
+        if (after.recent.includes(token)) { this.known.set(path, after); return value; }
         const moved = (after.version ?? -1) - (counter.version ?? -1);
         if (moved >= RECENT) {
           throw new StoreError(`${what}: the connection to ZooKeeper was lost and ${moved} other writes followed; whether it applied is unknown`, { cause: err });

@@ -10,7 +10,7 @@ import type { ExpectState } from '../store.js';
 import { splitBuildId, type ZkBuilds } from './builds.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE, seq10 } from './layout.js';
-import { decode, encode, uploadFromJson, uploadJson } from './records.js';
+import { copyUpload, decode, encode, uploadFromJson, uploadJson } from './records.js';
 import type { Entry } from './tree-cache.js';
 
 /** Filter of {@link ZkUploads.list}. */
@@ -95,7 +95,7 @@ export class ZkUploads {
       if (filter.provider !== undefined && place.provider !== filter.provider) continue;
       const rec = this.memo(place);
       if (!rec || (filter.states && !filter.states.includes(rec.state))) continue;
-      out.push(structuredClone(rec));
+      out.push(copyUpload(rec));
     }
     return out.sort((a, b) => cmp(a.diskimage, b.diskimage) || cmp(a.provider, b.provider) || cmp(a.id, b.id));
   }

@@ -166,7 +166,7 @@ void describe('ZooKeeperStore with other programs', () => {
 
   void it('names the key of an unreadable TLS file, and gives up on a TLS port without TLS', async () => {
     await assert.rejects(openStore({
-      stateDir: '/nonexistent', zookeeperServers: [{ host: '127.0.0.1', port: zk.port }], file: '/etc/nodepool/nodepool.yaml',
+      stateDir: '/nonexistent', zookeeperServers: [{ host: '127.0.0.1', port: zk.port, chroot: undefined }], file: '/etc/nodepool/nodepool.yaml',
       zookeeperTls: { ca: '/nonexistent/ca.pem', cert: '/nonexistent/c.pem', key: '/nonexistent/k.pem' },
     }), /\/etc\/nodepool\/nodepool.yaml: zookeeper-tls.ca: cannot read \/nonexistent\/ca.pem/);
     await assert.rejects(ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.tlsPort as number }], connectTimeoutMs: 1000 }),
