@@ -62,7 +62,8 @@ try {
   ];
   const time = (argv: string[]): number => {
     const t = process.hrtime.bigint();
-    const r = spawnSync(argv[0] as string, argv.slice(1), { cwd: tmp, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    // tsx is resolved from the working directory: the checkout for the tsx path.
+    const r = spawnSync(argv[0] as string, argv.slice(1), { cwd: argv[0] === installed ? tmp : REPO, env, stdio: ['ignore', 'ignore', 'pipe'] });
     const ms = Number(process.hrtime.bigint() - t) / 1e6;
     if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${String(r.stderr)}`);
     return ms;

@@ -8,30 +8,39 @@ import { createRequire } from 'node:module';
 import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { completeWords } from '../cli/commands/completion.js';
-import { configValidate } from '../cli/commands/config-validate.js';
-import { dibImageDelete } from '../cli/commands/dib-image-delete.js';
-import { dibImageList } from '../cli/commands/dib-image-list.js';
-import { imageBuild } from '../cli/commands/image-build.js';
-import { imageDelete } from '../cli/commands/image-delete.js';
-import { imageList } from '../cli/commands/image-list.js';
-import { imagePause } from '../cli/commands/image-pause.js';
-import { imageStatus } from '../cli/commands/image-status.js';
-import { imageUnpause } from '../cli/commands/image-unpause.js';
 import { EXIT, EXIT_CODES_HELP, type CommandResult, type ImageServicesFor, type LiveOutput } from '../cli/commands/shared.js';
-import { alienImageList } from '../cli/commands/alien-image-list.js';
-import { deleteNode } from '../cli/commands/delete.js';
-import { erase } from '../cli/commands/erase.js';
-import { hold } from '../cli/commands/hold.js';
-import { info } from '../cli/commands/info.js';
-import { labelList } from '../cli/commands/label-list.js';
-import { list } from '../cli/commands/list.js';
-import { release } from '../cli/commands/release.js';
-import { request } from '../cli/commands/request.js';
-import { requestList } from '../cli/commands/request-list.js';
 import { versionText } from '../lib/build-info.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { createRootLogger } from '../lib/log.js';
-import { processImageServices } from './daemon.js';
+
+/**
+ * A command's function, loaded when the command runs: `--help` and each command load only the
+ * modules they use (start-up of the installed CLI, bench/cli-startup.ts).
+ */
+function lazy<M, K extends keyof M>(load: () => Promise<M>, name: K): M[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never {
+  return (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as never;
+}
+
+// The commands (cli/commands/), each loaded when it runs.
+const configValidate = lazy(() => import('../cli/commands/config-validate.js'), 'configValidate');
+const dibImageDelete = lazy(() => import('../cli/commands/dib-image-delete.js'), 'dibImageDelete');
+const dibImageList = lazy(() => import('../cli/commands/dib-image-list.js'), 'dibImageList');
+const imageBuild = lazy(() => import('../cli/commands/image-build.js'), 'imageBuild');
+const imageDelete = lazy(() => import('../cli/commands/image-delete.js'), 'imageDelete');
+const imageList = lazy(() => import('../cli/commands/image-list.js'), 'imageList');
+const imagePause = lazy(() => import('../cli/commands/image-pause.js'), 'imagePause');
+const imageStatus = lazy(() => import('../cli/commands/image-status.js'), 'imageStatus');
+const imageUnpause = lazy(() => import('../cli/commands/image-unpause.js'), 'imageUnpause');
+const alienImageList = lazy(() => import('../cli/commands/alien-image-list.js'), 'alienImageList');
+const deleteNode = lazy(() => import('../cli/commands/delete.js'), 'deleteNode');
+const erase = lazy(() => import('../cli/commands/erase.js'), 'erase');
+const hold = lazy(() => import('../cli/commands/hold.js'), 'hold');
+const info = lazy(() => import('../cli/commands/info.js'), 'info');
+const labelList = lazy(() => import('../cli/commands/label-list.js'), 'labelList');
+const list = lazy(() => import('../cli/commands/list.js'), 'list');
+const release = lazy(() => import('../cli/commands/release.js'), 'release');
+const request = lazy(() => import('../cli/commands/request.js'), 'request');
+const requestList = lazy(() => import('../cli/commands/request-list.js'), 'requestList');
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
 // words at the column width (cliui's ESM wrap is a plain character count).
@@ -65,7 +74,11 @@ function interruptSignal(): AbortSignal {
 
 /** Messages of providers and cloud clients the CLI creates (delete --now, alien-image-list). */
 const cliLog = () => createRootLogger({ level: process.env.NODEPOOL_LOG_LEVEL ?? 'warn', format: 'pretty' });
-const imageServices: ImageServicesFor = (config, log) => processImageServices(() => config, log);
+/** This host's cloud image services; bin/daemon.ts (with the cloud clients) is loaded only by the commands that use them. */
+const loadImageServices = async (): Promise<ImageServicesFor> => {
+  const { processImageServices } = await import('./daemon.js');
+  return (config, log) => processImageServices(() => config, log);
+};
 
 /** Asks on the terminal; undefined when stdin is not one (erase then refuses). */
 const confirm = process.stdin.isTTY === true ? async (question: string): Promise<boolean> => {
@@ -157,7 +170,7 @@ await yargs(hideBin(process.argv))
     .option('now', { type: 'boolean', default: false, describe: 'delete the server and the record now, from this process' })
     .option('json', JSON_OPTION),
   async (a) => finish(await deleteNode({
-    configFile: a.config, id: String(a.id), immediately: a.now, json: a.json, imageServices, log: cliLog(),
+    configFile: a.config, id: String(a.id), immediately: a.now, json: a.json, imageServices: await loadImageServices(), log: cliLog(),
   })))
   .command('hold <id>', 'hold a node until released or expired', (y) => y
     .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
@@ -197,12 +210,12 @@ await yargs(hideBin(process.argv))
     .option('timeout', numberFlag('--timeout', SECONDS, 'seconds each provider\'s listing may take (default 30)'))
     .option('json', JSON_OPTION),
   async (a) => {
-    finish(await alienImageList({ configFile: a.config, provider: str(a.provider), json: a.json, timeoutSeconds: a.timeout, imageServices, log: cliLog() }));
+    finish(await alienImageList({ configFile: a.config, provider: str(a.provider), json: a.json, timeoutSeconds: a.timeout, imageServices: await loadImageServices(), log: cliLog() }));
     // A cloud that stopped answering leaves its request open until the HTTP idle timeout; the
     // command is done, so do not wait for it.
     process.exit(process.exitCode);
   })
-  .command('config-validate', 'validate the configuration file', {}, (a) => finish(configValidate(String(a.config))))
+  .command('config-validate', 'validate the configuration file', {}, async (a) => finish(await configValidate(String(a.config))))
   .completion('completion', 'print a bash completion script (zsh when $SHELL is zsh): nodepool completion >> ~/.bashrc')
   .demandCommand(1, NO_COMMAND)
   .strict()

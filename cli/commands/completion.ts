@@ -4,12 +4,10 @@
  * that name things: diskimages, providers and labels from nodepool.yaml, build and node ids
  * from the store. It never fails and never writes: without a readable config or an existing
  * store it offers nothing (the shell then falls back to file names), and it gives the store a
- * short time to answer.
+ * short time to answer. The config loader and the store are loaded only when a name is asked for.
  */
 import { existsSync } from 'node:fs';
-import { loadConfig } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
-import { openStore, storePath } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
 
 /** What a word on the command line names. */
@@ -134,6 +132,7 @@ export interface CompletionValuesOptions {
 export async function completionValues(opts: CompletionValuesOptions): Promise<string[]> {
   let config: Config;
   try {
+    const { loadConfig } = await import('../../lib/config/load.js');
     config = loadConfig(opts.configFile);
   } catch {
     return [];
@@ -152,6 +151,7 @@ export async function completionValues(opts: CompletionValuesOptions): Promise<s
 
 /** Reads from the store when one exists (a SQLite file is never created here), within `timeoutMs`. */
 async function fromStore(config: Config, timeoutMs: number, read: (store: Store) => Promise<string[]>): Promise<string[]> {
+  const { openStore, storePath } = await import('../../lib/store/open-store.js');
   if (config.zookeeperServers.length === 0 && !existsSync(storePath(config))) return [];
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<string[]>((resolve) => { timer = setTimeout(() => resolve([]), timeoutMs); });
