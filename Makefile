@@ -5,16 +5,17 @@ SHELL := /bin/bash
 
 APT_PACKAGES := gearman-job-server gearman-tools qemu-utils openssh-server openssh-client keystone glance-api uwsgi uwsgi-plugin-python3 \
   python3-diskimage-builder debootstrap sudo kpartx parted e2fsprogs squashfs-tools git curl jq python3-yaml \
-  procps util-linux openssl chromium zookeeper python3-kazoo iproute2 \
+  procps util-linux openssl chromium zookeeper python3-kazoo iproute2 systemd \
   mariadb-server python3-pymysql rabbitmq-server placement-api nova-api nova-conductor nova-scheduler python3-nova neutron-server
 NODE_TEST := node --import tsx test/run.ts
 
-.PHONY: help deps apt-deps npm-deps typecheck lint test test-steps test-unit faults bench build run clean
+.PHONY: help deps apt-deps npm-deps typecheck lint test test-steps test-unit faults bench build pack run clean
 
 help:
 	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
 	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image"
 	@echo "make bench  - planner pass at scale, upload throughput vs curl, Gearman round trips vs a raw client"
+	@echo "make pack   - build and pack nodepool-ts-<version>.tgz, the package operators install (docs/install.md)"
 
 deps: apt-deps npm-deps
 
@@ -52,15 +53,21 @@ faults: deps
 
 build: npm-deps
 	npx tsc -p tsconfig.build.json
+	node --import tsx scripts/write-build-info.ts dist/build-info.json
+
+# The release tarball (prepack builds dist/ and records the git revision for --version).
+pack: npm-deps
+	npm pack --no-audit --no-fund
 
 bench: deps
 	node --import tsx bench/planner.ts
 	node --import tsx bench/gearman-roundtrip.ts
 	node --import tsx bench/upload-throughput.ts --size-mib 2048
 	node --import tsx bench/static-requests.ts 100 10 200
+	node --import tsx bench/cli-startup.ts
 
 run: deps
 	node --import tsx scripts/run-quickstart.ts
 
 clean:
-	rm -rf dist .run
+	rm -rf dist .run nodepool-ts-*.tgz

@@ -41,10 +41,10 @@ export function packageVersion(from = here): string {
 
 /**
  * One line for `--version`: `0.1.0 (git 0123456789ab)` for a package built from a checkout,
- * `0.1.0` for one built elsewhere, `0.1.0 (from source)` under tsx.
+ * `0.1.0` for one built elsewhere (or compiled without build info), `0.1.0 (from source)` under tsx.
  */
 export function versionText(info: BuildInfo | undefined = readBuildInfo()): string {
-  if (!info) return `${packageVersion()} (from source)`;
+  if (!info) return import.meta.url.endsWith('.ts') ? `${packageVersion()} (from source)` : packageVersion();
   if (!info.revision) return info.version;
   const [sha, dirty] = info.revision.split('-');
   return `${info.version} (git ${(sha ?? '').slice(0, 12)}${dirty ? `-${dirty}` : ''})`;
