@@ -42,7 +42,7 @@ describe('faults: Glance hashes other bytes than were sent', () => {
     assert.equal(stuck, undefined, `${SCENARIO}: recovered: ${stuck?.message}`);
     assert.equal(sys.proxy.uploads.filter((u) => u.name?.startsWith('victim-') && u.outcome === 'altered').length, RUNS);
     assert.equal(failures.length, RUNS, 'one failed upload record per altered upload (a mismatch is not retried within the job)');
-    for (const f of failures) assert.match(f.reason ?? '', /Glance's sha512 of image \S+ is [0-9a-f]{128}, the bytes sent hash to [0-9a-f]{128}; the image is deleted/);
+    for (const f of failures) assert.match(f.reason ?? '', /Glance's sha512 of image \S+ is [0-9a-f]{128}, the bytes sent hash to [0-9a-f]{128}; the image was deleted/);
     assert.deepEqual(audit.details, []);
   });
 });

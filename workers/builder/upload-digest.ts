@@ -53,6 +53,11 @@ export class UploadDigest {
     return this.names;
   }
 
+  /** The file hashed. */
+  get file(): string {
+    return this.recorded.file;
+  }
+
   /** Bytes hashed so far in this pass. */
   get bytes(): number {
     return this.seen;

@@ -13,7 +13,7 @@ import { stat } from 'node:fs/promises';
 import type { Config } from '../../lib/config/schema.js';
 import type { ImageService, ImageServiceFactory, UploadedImage } from '../../lib/drivers/image-service.js';
 import {
-  CloudHashMismatchError, coerceError, ImageFileChangedError, InvalidJobError, UnknownImageError, UploadTimeoutError,
+  AbortedError, CloudHashMismatchError, coerceError, ImageFileChangedError, InvalidJobError, UnknownImageError, UploadTimeoutError,
 } from '../../lib/errors.js';
 import type { WorkerJob } from '../../lib/gearman/worker.js';
 import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
@@ -195,7 +195,12 @@ export class UploadService {
     try {
       if (!digest.used) {
         this.once(`tap:${provider}`, () => log.info('the driver does not pass the bytes it sends to the builder: hashing the file after the upload', { provider }));
-        await digest.readFile(signal, uploaded.cloudHash ? [uploaded.cloudHash.algo] : []);
+        try {
+          await digest.readFile(signal, uploaded.cloudHash ? [uploaded.cloudHash.algo] : []);
+        } catch (err) {
+          if (signal.aborted) throw new AbortedError(`upload to ${provider} aborted while hashing ${digest.file}`, { cause: err });
+          throw err;
+        }
       }
       digest.check();
       const verdict = compareCloudHash(uploaded.cloudHash, digest);
@@ -204,7 +209,7 @@ export class UploadService {
         case 'match':
           return { cloudHash: `${verdict.algo}:${verdict.value}`, hashVerified: true };
         case 'mismatch':
-          throw new CloudHashMismatchError(`${by}'s ${verdict.algo} of image ${externalId} is ${verdict.value}, the bytes sent hash to ${verdict.sent}; the image is deleted`);
+          throw new CloudHashMismatchError(`${by}'s ${verdict.algo} of image ${externalId} is ${verdict.value}, the bytes sent hash to ${verdict.sent}`);
         case 'not-computed':
           this.once(`algo:${provider}:${verdict.algo}`, () => log.info('the cloud hashes images with an algorithm not computed during the upload: not compared', { provider, algo: verdict.algo, computed: digest.algos }));
           return { cloudHash: `${verdict.algo}:${verdict.value}`, hashVerified: false };
@@ -217,10 +222,11 @@ export class UploadService {
       log.warn('upload not verified; deleting the image', { provider, externalId, error: err.message });
       try {
         await service.delete(externalId);
+        err.message += `; the image was deleted`;
       } catch (delErr) {
         const message = coerceError(delErr).message;
         log.error('could not delete the unverified image', { provider, externalId, error: message });
-        err.message += ` (deleting image ${externalId} failed: ${message})`;
+        err.message += `; deleting image ${externalId} failed: ${message}`;
       }
       throw err;
     }

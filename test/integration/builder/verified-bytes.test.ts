@@ -135,7 +135,7 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
     const end = await upload(ids[0] as string);
     assert.equal(end.type, 'fail', end.message);
     const sha512 = await digest('sha512', file(ids[0] as string));
-    const m = /^Glance's sha512 of image (\S+) is ([0-9a-f]{128}), the bytes sent hash to ([0-9a-f]{128}); the image is deleted$/.exec(end.message);
+    const m = /^Glance's sha512 of image (\S+) is ([0-9a-f]{128}), the bytes sent hash to ([0-9a-f]{128}); the image was deleted$/.exec(end.message);
     assert.ok(m, end.message);
     assert.notEqual(m[2], sha512);
     assert.equal(m[3], sha512);
