@@ -1,7 +1,8 @@
 /**
  * Request decisions and the launch for one request in one pool of a qemu provider: a VM
- * from an overlay of the label's newest ready upload, recorded on the node before it is made,
- * ready once its forwarded SSH port answers a key scan within `boot-timeout`.
+ * from an overlay of the label's newest ready upload (or of the upload a `building` record
+ * already names in `image`), recorded on the node before it is made, ready once its forwarded
+ * SSH port answers a key scan within `boot-timeout`.
  */
 import { readFile } from 'node:fs/promises';
 import { coerceError, HostScanError, LaunchError } from '../../errors.js';
@@ -50,7 +51,8 @@ export class QemuHandler extends LaunchingHandler {
     const p = this.provider;
     const label = this.label(node.labels[0] ?? '');
     if (!label) throw new LaunchError(`label ${JSON.stringify(node.labels[0])} is not served by pool ${this.poolConfig.name}`);
-    const image = await p.bootImage(label);
+    // A record that arrives naming an upload boots exactly that one (validation); others the newest ready.
+    const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label);
     if (!image) throw new LaunchError(`no ready upload of diskimage ${label.diskimage} in provider ${p.name}`);
     const authorizedKeys = await this.authorizedKeys();
     const accel = await p.accel();

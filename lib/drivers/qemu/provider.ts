@@ -6,7 +6,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { CloudError, coerceError } from '../../errors.js';
+import { CloudError, coerceError, LaunchError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
@@ -99,6 +99,24 @@ export class QemuProvider implements Provider {
       if (existsSync(file)) return { uploadId: u.id, externalId: u.externalId as string, path: file };
     }
     return undefined;
+  }
+
+  /**
+   * The upload a node record names in `image` before its launch (a validation boot of exactly
+   * that upload, issue 14 §2): this provider's upload of the label's diskimage, not failed or
+   * being deleted, with its file in image-dir. Thrown: LaunchError naming what does not fit.
+   */
+  async pinnedImage(uploadId: string, label: QemuLabelConfig): Promise<BootImage> {
+    const u = await this.ctx.store.getUpload(uploadId);
+    const why = !u ? 'does not exist'
+      : u.provider !== this.name ? `belongs to provider ${u.provider}`
+        : u.diskimage !== label.diskimage ? `is of diskimage ${u.diskimage}, not ${label.diskimage}`
+          : u.state === 'failed' || u.state === 'deleting' ? `is ${u.state}`
+            : !u.externalId || !validImageId(u.externalId) ? 'has no image file yet'
+              : !existsSync(this.images.imagePath(u.externalId)) ? `has no file ${this.images.imagePath(u.externalId)}`
+                : undefined;
+    if (why !== undefined || !u?.externalId) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
+    return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId) };
   }
 
   async labelReady(label: string): Promise<boolean> {

@@ -2,7 +2,8 @@
  * The VMs of one qemu provider on this host. Each VM lives in `<state-dir>/<vm-id>/`:
  * `vm.json` (what it is: provider, node, image, port), `overlay.qcow2` (copy-on-write over
  * the upload), `seed.iso` (NoCloud), `console.log` (serial console) and `qemu.pid`. QEMU runs
- * daemonized (`-daemonize`: its own session and process group, no parent to die with), so VMs
+ * daemonized (`-daemonize`: fork, setsid, fork again, so a session and process group apart from
+ * the launcher's, and no parent to die with), so VMs
  * outlive the launcher and a new launcher re-adopts them from these files. A pid counts only
  * while `/proc/<pid>/cmdline` still names the VM's overlay (no pid-reuse accidents).
  */
@@ -222,16 +223,12 @@ export class VmHost {
     }
   }
 
-  /** Signals the VM's process group (QEMU made it its own with setsid), falling back to the pid. */
+  /** Signals the VM's QEMU (it runs no children: user-mode networking is inside QEMU). */
   private signal(pid: number, sig: NodeJS.Signals): void {
     try {
-      process.kill(-pid, sig);
+      process.kill(pid, sig);
     } catch {
-      try {
-        process.kill(pid, sig);
-      } catch {
-        // already gone
-      }
+      // already gone
     }
   }
 }

@@ -1,8 +1,8 @@
 /**
  * The qemu driver's config and image capability, with the real loader and the real qemu-img:
  * uploads copied or converted into image-dir and checked, corrupt and backed files refused,
- * aborts leaving nothing, list and delete; the accelerator choice and its per-host cache.
- * No VM boots here (see qemu-vm.test.ts).
+ * aborts leaving nothing, list and delete; the accelerator choice and its per-host cache; the
+ * NoCloud seed and the leak rule. No VM boots here (see qemu-vm.test.ts).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,6 +15,10 @@ import { AbortedError, CloudError, ConfigError } from '../../../../lib/errors.js
 import { resolveAccel } from '../../../../lib/drivers/qemu/accel.js';
 import { qemuDriver } from '../../../../lib/drivers/qemu/index.js';
 import { QemuImageService } from '../../../../lib/drivers/qemu/image-store.js';
+import { vmHostname } from '../../../../lib/drivers/qemu/handler.js';
+import { vmCoverage } from '../../../../lib/drivers/qemu/provider.js';
+import { makeSeedIso, parseAuthorizedKeys } from '../../../../lib/drivers/qemu/seed.js';
+import type { FoundVm } from '../../../../lib/drivers/qemu/vm-host.js';
 import { imageTargets } from '../../../../lib/drivers/config-registry.js';
 import { testLogger } from '../../../support/test-log.js';
 import { QemuEnv } from './qemu-env.js';
@@ -179,5 +183,33 @@ void describe('qemu driver: accelerator', () => {
     // A changed verdict in the cache is believed: the probe does not run again.
     await writeFile(path.join(env.stateDir, 'accel-probe.json'), JSON.stringify({ ...verdict, accel: accel === 'kvm' ? 'tcg' : 'kvm' }));
     assert.equal(await resolveAccel('auto', opts), accel === 'kvm' ? 'tcg' : 'kvm');
+  });
+});
+
+void describe('qemu driver: seeds and leak coverage (no boot)', () => {
+  let env: QemuEnv;
+  before(async () => { env = await QemuEnv.create(); });
+  after(async () => { await env.close(); });
+
+  it('writes a NoCloud seed ISO (volume cidata) with the hostname and the authorized keys', async () => {
+    const keys = parseAuthorizedKeys(`# comment\n${await readFile(`${env.keyFile}.pub`, 'utf8')}\n\n`);
+    assert.equal(keys.length, 1);
+    const iso = path.join(env.dir, 'seed.iso');
+    await makeSeedIso(env.dir, iso, { instanceId: '0000000007-abcdef', hostname: 'vm-0000000007', authorizedKeys: keys });
+    assert.match(execFileSync('isoinfo', ['-d', '-i', iso], { encoding: 'utf8' }), /Volume id: cidata/);
+    const user = execFileSync('isoinfo', ['-R', '-i', iso, '-x', '/user-data'], { encoding: 'utf8' });
+    assert.equal(user, `#cloud-config\nhostname: "vm-0000000007"\nmanage_etc_hosts: true\nssh_authorized_keys:\n  - ${JSON.stringify(keys[0])}\n`);
+    const meta = execFileSync('isoinfo', ['-R', '-i', iso, '-x', '/meta-data'], { encoding: 'utf8' });
+    assert.equal(meta, 'instance-id: "0000000007-abcdef"\nlocal-hostname: "vm-0000000007"\n');
+  });
+
+  it('counts a VM as accounted for by its node record, or by a launch that has not named a VM yet', () => {
+    const vm = (id: string, nodeId: string): FoundVm => ({ record: { id, nodeId } as FoundVm['record'], pid: 1 });
+    const covered = vmCoverage([{ id: '1', externalId: '1-aaaaaa' }, { id: '2', externalId: null }, { id: '3', externalId: '3-bbbbbb' }]);
+    assert.equal(covered(vm('1-aaaaaa', '1')), true);
+    assert.equal(covered(vm('2-cccccc', '2')), true, 'launch in progress');
+    assert.equal(covered(vm('3-dddddd', '3')), false, 'an earlier attempt of node 3');
+    assert.equal(covered(vm('4-eeeeee', '4')), false, 'no record');
+    assert.equal(vmHostname('Debian_VM', '0000000012'), 'debian-vm-0000000012');
   });
 });
