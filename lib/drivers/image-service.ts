@@ -82,7 +82,8 @@ export interface ImageService {
   /**
    * Optional: the hash algorithms the cloud is expected to report in `cloudHash` (Node
    * `createHash` names), so the builder computes them while streaming; without it the builder
-   * computes only sha256, and a cloud hash of another algorithm is not compared.
+   * computes only sha256 there, and a cloud hash of another algorithm is compared only when the
+   * builder reads the file itself (a driver that does not call `onData`).
    */
   cloudHashAlgos?(): readonly string[];
 }

@@ -42,6 +42,7 @@ export class UploadDigest {
   private digests: Map<string, string> | undefined;
   private seen = 0;
   private tapped = false;
+  private refused: ImageFileChangedError | undefined;
 
   constructor(private readonly recorded: RecordedFile, cloudAlgos: readonly string[] = []) {
     this.names = withSha256(cloudAlgos);
@@ -63,6 +64,11 @@ export class UploadDigest {
     return this.seen;
   }
 
+  /** The error {@link tap} threw because the file changed, whatever the driver made of it. */
+  get failure(): ImageFileChangedError | undefined {
+    return this.refused;
+  }
+
   /** Whether the driver passed any bytes through {@link tap} (a driver may not). */
   get used(): boolean {
     return this.tapped;
@@ -78,10 +84,15 @@ export class UploadDigest {
     if (offset === 0 && this.seen > 0) this.reset();
     if (offset !== this.seen) throw new Error(`upload bytes out of order: a chunk at offset ${offset} after ${this.seen} bytes of ${this.recorded.file}`);
     const { file, size } = this.recorded;
-    if (this.seen + chunk.length > size) throw new ImageFileChangedError(`${file} changed on disk during the upload: it grew past the ${size} bytes it had when the upload started; upload refused`);
-    for (const h of this.hashes.values()) h.update(chunk);
-    this.seen += chunk.length;
-    if (this.seen === size) this.check();
+    try {
+      if (this.seen + chunk.length > size) throw new ImageFileChangedError(`${file} changed on disk during the upload: it grew past the ${size} bytes it had when the upload started; upload refused`);
+      for (const h of this.hashes.values()) h.update(chunk);
+      this.seen += chunk.length;
+      if (this.seen === size) this.check();
+    } catch (err) {
+      if (err instanceof ImageFileChangedError) this.refused = err;
+      throw err;
+    }
   };
 
   /**

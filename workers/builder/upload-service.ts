@@ -140,6 +140,8 @@ export class UploadService {
           name, format, filePath, properties, onProgress: throttledStatus(job), signal: AbortSignal.any([signal, timeout]), onData: digest.tap,
         });
       } catch (err) {
+        // The file changed: that, not what a driver may have wrapped it in (and never retried).
+        if (digest.failure) throw digest.failure;
         if (!timeout.aborted || signal.aborted) throw err;
         throw new UploadTimeoutError(`upload to ${provider.name} did not finish within ${target.uploadTimeout} s (image-upload-timeout); the partial image was deleted`, { cause: err });
       }

@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ImageService, ImageServiceFactory } from '../../../lib/drivers/image-service.js';
 import type { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
+import { CloudError } from '../../../lib/errors.js';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
 import { createRootLogger, type Logger } from '../../../lib/log.js';
@@ -42,17 +43,33 @@ function recordingLogger(): { log: Logger; lines: Array<Record<string, unknown>>
   return { log: createRootLogger({ level: 'info', format: 'json', stream }), lines };
 }
 
-/** The image services of the test, with the tap taken away for providers named `untapped-*` (a driver that reads the file itself). */
-function servicesWithoutTap(inner: ImageServiceFactory): ImageServiceFactory {
+/**
+ * The image services of the test, as other drivers may be: `untapped-*` providers never call
+ * the tap (a driver that reads the file itself), `wrapping-*` ones turn every upload error into
+ * a CloudError (which the builder would otherwise retry).
+ */
+function otherDrivers(inner: ImageServiceFactory): ImageServiceFactory {
   return async (provider) => {
     const svc = await inner(provider);
-    if (!provider.name.startsWith('untapped-')) return svc;
-    const plain: ImageService = {
-      upload: ({ onData: _ignored, ...req }) => svc.upload(req),
-      delete: (id) => svc.delete(id),
-      list: (filter, signal) => svc.list(filter, signal),
-    };
-    return plain;
+    if (provider.name.startsWith('untapped-')) {
+      const plain: ImageService = {
+        upload: ({ onData: _ignored, ...req }) => svc.upload(req),
+        delete: (id) => svc.delete(id),
+        list: (filter, signal) => svc.list(filter, signal),
+      };
+      return plain;
+    }
+    if (provider.name.startsWith('wrapping-')) {
+      const wrapping: ImageService = {
+        upload: (req) => svc.upload(req).catch((err: unknown) => {
+          throw new CloudError(`upload of image ${req.name} failed: ${(err as Error).message}`, { cause: err });
+        }),
+        delete: (id) => svc.delete(id),
+        list: (filter, signal) => svc.list(filter, signal),
+      };
+      return wrapping;
+    }
+    return svc;
   };
 }
 
@@ -66,7 +83,7 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
   let client: GearmanClient;
   let glance: OpenStackImageService;
   const logged = recordingLogger();
-  const ids = ['vb-0000000001', 'vb-0000000002', 'vb-0000000003'];
+  const ids = ['vb-0000000001', 'vb-0000000002', 'vb-0000000003', 'vb-0000000004'];
   const file = (id: string): string => `${env.imagesDir}/${id}.qcow2`;
 
   before(async () => {
@@ -77,7 +94,7 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
       gearmanPort: gearmand.port,
       cloudsFile: proxy.cloudsYamlPath,
       diskimages: [fakeDiskimage('vb', { formats: ['qcow2'] })],
-      providers: [loopbackProvider('cloud-qcow2', ['vb']), loopbackProvider('untapped-qcow2', ['vb'])],
+      providers: ['cloud-qcow2', 'untapped-qcow2', 'wrapping-qcow2'].map((name) => loopbackProvider(name, ['vb'])),
     });
     builder = new DibBuilder({
       config: env.config,
@@ -88,7 +105,7 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
       reconnect: { initialMs: 50, maxMs: 500 },
       killGraceMs: 2000,
       uploadRetryDelayMs: 100,
-      imageServices: servicesWithoutTap(testImageServices(() => env.config.cloudsFile, logged.log)),
+      imageServices: otherDrivers(testImageServices(() => env.config.cloudsFile, logged.log)),
     });
     await builder.start();
     client = await testClient(gearmand.port);
@@ -145,8 +162,8 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
     assert.ok((await glance.list({ properties: { nodepool_build_id: ids[0] as string } })).every((i) => i.externalId !== m[1]));
   });
 
-  it('refuses a file changed on disk since it was built (same size) and removes the image it had created', async () => {
-    const id = ids[1] as string;
+  /** Inverts the lowest bit of the byte at 4096 of `id`'s file (same size); returns its sha256 from before. */
+  async function changeOneByte(id: string): Promise<string> {
     const recorded = await digest('sha256', file(id));
     const fh = await open(file(id), 'r+');
     try {
@@ -157,6 +174,12 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
     } finally {
       await fh.close();
     }
+    return recorded;
+  }
+
+  it('refuses a file changed on disk since it was built (same size) and removes the image it had created', async () => {
+    const id = ids[1] as string;
+    const recorded = await changeOneByte(id);
     const seen = proxy.uploads.length;
     const end = await upload(id);
     assert.equal(end.type, 'fail', end.message);
@@ -166,6 +189,17 @@ describe('builder: verified bytes (sha256 of the bytes sent, the cloud\'s hash) 
     // Refused at the last byte, before it was sent: Glance never had the whole file, and the image is gone.
     assert.ok((tried[0]?.bytes ?? 0) < (await readFile(file(id))).length, `proxy saw ${tried[0]?.bytes} bytes`);
     assert.equal(await glance.glance.getImage(tried[0]?.imageId as string), undefined);
+    assert.deepEqual(await glance.list({ properties: { nodepool_build_id: id } }), []);
+  });
+
+  it('refuses a changed file once, whatever error a driver wraps the refusal in', async () => {
+    const id = ids[3] as string;
+    const recorded = await changeOneByte(id);
+    const seen = proxy.uploads.length;
+    const end = await upload(id, 'wrapping-qcow2');
+    assert.equal(end.type, 'fail', end.message);
+    assert.equal(end.message, `${file(id)} changed on disk since it was built: the bytes read for the upload hash to sha256 ${await digest('sha256', file(id))}, the build recorded ${recorded}; upload refused`);
+    assert.equal(proxy.uploads.length - seen, 1, 'not retried as the CloudError the driver made of it');
     assert.deepEqual(await glance.list({ properties: { nodepool_build_id: id } }), []);
   });
 
