@@ -61,7 +61,8 @@ export class QemuImageService implements ImageService {
    * Copies (qcow2) or converts (other formats) the file into image-dir and checks the result.
    * Thrown: `CloudError` with status 400 for a file qemu-img refuses (corrupt, not of its
    * format, with a backing file), `CloudError` for I/O failures, `AbortedError` when aborted;
-   * nothing is left in image-dir either way.
+   * nothing is left in image-dir either way. A qcow2 is read once: its chunks go to `onData`
+   * as they are copied (a converted file's bytes are qemu-img's, so `onData` is not called).
    */
   async upload(req: UploadRequest): Promise<UploadedImage> {
     const slug = req.name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[._-]+/, '').slice(0, 120) || 'image';
@@ -98,12 +99,19 @@ export class QemuImageService implements ImageService {
     return { externalId: id, externalName: req.name };
   }
 
-  /** Streams the qcow2 into `dest` with progress; aborting stops the stream. */
+  /** Streams the qcow2 into `dest`, handing each chunk to `onData` and reporting progress; aborting stops the stream. */
   private async copy(req: UploadRequest, dest: string): Promise<void> {
     const total = (await stat(req.filePath)).size;
     let sent = 0;
     const progress = new Transform({
       transform(chunk: Buffer, _enc, cb) {
+        try {
+          // The builder hashes the bytes here, in the same pass (verified bytes); it throws when the file changed.
+          req.onData?.(chunk, sent);
+        } catch (err) {
+          cb(coerceError(err));
+          return;
+        }
         sent += chunk.length;
         req.onProgress?.(sent, total);
         cb(null, chunk);

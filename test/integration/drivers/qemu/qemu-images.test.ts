@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -98,6 +98,21 @@ void describe('qemu driver: images in image-dir', () => {
     assert.deepEqual(await svc.list({ properties: { nodepool_provider_name: 'other' } }), []);
     await svc.delete(up.externalId);
     await svc.delete(up.externalId); // already gone
+    assert.deepEqual(await files(), []);
+  });
+
+  it('hands every byte of a qcow2 to onData in order, and fails the upload when onData throws', async () => {
+    const h = createHash('sha256');
+    let next = 0;
+    const up = await svc.upload({
+      name: 'deb-tap', format: 'qcow2', filePath: qcow2, properties: props,
+      onData: (chunk, offset) => { assert.equal(offset, next); next += chunk.length; h.update(chunk); },
+    });
+    assert.equal(h.digest('hex'), createHash('sha256').update(await readFile(qcow2)).digest('hex'));
+    await svc.delete(up.externalId);
+    await assert.rejects(svc.upload({
+      name: 'deb-changed', format: 'qcow2', filePath: qcow2, properties: props, onData: () => { throw new Error('the file changed on disk'); },
+    }), /the file changed on disk/);
     assert.deepEqual(await files(), []);
   });
 
