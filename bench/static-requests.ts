@@ -1,11 +1,14 @@
 /**
- * Node request benchmark with the static driver: one real sshd listening on HOSTS loopback
- * addresses (127.0.0.2…), each a static host with `max-parallel-jobs` JOBS, so HOSTS×JOBS
- * ready slots; one nodepool-server process (one launcher); requests from this process. sshd
- * runs with `-r` (no re-exec per connection): the hosts it stands in for would spend their own
- * CPU on each liveness connect, not the launcher machine's.
+ * Node request benchmark with the static driver, on the SQLite store, the ZooKeeper store, or
+ * both side by side: one real sshd listening on HOSTS loopback addresses (127.0.0.2…), each a
+ * static host with `max-parallel-jobs` JOBS, so HOSTS×JOBS ready slots; one nodepool-server
+ * process (one launcher); requests from this process. sshd runs with `-r` (no re-exec per
+ * connection): the hosts it stands in for would spend their own CPU on each liveness connect,
+ * not the launcher machine's. ZooKeeper is Debian's 3.8 on 127.0.0.1 (test/support/zookeeper.ts),
+ * without fsync per write by default (`--zk-fsync` turns it on), like the SQLite store's WAL
+ * with synchronous=NORMAL, which does not fsync per commit either.
  *
- *   node --import tsx bench/static-requests.ts [hosts=100] [jobs=10] [sequential=200]
+ *   node --import tsx bench/static-requests.ts [--store sqlite|zookeeper|both] [--zk-fsync] [hosts=100] [jobs=10] [sequential=200]
  *
  * burst: HOSTS×JOBS one-node requests created at once; rate = requests / (last fulfilled −
  * first created); latency = fulfilled − created per request (store clock).
@@ -14,6 +17,8 @@
  * per interval, and at once when the store tells it of a change; a busy one goes on at once).
  * reference: the same store calls one request cycle makes (create, lock, read, pending,
  * allocate, fulfilled, unlock) in a tight loop in one process: the store-bound ceiling.
+ * Goals (issue 12): on ZooKeeper, burst ≥ 500 requests/s from one launcher and ≥ 0.5× SQLite.
+ * `BENCH_CPU_PROF=<dir>` writes the server's CPU profile per store (bench/cpuprofile-top.ts reads it).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -25,12 +30,23 @@ import { waitFor } from '../lib/lifecycle.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
 import { startProcess, stopAllProcesses, type TrackedProcess } from '../test/support/processes.js';
-import { startSshd } from '../test/support/sshd.js';
+import { startSshd, type SshdHandle } from '../test/support/sshd.js';
+import { startZooKeeper } from '../test/support/zookeeper.js';
 import { nodeLock, requestLock } from '../lib/store/lock-names.js';
 
-const HOSTS = Number(process.argv[2] ?? 100);
-const JOBS = Number(process.argv[3] ?? 10);
-const SEQUENTIAL = Number(process.argv[4] ?? 200);
+type StoreKind = 'sqlite' | 'zookeeper';
+const argv = process.argv.slice(2);
+const storeArg = argv.includes('--store') ? argv[argv.indexOf('--store') + 1] : 'both';
+if (!['sqlite', 'zookeeper', 'both'].includes(storeArg ?? '')) {
+  console.error(`--store: expected sqlite, zookeeper or both, got ${storeArg}`);
+  process.exit(2);
+}
+const KINDS: StoreKind[] = storeArg === 'both' ? ['sqlite', 'zookeeper'] : [storeArg as StoreKind];
+const ZK_FSYNC = argv.includes('--zk-fsync');
+const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--store');
+const HOSTS = Number(positional[0] ?? 100);
+const JOBS = Number(positional[1] ?? 10);
+const SEQUENTIAL = Number(positional[2] ?? 200);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SLOTS = HOSTS * JOBS;
 
@@ -65,14 +81,30 @@ async function referenceRate(store: Store, n: number): Promise<number> {
   return rate;
 }
 
-async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-bench-requests-'));
-  const addresses = Array.from({ length: HOSTS }, (_, i) => `127.0.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`);
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const sshd = await startSshd({ addresses: addresses.map((a) => `${a}:${port}`), keyTypes: ['ed25519'], reexec: false });
+/** What one store's run measured. */
+interface StoreRun {
+  kind: StoreKind;
+  registrationS: number;
+  reference: number;
+  fastBurst: Burst;
+  defaultBurst: Burst;
+  fastLat: number[];
+  defaultLat: number[];
+}
+
+interface Burst {
+  rate: number;
+  lat: number[];
+}
+
+/** Runs the whole measurement on one store (a fresh state dir or ZooKeeper chroot) with a fresh nodepool-server. */
+async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], port: number): Promise<StoreRun> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `nodepool-bench-requests-${kind}-`));
+  const zk = kind === 'zookeeper' ? await startZooKeeper({ forceSync: ZK_FSYNC }) : undefined;
   const configPath = path.join(dir, 'nodepool.yaml');
   const write = (interval: number): Promise<void> => writeFile(configPath, yaml.dump({
     'state-dir': path.join(dir, 'state'),
+    ...(zk ? { 'zookeeper-servers': [{ host: zk.host, port: zk.port, chroot: '/bench' }], 'zookeeper-timeout': 30 } : {}),
     launcher: { interval, 'delete-interval': 1, 'cleanup-interval': 30, 'session-ttl': 30 },
     labels: [{ name: 'bench' }],
     providers: [{
@@ -84,16 +116,17 @@ async function main(): Promise<void> {
   const store = await openStore(loadConfig(configPath));
   let server: TrackedProcess | undefined;
   try {
-    const ref = await referenceRate(store, 1000);
-    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn'],
+    const reference = await referenceRate(store, 1000);
+    const profDir = process.env.BENCH_CPU_PROF ? path.join(process.env.BENCH_CPU_PROF, kind) : undefined;
+    const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn', '--no-webapp'],
       { cwd: ROOT, logFile: path.join(dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     const regStart = performance.now();
     await waitFor(async () => (await store.listNodes({ states: ['ready'] })).length >= SLOTS, { timeoutMs: 600_000, what: `${SLOTS} ready slots`, intervalMs: 500 });
-    const regS = (performance.now() - regStart) / 1000;
+    const registrationS = (performance.now() - regStart) / 1000;
 
     /** SLOTS one-node requests at once; then the slots are freed again (deleted requests → the deleter returns their nodes). */
-    const burst = async (): Promise<{ rate: number; lat: number[] }> => {
+    const burst = async (): Promise<Burst> => {
       for (let i = 0; i < SLOTS; i++) await store.createRequest({ labels: ['bench'], requestor: 'bench' });
       await waitFor(async () => (await store.listRequests({ states: ['fulfilled'] })).length >= SLOTS, { timeoutMs: 600_000, what: 'every request fulfilled', intervalMs: 200 });
       const reqs = await store.listRequests({ requestor: 'bench' });
@@ -123,29 +156,63 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1500)); // the server reloads the changed file
     const defaultBurst = await burst();
     const defaultLat = await sequential();
-
-    console.log(`static driver, ${HOSTS} hosts × ${JOBS} jobs = ${SLOTS} slots on one sshd; one nodepool-server process`);
-    console.log(`registration of ${SLOTS} slots: ${regS.toFixed(1)} s`);
-    console.log('');
-    console.log('| run | requests | rate (req/s) | p50 ms | p99 ms | max ms |');
-    console.log('|---|---:|---:|---:|---:|---:|');
-    const burstRow = (name: string, b: { rate: number; lat: number[] }): void =>
-      console.log(`| ${name} | ${SLOTS} | ${b.rate.toFixed(0)} | ${pct(b.lat, 50)} | ${pct(b.lat, 99)} | ${Math.max(...b.lat)} |`);
-    burstRow('burst, interval 0.05 s', fastBurst);
-    burstRow('burst, interval 1 s (default)', defaultBurst);
-    console.log(`| sequential, interval 0.05 s | ${SEQUENTIAL} | – | ${pct(fastLat, 50)} | ${pct(fastLat, 99)} | ${Math.max(...fastLat)} |`);
-    console.log(`| sequential, interval 1 s (default) | ${SEQUENTIAL} | – | ${pct(defaultLat, 50)} | ${pct(defaultLat, 99)} | ${Math.max(...defaultLat)} |`);
-    console.log(`| reference: raw store calls of one cycle | 1000 | ${ref.toFixed(0)} | – | – | – |`);
-    console.log('');
-    for (const [name, b] of [['interval 0.05 s', fastBurst], ['default interval', defaultBurst]] as const) {
-      console.log(`burst (${name}) / target 200 req/s: ${(b.rate / 200).toFixed(2)}×; / store-bound reference: ${(b.rate / ref).toFixed(2)}×`);
-    }
+    return { kind, registrationS, reference, fastBurst, defaultBurst, fastLat, defaultLat };
   } finally {
     await server?.stop();
     await store.close();
+    await zk?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const NAMES: Record<StoreKind, string> = { sqlite: 'SQLite', zookeeper: 'ZooKeeper' };
+
+function report(runs: StoreRun[]): void {
+  console.log(`static driver, ${HOSTS} hosts × ${JOBS} jobs = ${SLOTS} slots on one sshd; one nodepool-server process (one launcher)`);
+  if (runs.some((r) => r.kind === 'zookeeper')) console.log(`ZooKeeper 3.8 on 127.0.0.1, forceSync=${ZK_FSYNC ? 'yes' : 'no'}; SQLite WAL, synchronous=NORMAL`);
+  console.log('');
+  const cols = runs.map((r) => NAMES[r.kind]);
+  const both = runs.length === 2;
+  console.log(`| run | ${cols.join(' | ')} |${both ? ' ZooKeeper / SQLite |' : ''}`);
+  console.log(`|---|${cols.map(() => '---:').join('|')}|${both ? '---:|' : ''}`);
+  const row = (name: string, value: (r: StoreRun) => number, digits = 0, ratio = both): void => {
+    const vs = runs.map(value);
+    const r = ratio && vs[0] ? `${((vs[1] as number) / (vs[0] as number)).toFixed(2)}× |` : both ? ' |' : '';
+    console.log(`| ${name} | ${vs.map((v) => v.toFixed(digits)).join(' | ')} |${r}`);
+  };
+  row(`registration of ${SLOTS} slots (s)`, (r) => r.registrationS, 1);
+  for (const [label, pick] of [['interval 0.05 s', (r: StoreRun) => r.fastBurst], ['interval 1 s (default)', (r: StoreRun) => r.defaultBurst]] as const) {
+    row(`burst of ${SLOTS}, ${label}: rate (req/s)`, (r) => pick(r).rate);
+    row(`burst, ${label}: p50 latency (ms)`, (r) => pct(pick(r).lat, 50));
+    row(`burst, ${label}: p99 latency (ms)`, (r) => pct(pick(r).lat, 99));
+  }
+  for (const [label, pick] of [['interval 0.05 s', (r: StoreRun) => r.fastLat], ['interval 1 s (default)', (r: StoreRun) => r.defaultLat]] as const) {
+    row(`${SEQUENTIAL} sequential, ${label}: p50 latency (ms)`, (r) => pct(pick(r), 50));
+    row(`${SEQUENTIAL} sequential, ${label}: p99 latency (ms)`, (r) => pct(pick(r), 99));
+  }
+  row('reference: raw store calls of one cycle (cycles/s)', (r) => r.reference);
+  console.log('');
+  const zk = runs.find((r) => r.kind === 'zookeeper');
+  const sq = runs.find((r) => r.kind === 'sqlite');
+  if (zk) {
+    for (const [label, b] of [['interval 0.05 s', zk.fastBurst], ['default interval', zk.defaultBurst]] as const) {
+      const vsSqlite = sq ? `; ${(b.rate / (label === 'default interval' ? sq.defaultBurst : sq.fastBurst).rate).toFixed(2)}× SQLite (goal ≥ 0.5×)` : '';
+      console.log(`ZooKeeper burst (${label}): ${b.rate.toFixed(0)} req/s (goal ≥ 500: ${b.rate >= 500 ? 'met' : 'missed'})${vsSqlite}`);
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const addresses = Array.from({ length: HOSTS }, (_, i) => `127.0.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`);
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const sshd = await startSshd({ addresses: addresses.map((a) => `${a}:${port}`), keyTypes: ['ed25519'], reexec: false });
+  try {
+    const runs: StoreRun[] = [];
+    for (const kind of KINDS) runs.push(await runOn(kind, sshd, addresses, port));
+    report(runs);
+  } finally {
     await sshd.stop();
     await stopAllProcesses();
-    await rm(dir, { recursive: true, force: true });
   }
 }
 
