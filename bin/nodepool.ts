@@ -34,6 +34,8 @@ const imageUnpause = lazy(() => import('../cli/commands/image-unpause.js'), 'ima
 const alienImageList = lazy(() => import('../cli/commands/alien-image-list.js'), 'alienImageList');
 const deleteNode = lazy(() => import('../cli/commands/delete.js'), 'deleteNode');
 const erase = lazy(() => import('../cli/commands/erase.js'), 'erase');
+const exportImageData = lazy(() => import('../cli/commands/export-image-data.js'), 'exportImageData');
+const importImageData = lazy(() => import('../cli/commands/import-image-data.js'), 'importImageData');
 const hold = lazy(() => import('../cli/commands/hold.js'), 'hold');
 const info = lazy(() => import('../cli/commands/info.js'), 'info');
 const labelList = lazy(() => import('../cli/commands/label-list.js'), 'labelList');
@@ -205,6 +207,13 @@ await yargs(hideBin(process.argv))
     .positional('provider', { type: 'string', demandOption: true })
     .option('force', { type: 'boolean', default: false, describe: 'do not ask' }),
   async (a) => finish(await erase({ configFile: a.config, provider: String(a.provider), force: a.force, confirm })))
+  .command('export-image-data <file>', 'write the image records (builds, uploads, pauses, build requests, sequences) to a file', (y) => y
+    .positional('file', { type: 'string', demandOption: true, describe: 'where to write (mode 0600)' })
+    .option('force', { type: 'boolean', default: false, describe: 'replace the file if it exists' }),
+  async (a) => finish(await exportImageData({ configFile: a.config, file: String(a.file), force: a.force })))
+  .command('import-image-data <file>', 'add the image records of an export-image-data file to the store (never overwrites)', (y) => y
+    .positional('file', { type: 'string', demandOption: true, describe: 'written by export-image-data' }),
+  async (a) => finish(await importImageData({ configFile: a.config, file: String(a.file) })))
   .command('alien-image-list [provider]', 'list cloud images no upload record accounts for', (y) => y
     .positional('provider', { type: 'string' })
     .option('timeout', numberFlag('--timeout', SECONDS, 'seconds each provider\'s listing may take (default 30)'))
