@@ -160,10 +160,14 @@ void describe('many hosts in network namespaces, on ZooKeeper', () => {
       taken.push(node);
     }
     for (const n of taken) assert.equal((await cliIn(cli, cliConfig, ['release', n.id])).code, 0);
-    await waitFor(async () => {
+    const newest = Math.max(...taken.map((n) => n.created));
+    const back = await waitFor(async () => {
       const ready = await readyNodes();
-      return ready.length === 2 && ready.every((n) => !taken.some((t) => t.id === n.id));
+      return ready.length === 2 && ready.every((n) => n.created > newest) ? ready : undefined;
     }, { timeoutMs: 30_000, what: 'both hosts back as new ready nodes' });
+    // Two servers create nodes through two store handles: the ids must still never repeat.
+    assert.deepEqual(back.filter((n) => taken.some((t) => t.id === n.id)).map((n) => `${n.provider}:${n.id}`), [],
+      'a new node took the id of a deleted one (node ids are never reused)');
   });
 
   it('kill -9 of the leader host: its session lapses, its pending request and the image lifecycle move to the survivor', async () => {
