@@ -32,7 +32,7 @@ function install(): string {
   const prefix = path.join(tmp, 'prefix');
   console.log('packing and installing into a temporary prefix (about a minute)...');
   const [report] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as Array<{ filename: string }>;
-  execFileSync('npm', ['install', '--global', '--prefix', prefix, '--no-audit', '--no-fund', '--loglevel=error', path.join(tmp, (report as { filename: string }).filename)], { stdio: 'inherit' });
+  execFileSync('npm', ['install', '--global', '--prefix', prefix, '--allow-scripts=better-sqlite3', '--no-audit', '--no-fund', '--loglevel=error', path.join(tmp, (report as { filename: string }).filename)], { stdio: 'inherit' });
   return prefix;
 }
 
