@@ -58,7 +58,7 @@ describe('the installed package', () => {
     console.log(`npm pack (prepack build included): ${((Date.now() - t) / 1000).toFixed(1)} s, ${pack.entryCount} files, ${pack.size} bytes`);
     t = Date.now();
     // --allow-scripts: npm 11 runs a global install's dependency scripts only when allowed (better-sqlite3 builds its binding).
-    await run('npm', ['install', '--global', '--prefix', prefix, '--allow-scripts=better-sqlite3', '--no-audit', '--no-fund', '--loglevel=error', path.join(tmp, pack.filename)], {
+    await run('npm', ['install', '--global', '--prefix', prefix, '--allow-scripts=better-sqlite3', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', path.join(tmp, pack.filename)], {
       cwd: tmp, timeout: 300_000, maxBuffer: 16 * 1024 * 1024,
     });
     console.log(`npm install -g of the tarball: ${((Date.now() - t) / 1000).toFixed(1)} s`);
