@@ -134,13 +134,26 @@ void describe('a Zuul-style kazoo consumer against nodepool-server on ZooKeeper'
     await waitFor(async () => (await sys.store.getNode(node.id))?.state === 'ready', { timeoutMs: 5000, what: 'the node untouched' });
   });
 
-  it('a consumer killed right after asking leaves nothing behind: its ephemeral request goes with its session, nodes back in stock', async () => {
-    const consumer = startConsumer({ hosts, labels: ['small'], sessionTimeoutS: 1 });
-    const created = await consumer.waitForEvent('request-created', 30_000);
-    await consumer.proc.kill();
-    await waitFor(async () => (await sys.store.getRequest(String(created.id))) === undefined,
-      { timeoutMs: 20_000, what: `request ${String(created.id)} gone with the consumer's session` });
+  it('a consumer killed while its request waits leaves nothing behind: the ephemeral request goes with its session', async () => {
+    // Our own lock on the only 'small' slot keeps the launcher from serving the request (it waits, pending).
+    const [slot] = await sys.store.listNodes({ label: 'small', states: ['ready'] });
+    assert.ok(slot);
+    const holder = await sys.store.openSession({ owner: 'zuul-consumer-test', hostname: 'test', pid: process.pid, ttlMs: 10_000 });
+    try {
+      assert.equal(await sys.store.tryLock(nodeLock(slot.id), holder.id, { exclusive: true }), true);
+      const consumer = startConsumer({ hosts, labels: ['small'], sessionTimeoutS: 1 });
+      const created = await consumer.waitForEvent('request-created', 30_000);
+      const id = String(created.id);
+      await waitFor(async () => (await sys.store.getRequest(id))?.state === 'pending', { timeoutMs: 20_000, what: `request ${id} pending` });
+      await consumer.proc.kill();
+      await waitFor(async () => (await sys.store.getRequest(id)) === undefined,
+        { timeoutMs: 20_000, what: `request ${id} gone with the consumer's ZooKeeper session` });
+      assert.equal(consumer.all('fulfilled').length, 0, 'it was never served');
+    } finally {
+      await sys.store.closeSession(holder.id);
+    }
     await sys.waitForNodes('both hosts ready and unallocated', (ns) =>
       ns.length === 2 && ns.every((n) => n.state === 'ready' && n.allocatedTo === null), 20_000);
+    assert.equal((await sys.store.listRequests()).length, 0);
   });
 });
