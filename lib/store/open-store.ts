@@ -10,7 +10,6 @@ import { ConfigError, coerceError, StoreError } from '../errors.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { Store, StoreOptions } from './store.js';
 import type { TlsMaterial } from './zookeeper/tls-tunnel.js';
-import { ZooKeeperStore } from './zookeeper/zookeeper-store.js';
 
 /** The parts of the config that choose the store (TLS and timeout only matter with ZooKeeper servers). */
 export type StoreConfig = Pick<Config, 'stateDir' | 'zookeeperServers'>
@@ -33,6 +32,9 @@ export function storePath(config: Pick<Config, 'stateDir'>): string {
 export async function openStore(config: StoreConfig, opts: StoreOptions = {}): Promise<Store> {
   if (config.zookeeperServers.length > 0) {
     const tls = config.zookeeperTls ? await readTls(config.zookeeperTls, config.file ?? 'nodepool.yaml') : undefined;
+    // Loaded only here: every CLI command comes through this module, and the ZooKeeper client
+    // would add about 30 ms to each start where SQLite is used (bench/cli-startup.ts).
+    const { ZooKeeperStore } = await import('./zookeeper/zookeeper-store.js');
     return ZooKeeperStore.open({
       ...opts,
       servers: config.zookeeperServers,
