@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 APT_PACKAGES := gearman-job-server gearman-tools qemu-utils openssh-server openssh-client keystone glance-api uwsgi uwsgi-plugin-python3 \
   python3-diskimage-builder debootstrap sudo kpartx parted e2fsprogs squashfs-tools git curl jq python3-yaml \
-  procps util-linux openssl chromium zookeeper python3-kazoo iproute2 systemd \
+  procps util-linux openssl chromium zookeeper python3-kazoo iproute2 qemu-system-x86 genisoimage systemd \
   mariadb-server python3-pymysql rabbitmq-server placement-api nova-api nova-conductor nova-scheduler python3-nova neutron-server
 NODE_TEST := node --import tsx test/run.ts
 

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
 import { preflight } from './support/preflight.js';
 
-const WATCHED = /^(chromium|sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq)/;
+const WATCHED = /^(chromium|sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq|qemu-system|java)/;
 
 function findTests(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -56,9 +56,13 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+/** The bootable image of the qemu tests: a test that imports it runs the real DIB and boots VMs. */
+const QEMU_IMAGE = path.resolve('test/support/qemu-image.ts');
+const bootsVms = (f: string): boolean => localImports(path.resolve(f)).has(QEMU_IMAGE);
+
 const missing = preflight({
   integration: files.some((f) => !f.includes(`${path.sep}unit${path.sep}`)),
-  realDib: files.some((f) => f.endsWith('real-dib.test.ts')),
+  realDib: files.some((f) => f.endsWith('real-dib.test.ts') || bootsVms(f)),
 });
 if (missing.length) {
   console.error(`# this machine cannot run the selected tests:\n${missing.map((m) => `#   ${m}`).join('\n')}`);
@@ -128,7 +132,7 @@ function notRun(group: string[], err: Error): number {
 
 /**
  * Tests that boot servers share one Nova and change its project quotas, so they run one file
- * at a time, beside the other tests (two files at a time): first those that need no cloud,
+ * at a time (with the tests that boot QEMU guests), beside the other tests (two files at a time): first those that need no cloud,
  * while the clouds start, then those that use Keystone + Glance. A cloud that fails to start
  * fails only the files that use it.
  */
@@ -141,9 +145,10 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
-  const serial = files.filter(bootsServers);
-  const withCloud = files.filter((f) => !bootsServers(f) && usesCloud(f));
-  const plain = files.filter((f) => !usesCloud(f));
+  // QEMU guests under TCG take a core each for minutes: one at a time, in the serial group.
+  const serial = files.filter((f) => bootsServers(f) || bootsVms(f));
+  const withCloud = files.filter((f) => !serial.includes(f) && usesCloud(f));
+  const plain = files.filter((f) => !serial.includes(f) && !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
   const keystoneUp = keystone.then(() => undefined, (err: Error) => err);
   const codes = await Promise.all([

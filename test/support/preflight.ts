@@ -38,6 +38,9 @@ const PROGRAMS: Array<[pkg: string, file: string]> = [
   ['rabbitmq-server', '/usr/sbin/rabbitmq-server'],
   ['chromium', '/usr/bin/chromium'],
   ['iproute2', '/usr/sbin/ip'],
+  ['qemu-system-x86', '/usr/bin/qemu-system-x86_64'],
+  ['genisoimage', '/usr/bin/genisoimage'],
+  ['genisoimage', '/usr/bin/isoinfo'],
 ];
 
 /** Files (not programs) from Debian packages, by package: the ZooKeeper server runs from its jar. */
