@@ -55,10 +55,11 @@ const pct = (xs: number[], p: number): number => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
 
-async function referenceRate(store: Store, n: number): Promise<number> {
+async function referenceRate(store: Store, n: number, zkRequests: () => Promise<number>): Promise<{ rate: number; zkPerCycle: number }> {
   const session = await store.openSession({ owner: 'bench-reference', hostname: 'bench', pid: process.pid, ttlMs: 30_000 });
   const nodes = [];
   for (let i = 0; i < n; i++) nodes.push(await store.createNode({ state: 'ready', provider: 'reference', pool: 'main', labels: ['ref'] }));
+  const zk0 = await zkRequests();
   const t0 = performance.now();
   for (const node of nodes) {
     const r = await store.createRequest({ labels: ['ref'], requestor: 'bench-reference' });
@@ -75,10 +76,11 @@ async function referenceRate(store: Store, n: number): Promise<number> {
     await store.unlock(requestLock(r.id), session.id);
   }
   const rate = n / ((performance.now() - t0) / 1000);
+  const zkPerCycle = ((await zkRequests()) - zk0) / n;
   for (const node of nodes) await store.deleteNode(node.id);
   for (const r of await store.listRequests({ requestor: 'bench-reference' })) await store.deleteRequest(r.id);
   await store.closeSession(session.id);
-  return rate;
+  return { rate, zkPerCycle };
 }
 
 /** What one store's run measured. */
@@ -86,6 +88,8 @@ interface StoreRun {
   kind: StoreKind;
   registrationS: number;
   reference: number;
+  /** ZooKeeper requests per reference cycle; NaN on SQLite. */
+  referenceZk: number;
   fastBurst: Burst;
   defaultBurst: Burst;
   fastLat: number[];
@@ -95,6 +99,8 @@ interface StoreRun {
 interface Burst {
   rate: number;
   lat: number[];
+  /** ZooKeeper requests (every client's, this bench's creates and polls included) per request served; NaN on SQLite. */
+  zkPerRequest: number;
 }
 
 /** Runs the whole measurement on one store (a fresh state dir or ZooKeeper chroot) with a fresh nodepool-server. */
@@ -116,7 +122,9 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
   const store = await openStore(loadConfig(configPath));
   let server: TrackedProcess | undefined;
   try {
-    const reference = await referenceRate(store, 1000);
+    /** Requests ZooKeeper has received so far, from every client (`mntr`); NaN on SQLite. */
+    const zkRequests = async (): Promise<number> => (zk ? Number(/zk_packets_received\s+(\d+)/.exec(await zk.fourLetter('mntr'))?.[1]) : NaN);
+    const { rate: reference, zkPerCycle: referenceZk } = await referenceRate(store, 1000, zkRequests);
     const profDir = process.env.BENCH_CPU_PROF ? path.join(process.env.BENCH_CPU_PROF, kind) : undefined;
     const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
     server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn', '--no-webapp'],
@@ -127,15 +135,17 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
 
     /** SLOTS one-node requests at once; then the slots are freed again (deleted requests → the deleter returns their nodes). */
     const burst = async (): Promise<Burst> => {
+      const zkBefore = await zkRequests();
       for (let i = 0; i < SLOTS; i++) await store.createRequest({ labels: ['bench'], requestor: 'bench' });
       await waitFor(async () => (await store.listRequests({ states: ['fulfilled'] })).length >= SLOTS, { timeoutMs: 600_000, what: 'every request fulfilled', intervalMs: 200 });
+      const zkPerRequest = ((await zkRequests()) - zkBefore) / SLOTS;
       const reqs = await store.listRequests({ requestor: 'bench' });
       const first = Math.min(...reqs.map((r) => r.created));
       const last = Math.max(...reqs.map((r) => r.stateTime));
       for (const r of reqs) await store.deleteRequest(r.id);
       await waitFor(async () => (await store.listNodes({ states: ['ready'] })).filter((n) => n.allocatedTo === null).length >= SLOTS,
         { timeoutMs: 120_000, what: 'slots back in stock', intervalMs: 500 });
-      return { rate: SLOTS / ((last - first) / 1000), lat: reqs.map((r) => r.stateTime - r.created) };
+      return { rate: SLOTS / ((last - first) / 1000), lat: reqs.map((r) => r.stateTime - r.created), zkPerRequest };
     };
     const sequential = async (): Promise<number[]> => {
       const lat: number[] = [];
@@ -156,7 +166,7 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
     await new Promise((r) => setTimeout(r, 1500)); // the server reloads the changed file
     const defaultBurst = await burst();
     const defaultLat = await sequential();
-    return { kind, registrationS, reference, fastBurst, defaultBurst, fastLat, defaultLat };
+    return { kind, registrationS, reference, referenceZk, fastBurst, defaultBurst, fastLat, defaultLat };
   } finally {
     await server?.stop();
     await store.close();
@@ -178,19 +188,21 @@ function report(runs: StoreRun[]): void {
   const row = (name: string, value: (r: StoreRun) => number, digits = 0, ratio = both): void => {
     const vs = runs.map(value);
     const r = ratio && vs[0] ? `${((vs[1] as number) / (vs[0] as number)).toFixed(2)}× |` : both ? ' |' : '';
-    console.log(`| ${name} | ${vs.map((v) => v.toFixed(digits)).join(' | ')} |${r}`);
+    console.log(`| ${name} | ${vs.map((v) => (Number.isNaN(v) ? '–' : v.toFixed(digits))).join(' | ')} |${r}`);
   };
   row(`registration of ${SLOTS} slots (s)`, (r) => r.registrationS, 1);
   for (const [label, pick] of [['interval 0.05 s', (r: StoreRun) => r.fastBurst], ['interval 1 s (default)', (r: StoreRun) => r.defaultBurst]] as const) {
     row(`burst of ${SLOTS}, ${label}: rate (req/s)`, (r) => pick(r).rate);
     row(`burst, ${label}: p50 latency (ms)`, (r) => pct(pick(r).lat, 50));
     row(`burst, ${label}: p99 latency (ms)`, (r) => pct(pick(r).lat, 99));
+    if (runs.some((r) => r.kind === 'zookeeper')) row(`burst, ${label}: ZooKeeper requests per request served`, (r) => pick(r).zkPerRequest, 1, false);
   }
   for (const [label, pick] of [['interval 0.05 s', (r: StoreRun) => r.fastLat], ['interval 1 s (default)', (r: StoreRun) => r.defaultLat]] as const) {
     row(`${SEQUENTIAL} sequential, ${label}: p50 latency (ms)`, (r) => pct(pick(r), 50));
     row(`${SEQUENTIAL} sequential, ${label}: p99 latency (ms)`, (r) => pct(pick(r), 99));
   }
   row('reference: raw store calls of one cycle (cycles/s)', (r) => r.reference);
+  if (runs.some((r) => r.kind === 'zookeeper')) row('reference: ZooKeeper requests per cycle', (r) => r.referenceZk, 1, false);
   console.log('');
   const zk = runs.find((r) => r.kind === 'zookeeper');
   const sq = runs.find((r) => r.kind === 'sqlite');
