@@ -2,7 +2,7 @@
  * Test support: a private network of "hosts" made of Linux network namespaces, for tests that
  * run the system across several machines. One bridge in the root namespace (with the first
  * address, so the test process itself reaches every host), one veth pair per host, addresses
- * in an RFC 2544 benchmarking /24 (198.18.N.0/24, N the first one no interface here uses).
+ * in an RFC 2544 benchmarking /24 (198.18.N.0/24, N a random one no interface here uses).
  * Names carry this process's pid and a counter, so concurrent runs never share one.
  *
  * Processes run inside with `ip netns exec <ns> cmd …`, which execs the command in place: the
@@ -96,7 +96,9 @@ export class NetnsNetwork {
   static async create(): Promise<NetnsNetwork> {
     installHooks();
     const used = usedSubnets();
-    const third = Array.from({ length: 256 }, (_, i) => i).find((i) => !used.has(i));
+    // A random free one, so two runs creating networks at the same moment rarely pick the same.
+    const free = Array.from({ length: 256 }, (_, i) => i).filter((i) => !used.has(i));
+    const third = free[Math.floor(Math.random() * free.length)];
     if (third === undefined) throw new Error('every 198.18.N.0/24 is in use on this machine');
     const id = `${process.pid.toString(36)}${(counter++).toString(36)}`;
     const net = new NetnsNetwork(id, `npbr${id}`, `198.18.${third}`);
