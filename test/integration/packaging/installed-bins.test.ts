@@ -57,7 +57,8 @@ describe('the installed package', () => {
     pack = (JSON.parse(packed.stdout) as PackReport[])[0] as PackReport;
     console.log(`npm pack (prepack build included): ${((Date.now() - t) / 1000).toFixed(1)} s, ${pack.entryCount} files, ${pack.size} bytes`);
     t = Date.now();
-    // --allow-scripts: npm 11 runs a global install's dependency scripts only when allowed (better-sqlite3 builds its binding).
+    // --allow-scripts: npm 11 warns about (and with strict-allow-scripts refuses) dependency install scripts
+    // not allowed; better-sqlite3's builds its native binding.
     await run('npm', ['install', '--global', '--prefix', prefix, '--allow-scripts=better-sqlite3', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', path.join(tmp, pack.filename)], {
       cwd: tmp, timeout: 300_000, maxBuffer: 16 * 1024 * 1024,
     });
