@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import type { Config } from '../../lib/config/schema.js';
 import type { Store } from '../../lib/store/store.js';
 
-/** What a word on the command line names. */
-export type CompletionKind = 'diskimage' | 'provider' | 'label' | 'build' | 'node';
+/** What a word on the command line names; a `file` is left to the shell (no candidates, so it completes file names). */
+export type CompletionKind = 'diskimage' | 'provider' | 'label' | 'build' | 'node' | 'file';
 
 /** Which arguments of which commands name things (a command missing here gets yargs' completions only). */
 export interface CompletionSpec {
@@ -38,8 +38,10 @@ export const NODEPOOL_COMPLETION: CompletionSpec = {
     hold: ['node'],
     release: ['node'],
     request: ['label'],
+    'export-image-data': ['file'],
+    'import-image-data': ['file'],
   },
-  options: { provider: 'provider', image: 'diskimage', 'build-id': 'build' },
+  options: { provider: 'provider', image: 'diskimage', 'build-id': 'build', config: 'file', c: 'file' },
   valueOptions: new Set(['config', 'c', 'provider', 'image', 'build-id', 'upload-id', 'reason', 'timeout', 'expire', 'priority']),
 };
 
@@ -130,6 +132,7 @@ export interface CompletionValuesOptions {
  * (build, node). Empty when the config cannot be read or the store does not exist or answer.
  */
 export async function completionValues(opts: CompletionValuesOptions): Promise<string[]> {
+  if (opts.kind === 'file') return [];
   let config: Config;
   try {
     const { loadConfig } = await import('../../lib/config/load.js');

@@ -63,6 +63,12 @@ describe('nodepool completion', () => {
     await assert.rejects(import('node:fs/promises').then((fs) => fs.stat(path.join(env.dir, 'fresh-state'))), /ENOENT/, 'completion creates no state-dir');
   });
 
+  it('offers nothing for a file argument, so the shell completes file names', async () => {
+    const env = await setup();
+    assert.deepEqual(await complete('-c', ''), { stdout: '', stderr: '', code: 0 });
+    assert.deepEqual(await complete('-c', env.configFile, 'export-image-data', ''), { stdout: '', stderr: '', code: 0 });
+  });
+
   it('leaves commands and options to yargs', async () => {
     const env = await setup();
     const commands = lines(await complete('-c', env.configFile, 'image-'));
@@ -92,7 +98,7 @@ _nodepool_yargs_completions; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: REPO, e
     const help = (await startCli(null, ['--help']).result).stdout;
     const commands = [...help.matchAll(/^ {2}nodepool ([a-z-]+)/gm)].map((m) => m[1] as string);
     assert.ok(commands.length > 15, help);
-    const named = /<(diskimage|id|provider|labels\.\.)>|\[(id|provider)\]/;
+    const named = /<(diskimage|id|provider|labels\.\.|file)>|\[(id|provider)\]/;
     for (const command of commands) {
       const usage = help.split('\n').find((l) => l.startsWith(`  nodepool ${command} `) || l === `  nodepool ${command}`) ?? '';
       const args = usage.slice(`  nodepool ${command}`.length).split(/\s{2,}/)[0] ?? '';

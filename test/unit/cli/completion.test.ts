@@ -40,7 +40,9 @@ describe('completionTarget', () => {
     // bash splits at '=' and completes the part after it.
     assert.deepEqual(completionTarget(['image-delete', '--build-id', '=', 'ub']), { kind: 'build', partial: 'ub', prefix: '' });
     assert.equal(kind('image-pause', 'deb', '--reason', ''), undefined);
-    assert.equal(kind('-c', ''), undefined, 'a config path is left to file name completion');
+    assert.equal(kind('-c', ''), 'file', 'a config path is left to the shell');
+    assert.equal(kind('--config', '=', 'x'), 'file');
+    assert.equal(kind('export-image-data', ''), 'file');
   });
 });
 
