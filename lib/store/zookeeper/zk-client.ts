@@ -78,17 +78,20 @@ export class ZkClient extends EventEmitter {
   private lastHeard = Date.now();
   private closing: Promise<void> | undefined;
   private readonly heartbeat: NodeJS.Timeout;
+  private watchdog: NodeJS.Timeout | undefined;
 
   private constructor(private readonly client: zookeeper.Client, private readonly opts: ZkClientOptions) {
     super();
     client.on('disconnected', () => {
       if (this.state === 'connected') {
         this.state = 'disconnected';
+        this.startWatchdog();
         this.emit('disconnected');
       }
     });
     client.on('connected', () => {
       this.lastHeard = Date.now();
+      this.stopWatchdog();
       if (this.state === 'disconnected') {
         this.state = 'connected';
         this.emit('connected');
@@ -98,6 +101,7 @@ export class ZkClient extends EventEmitter {
       if (this.state === 'closed' || this.state === 'expired') return;
       this.state = 'expired';
       clearInterval(this.heartbeat);
+      this.stopWatchdog();
       this.emit('expired');
       client.close();
     });
@@ -241,9 +245,39 @@ export class ZkClient extends EventEmitter {
     }, false);
   }
 
+  /**
+   * While reconnecting: node-zookeeper-client gives the handshake no deadline, so a server that
+   * accepts the TCP connection but never answers (one starting up or shutting down) would hold
+   * the client in CONNECTING for good. A socket that has not brought the session back within a
+   * third of the session timeout (0.5–5 s) is cut, and the client tries again. The library has
+   * no public way to do that: this reaches its connection manager's socket, and does nothing
+   * if a later version names things differently.
+   */
+  private startWatchdog(): void {
+    if (this.watchdog) return;
+    const limit = Math.min(5000, Math.max(500, Math.floor(this.sessionTimeoutMs / 3)));
+    let since = Date.now();
+    let socket: unknown;
+    this.watchdog = setInterval(() => {
+      const manager = (this.client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager;
+      if (manager?.socket !== socket) { socket = manager?.socket; since = Date.now(); return; }
+      if (Date.now() - since >= limit) {
+        since = Date.now();
+        manager?.socket?.destroy?.();
+      }
+    }, Math.max(100, Math.floor(limit / 5)));
+    this.watchdog.unref();
+  }
+
+  private stopWatchdog(): void {
+    clearInterval(this.watchdog);
+    this.watchdog = undefined;
+  }
+
   /** Ends the session (the server deletes its ephemeral nodes). Idempotent. */
   close(): Promise<void> {
     clearInterval(this.heartbeat);
+    this.stopWatchdog();
     this.closing ??= new Promise<void>((resolve) => {
       const wasLive = this.state === 'connected' || this.state === 'disconnected';
       this.state = 'closed';
