@@ -44,7 +44,8 @@ export class ZkBuilds {
     const skip = new Set(input.skipIds ?? []);
     let made: BuildRecord | undefined;
     const value = await this.ctx.sequences.next(`build-${input.diskimage}`, what, async (next) => {
-      let v = next;
+      // Builds written without our counter (Nodepool's own, an import) are never taken again.
+      let v = Math.max(next, maxSeq(this.ctx.cache.children(builds)) + 1);
       while (skip.has(formatImageId(input.diskimage, v))) v += 1;
       const now = clock();
       const id = formatImageId(input.diskimage, v);
@@ -137,6 +138,13 @@ export class ZkBuilds {
       return ops;
     });
   }
+}
+
+/** The highest 10-digit sequence among `names` (0 when none). */
+export function maxSeq(names: Iterable<string>): number {
+  let max = 0;
+  for (const n of names) if (SEQ_RE.test(n)) max = Math.max(max, Number(n));
+  return max;
 }
 
 /** The record of a cached build entry, parsed once per data version. */

@@ -9,6 +9,7 @@ import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
 import { checkNodeState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
+import { maxSeq } from './builds.js';
 import { seq10 } from './layout.js';
 import { copyNode, decode, encode, nodeFromJson, nodeJson } from './records.js';
 import type { Op } from './zk-client.js';
@@ -39,8 +40,11 @@ export class ZkNodes {
     checkStringList(input.labels, `creating a node on ${input.provider}: labels`);
     const client = this.ctx.main();
     let made: NodeRecord | undefined;
+    const { cache, layout } = this.ctx;
+    // Nodes written without our counter (Nodepool's own) are never taken again; empty lock parents may be.
+    const highest = maxSeq(cache.children(layout.nodes).filter((id) => (cache.get(`${layout.nodes}/${id}`)?.data?.length ?? 0) > 0));
     await this.ctx.sequences.next('node', `creating a node on ${input.provider}`, async (next) => {
-      let v = next;
+      let v = Math.max(next, highest + 1);
       for (;;) {
         const now = this.ctx.clock();
         const id = seq10(v);
@@ -50,7 +54,7 @@ export class ZkNodes {
         const path = this.ctx.layout.node(id);
         const data = encode(nodeJson(made), `node ${id}`);
         // An empty znode here is the parent of a lock taken before the node existed: fill it in.
-        const existing = this.ctx.cache.get(path) ? await client.getData(path) : undefined;
+        const existing = cache.get(path) ? await client.getData(path) : undefined;
         if (!existing) return { value: v, ops: [{ op: 'create', path, data }] satisfies Op[] };
         if (existing.data.length === 0) return { value: v, ops: [{ op: 'set', path, data, version: existing.stat.version }] satisfies Op[] };
         v += 1;

@@ -43,7 +43,8 @@ export class Sequences {
 
   /**
    * Moves counter `name` on and runs `plan(next)`'s ops in the same transaction; returns the
-   * value taken. `plan` is called again for each retry. Thrown: the ZooKeeperError of one of
+   * value taken. `plan` is called again for each retry; when one of its creates finds the node
+   * there already, the next attempt starts past that value. Thrown: the ZooKeeperError of one of
    * the plan's ops (nothing applied), or StoreError when the outcome cannot be known.
    */
   next(name: string, what: string, plan: (next: number) => Promise<SequencePlan> | SequencePlan): Promise<number> {
@@ -56,10 +57,12 @@ export class Sequences {
 
   private async allocate(name: string, what: string, plan: (next: number) => Promise<SequencePlan> | SequencePlan): Promise<number> {
     const path = `${this.dir}/${name}`;
+    // Past a record that exists at an id the counter had not reached (written by another program).
+    let floor = 0;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const counter = this.known.get(path) ?? await this.read(path, what);
       this.known.delete(path);
-      const { value, ops } = await plan(counter.value + 1);
+      const { value, ops } = await plan(Math.max(counter.value, floor) + 1);
       const token = randomBytes(8).toString('hex');
       const recent = [...counter.recent, token].slice(-RECENT);
       const data = encode({ value, recent }, `sequence ${name}`);
@@ -73,6 +76,7 @@ export class Sequences {
       } catch (err) {
         if (!(err instanceof ZooKeeperError)) throw err;
         if (err.path === path && (err.code === 'BAD_VERSION' || err.code === 'NODE_EXISTS')) continue;
+        if (err.code === 'NODE_EXISTS') { floor = value; continue; }
         if (err.code !== 'CONNECTION_LOSS' && err.code !== 'OPERATION_TIMEOUT') throw err;
         // The multi may or may not have applied: the counter tells.
         const after = await this.read(path, `${what} (finding out whether it applied after: ${err.message})`);

@@ -7,7 +7,7 @@ import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js'
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import { checkUploadState } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
-import { splitBuildId, type ZkBuilds } from './builds.js';
+import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE, seq10 } from './layout.js';
 import { copyUpload, decode, encode, uploadFromJson, uploadJson } from './records.js';
@@ -56,16 +56,19 @@ export class ZkUploads {
       }
     }
     let made: UploadRecord | undefined;
+    // Uploads written without our counter (Nodepool's own, an import) are never taken again.
+    const highest = maxSeq((await this.indexed(false)).keys());
     try {
       await this.ctx.sequences.next('upload', `creating an upload of ${input.buildId} to ${input.provider}`, (next) => {
         const now = clock();
-        const id = seq10(next);
+        const value = Math.max(next, highest + 1);
+        const id = seq10(value);
         made = {
           id, buildId: input.buildId, diskimage: parts.diskimage, provider: input.provider, imageName: input.imageName,
           state: 'uploading', stateTime: now, created: now, externalId: null, externalName: input.externalName ?? null,
           format: null, reason: null, progress: null,
         };
-        return { value: next, ops: [
+        return { value, ops: [
           { op: 'check', path: buildPath, version: -1 },
           { op: 'create', path: `${dir}/${id}`, data: encode(uploadJson(made), `upload ${id}`) },
         ] };
@@ -141,14 +144,19 @@ export class ZkUploads {
   /** Where upload `id` is, from the cache's index. */
   private async find(id: string): Promise<UploadPlace | undefined> {
     if (!SEQ_RE.test(id)) return undefined;
-    await this.ctx.fresh();
+    return (await this.indexed()).get(id);
+  }
+
+  /** The cache's uploads by id, rebuilt when the cache changed; `fresh`: after this handle's writes show. */
+  private async indexed(fresh = true): Promise<Map<string, UploadPlace>> {
+    if (fresh) await this.ctx.fresh();
     const { cache } = this.ctx;
     if (!this.index || this.index.version !== cache.version) {
       const byId = new Map<string, UploadPlace>();
       for (const place of this.places()) byId.set(place.id, place);
       this.index = { version: cache.version, byId };
     }
-    return this.index.byId.get(id);
+    return this.index.byId;
   }
 
   /** Cached uploads (of one diskimage, or all). */

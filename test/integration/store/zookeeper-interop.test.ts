@@ -126,6 +126,22 @@ void describe('ZooKeeperStore with other programs', () => {
     assert.equal(seen?.requestorSession, raw.getSessionId().toString('hex'), 'an ephemeral request belongs to its creator\'s session');
   });
 
+  void it('reads builds and nodes Nodepool wrote itself, and numbers new ones past them', async () => {
+    const create = (p: string, json: unknown): Promise<unknown> => new Promise((resolve, reject) =>
+      raw.mkdirp(p, Buffer.from(JSON.stringify(json)), (e) => (e ? reject(e) : resolve(undefined))));
+    const t = Date.now() / 1000;
+    await create(`${chroot}/nodepool/images/debian/builds/0000000000`, { state: 'ready', state_time: t, builder: 'nb01', formats: 'qcow2' });
+    await create(`${chroot}/nodepool/images/debian/builds/0000000005`, { state: 'building', state_time: t });
+    await create(`${chroot}/nodepool/nodes/0000000007`, { state: 'ready', state_time: t, provider: 'cloud-a', pool: 'main', type: 'small', ssh_port: 2222 });
+    await waitFor(async () => (await store.listBuilds()).length === 2 && (await store.listNodes()).length === 1, { timeoutMs: 5000, what: 'the cache to see Nodepool\'s records', intervalMs: 10 });
+    const [first] = await store.listBuilds();
+    assert.deepEqual([first?.id, first?.state, first?.builderHostname, first?.formats], ['debian-0000000000', 'ready', 'nb01', ['qcow2']]);
+    const [node] = await store.listNodes();
+    assert.deepEqual([node?.labels, node?.connectionPort], [['small'], 2222], 'a legacy string type and ssh_port are read');
+    assert.equal((await store.createBuild({ diskimage: 'debian', formats: [] })).id, 'debian-0000000006');
+    assert.equal((await store.createNode({ state: 'building', provider: 'cloud-a', pool: 'main', labels: ['small'] })).id, '0000000008');
+  });
+
   void it('refuses a node lock a kazoo Lock holds, and kazoo refuses one the store holds', async () => {
     const n = await store.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
     const s = await store.openSession({ owner: 'nodepool-server', hostname: 'h', pid: 1, ttlMs: 10_000 });
