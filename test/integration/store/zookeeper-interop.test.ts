@@ -64,7 +64,9 @@ async function kazoo(chroot: string, lockPath: string, mode: 'try' | 'hold'): Pr
   return {
     first,
     async release() {
-      p.child.stdin?.end('release\n');
+      // `try` exits by itself: its stdin may be closed already.
+      p.child.stdin?.on('error', () => undefined);
+      if (p.alive()) p.child.stdin?.end('release\n');
       const exit = await p.exited;
       assert.equal(exit.code, 0, `kazoo ${mode} failed: ${err}`);
       return out;
