@@ -66,6 +66,15 @@ export function zkError(err: unknown, what: string, path?: string): ZooKeeperErr
   return new ZooKeeperError(name, `${what}: ZooKeeper ${name}${path ? ` (${path})` : ''}`, path, { cause: err });
 }
 
+/**
+ * Cuts the library client's socket (it then reconnects, or stays closed after close()).
+ * node-zookeeper-client has no public way to do this; this reaches its connection manager and
+ * does nothing if a later version names things differently.
+ */
+function cutSocket(client: zookeeper.Client): void {
+  (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
+}
+
 /** Session ids as the store shows them: 16 hex digits. */
 export function sessionHex(id: Buffer): string {
   return id.toString('hex');
@@ -124,6 +133,7 @@ export class ZkClient extends EventEmitter {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         client.close();
+        cutSocket(client);
         reject(new ZooKeeperError('CONNECTION_LOSS', `connecting to ZooKeeper at ${opts.hosts}: no answer in ${opts.connectTimeoutMs ?? 15_000} ms`));
       }, opts.connectTimeoutMs ?? 15_000);
       client.once('connected', () => { clearTimeout(timer); resolve(); });
@@ -249,9 +259,7 @@ export class ZkClient extends EventEmitter {
    * While reconnecting: node-zookeeper-client gives the handshake no deadline, so a server that
    * accepts the TCP connection but never answers (one starting up or shutting down) would hold
    * the client in CONNECTING for good. A socket that has not brought the session back within a
-   * third of the session timeout (0.5–5 s) is cut, and the client tries again. The library has
-   * no public way to do that: this reaches its connection manager's socket, and does nothing
-   * if a later version names things differently.
+   * third of the session timeout (0.5–5 s) is cut (see cutSocket), and the client tries again.
    */
   private startWatchdog(): void {
     if (this.watchdog) return;
@@ -259,11 +267,11 @@ export class ZkClient extends EventEmitter {
     let since = Date.now();
     let socket: unknown;
     this.watchdog = setInterval(() => {
-      const manager = (this.client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager;
-      if (manager?.socket !== socket) { socket = manager?.socket; since = Date.now(); return; }
+      const current = (this.client as unknown as { connectionManager?: { socket?: unknown } }).connectionManager?.socket;
+      if (current !== socket) { socket = current; since = Date.now(); return; }
       if (Date.now() - since >= limit) {
         since = Date.now();
-        manager?.socket?.destroy?.();
+        cutSocket(this.client);
       }
     }, Math.max(100, Math.floor(limit / 5)));
     this.watchdog.unref();
@@ -284,7 +292,7 @@ export class ZkClient extends EventEmitter {
       if (!wasLive) { resolve(); return; }
       // The server answers CLOSE_SESSION once the session and its ephemeral nodes are gone,
       // and then drops the connection; a client that cannot reach it gives up after a while.
-      const timer = setTimeout(resolve, Math.min(this.sessionTimeoutMs, 5000));
+      const timer = setTimeout(() => { cutSocket(this.client); resolve(); }, Math.min(this.sessionTimeoutMs, 5000));
       this.client.once('disconnected', () => { clearTimeout(timer); resolve(); });
       this.client.close();
     });
