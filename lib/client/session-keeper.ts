@@ -70,7 +70,8 @@ export class SessionKeeper {
   }
 
   private schedule(): void {
-    const interval = this.opts.renewIntervalMs ?? renewIntervalMs(ttlOf(this.opts));
+    // The session's own TTL may be shorter than asked for (ZooKeeper grants within its bounds).
+    const interval = this.opts.renewIntervalMs ?? renewIntervalMs(Math.min(ttlOf(this.opts), this.current.ttlMs));
     this.timer = setTimeout(() => void this.renew().finally(() => {
       if (!this.lost && !this.closing) this.schedule();
     }), interval);
