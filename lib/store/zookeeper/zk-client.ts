@@ -245,6 +245,9 @@ export class ZkClient extends EventEmitter {
         else if (o.op === 'set') tx.setData(o.path, o.data, o.version);
         else if (o.op === 'check') tx.check(o.path, o.version);
         else tx.remove(o.path, o.version);
+        // node-zookeeper-client's Transaction does `version = version || -1`, so version 0 would
+        // mean "any version": put the version asked for back on the queued operation.
+        if (o.op !== 'create') exactVersion(tx, o.version);
       }
       tx.commit((e, results: Array<{ type: number; err?: number }> | undefined) => {
         if (!e) { cb(null, undefined); return; }
@@ -323,4 +326,12 @@ export class ZkClient extends EventEmitter {
       }
     });
   }
+}
+
+/** Sets the version of the operation `tx` queued last (see multi: the library turns 0 into -1). */
+function exactVersion(tx: zookeeper.Transaction, version: number): void {
+  const queued = (tx as unknown as { ops?: Array<{ version?: number }> }).ops;
+  const last = queued?.[queued.length - 1];
+  if (!last || last.version === undefined) throw new Error('node-zookeeper-client changed its Transaction: cannot set an exact version');
+  last.version = version;
 }
