@@ -182,7 +182,11 @@ export function nodeFromJson(id: string, j: Json): NodeRecord {
   };
 }
 
-/** A node request's JSON (priority is in the id; an ephemeral request's session is its owner). */
+/**
+ * A node request's JSON (priority is in the id; an ephemeral request's session is its owner).
+ * Updates merge it into the stored JSON, so fields only a consumer writes (Zuul's
+ * `relative_priority`, `event_id`, `requestor_data`) keep their values.
+ */
 export function requestJson(r: NodeRequestRecord): Json {
   return {
     state: r.state,
@@ -193,7 +197,6 @@ export function requestJson(r: NodeRequestRecord): Json {
     reuse: r.reuse,
     requestor: r.requestor,
     provider: r.provider,
-    relative_priority: 0,
     created_time: toSeconds(r.created),
     reason: r.reason,
   };

@@ -51,7 +51,7 @@ export class ZkRequests {
     };
     let path: string;
     try {
-      path = await client.create(`${this.ctx.layout.requests}/${String(priority).padStart(3, '0')}-`, encode(requestJson(rec), what),
+      path = await client.create(`${this.ctx.layout.requests}/${String(priority).padStart(3, '0')}-`, encode({ ...requestJson(rec), relative_priority: 0 }, what),
         session === null ? MODE.persistentSequential : MODE.ephemeralSequential);
     } catch (err) {
       if (err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT')) {

@@ -117,7 +117,7 @@ void describe('ZooKeeperStore with other programs', () => {
   });
 
   void it('reads a request Zuul-style clients create themselves (ephemeral sequential) with their sequence number', async () => {
-    const zuulData = Buffer.from(JSON.stringify({ state: 'requested', state_time: Date.now() / 1000, node_types: ['small'], nodes: [], declined_by: [], reuse: true, requestor: 'zuul', relative_priority: 0 }));
+    const zuulData = Buffer.from(JSON.stringify({ state: 'requested', state_time: Date.now() / 1000, node_types: ['small'], nodes: [], declined_by: [], reuse: true, requestor: 'zuul', relative_priority: 3, event_id: 'e-1' }));
     const made = await new Promise<string>((resolve, reject) => raw.create(`${chroot}/nodepool/requests/200-`, zuulData, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
     const id = made.slice(made.lastIndexOf('/') + 1);
     await waitFor(async () => (await store.listRequests()).length === 1, { timeoutMs: 5000, what: 'the request to reach the cache', intervalMs: 10 });
@@ -126,6 +126,10 @@ void describe('ZooKeeperStore with other programs', () => {
     assert.equal(seen?.priority, 200);
     assert.deepEqual(seen?.labels, ['small']);
     assert.equal(seen?.requestorSession, raw.getSessionId().toString('hex'), 'an ephemeral request belongs to its creator\'s session');
+    // The launcher's writes keep what only Zuul writes.
+    await store.updateRequest(id, { state: 'pending', declinedBy: ['l-1'] });
+    const stored = await rawJson(`${chroot}/nodepool/requests/${id}`);
+    assert.deepEqual([stored.state, stored.declined_by, stored.relative_priority, stored.event_id], ['pending', ['l-1'], 3, 'e-1']);
   });
 
   void it('reads builds and nodes Nodepool wrote itself, and numbers new ones past them', async () => {
