@@ -19,7 +19,9 @@ function staticProvider(name: string, hosts: Array<{ sshd: SshdHandle; labels: s
       name: 'main',
       nodes: hosts.map((h) => ({
         name: h.sshd.host, 'connection-port': h.sshd.port, labels: h.labels, 'host-key': h.sshd.hostKey('ed25519'),
-        'max-parallel-jobs': h.jobs ?? 1, timeout: 2,
+        // A generous probe timeout: a loaded CI machine took over 2 s to answer a key scan, and
+        // the host's ready node was deregistered under the delete --now test.
+        'max-parallel-jobs': h.jobs ?? 1, timeout: 10,
       })),
     }],
   };
