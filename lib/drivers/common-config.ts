@@ -32,3 +32,19 @@ export function fingerprint(value: unknown): string {
 export function configEquals(a: unknown, b: unknown): boolean {
   return fingerprint(a) === fingerprint(b);
 }
+
+/** A provider's pool by name. Thrown: Error for an unknown pool (a launcher bug). */
+export function poolNamed<P extends { name: string }>(provider: { name: string; pools: readonly P[] }, name: string): P {
+  const pool = provider.pools.find((p) => p.name === name);
+  if (!pool) throw new Error(`provider ${provider.name} has no pool ${JSON.stringify(name)}`);
+  return pool;
+}
+
+/** The label's config in the first pool that serves it. */
+export function firstLabelConfig<L extends { name: string }>(pools: ReadonlyArray<{ labels: readonly L[] }>, label: string): L | undefined {
+  for (const pool of pools) {
+    const l = pool.labels.find((x) => x.name === label);
+    if (l) return l;
+  }
+  return undefined;
+}

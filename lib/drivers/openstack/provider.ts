@@ -18,6 +18,7 @@ import { OpenStackImageService } from './glance-image-service.js';
 import { findLeakedServers } from './leaks.js';
 import { NovaClient } from './nova.js';
 import { cloudLimits, unmanagedUsage } from './quota.js';
+import { firstLabelConfig, poolNamed } from '../common-config.js';
 
 /** Tunables of {@link OpenStackProvider}. */
 export interface OpenStackProviderOptions {
@@ -109,18 +110,12 @@ export class OpenStackProvider implements Provider {
 
   /** A pool of this provider. Thrown: Error for an unknown pool (a launcher bug). */
   pool(name: string): OpenStackPoolConfig {
-    const pool = this.config.pools.find((p) => p.name === name);
-    if (!pool) throw new Error(`provider ${this.name} has no pool ${JSON.stringify(name)}`);
-    return pool;
+    return poolNamed(this.config, name);
   }
 
   /** The label's config in the first pool that serves it. */
   labelConfig(label: string): OpenStackLabelConfig | undefined {
-    for (const pool of this.config.pools) {
-      const l = pool.labels.find((x) => x.name === label);
-      if (l) return l;
-    }
-    return undefined;
+    return firstLabelConfig(this.config.pools, label);
   }
 
   /** The project's flavors (cached until a create answers 400). */

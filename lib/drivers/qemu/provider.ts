@@ -16,6 +16,7 @@ import { qemuPoolInfo } from './config.js';
 import { QemuHandler } from './handler.js';
 import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
+import { firstLabelConfig, poolNamed } from '../common-config.js';
 
 /** The upload a label boots. */
 export interface BootImage {
@@ -75,18 +76,12 @@ export class QemuProvider implements Provider {
 
   /** A pool of this provider. Thrown: Error for an unknown pool (a launcher bug). */
   pool(name: string): QemuPoolConfig {
-    const pool = this.config.pools.find((p) => p.name === name);
-    if (!pool) throw new Error(`provider ${this.name} has no pool ${JSON.stringify(name)}`);
-    return pool;
+    return poolNamed(this.config, name);
   }
 
   /** The label's config in the first pool that serves it. */
   labelConfig(label: string): QemuLabelConfig | undefined {
-    for (const pool of this.config.pools) {
-      const l = pool.labels.find((x) => x.name === label);
-      if (l) return l;
-    }
-    return undefined;
+    return firstLabelConfig(this.config.pools, label);
   }
 
   /** The newest ready upload of the label's diskimage whose file is in image-dir; undefined when none. */
