@@ -5,6 +5,7 @@
  * belong to no store session) plus one session per store session it opened (sessions.ts).
  */
 import { coerceError, StoreError } from '../../errors.js';
+import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
@@ -13,6 +14,7 @@ import type {
 import type { ExpectState, LockOptions, Store, StoreOptions } from '../store.js';
 import { ZkBuilds, type BuildFilter } from './builds.js';
 import type { ZkContext } from './context.js';
+import { ZkImageData } from './image-data.js';
 import { ZkIntents } from './intents.js';
 import { Layout } from './layout.js';
 import { ZkLocks } from './locks.js';
@@ -45,7 +47,7 @@ export interface ZooKeeperStoreOptions extends StoreOptions {
 }
 
 /** A {@link Store} in ZooKeeper. */
-export class ZooKeeperStore implements Store {
+export class ZooKeeperStore implements Store, ImageDataStore {
   private closed = false;
   private closing: Promise<void> | undefined;
   private readonly listeners = new Set<() => void>();
@@ -59,6 +61,7 @@ export class ZooKeeperStore implements Store {
   private readonly sessions: ZkSessions;
   private readonly locks: ZkLocks;
   private readonly cache: TreeCache;
+  private readonly imageData: ZkImageData;
   private rebinding: Promise<void> | undefined;
 
   private constructor(
@@ -88,6 +91,10 @@ export class ZooKeeperStore implements Store {
     this.sessions = new ZkSessions(ctx, (ttlMs) => this.connect(ttlMs, () => { this.syncNeeded = true; }));
     this.requests = new ZkRequests(ctx, (id, what) => this.sessions.client(id, what));
     this.locks = new ZkLocks(ctx, this.sessions);
+    this.imageData = new ZkImageData(ctx, {
+      builds: () => this.builds.list(), uploads: () => this.uploads.list(),
+      pauses: () => this.intents.listPauses(), buildRequests: () => this.intents.listBuildRequests(),
+    });
     this.watchMain(main);
   }
 
@@ -310,6 +317,16 @@ export class ZooKeeperStore implements Store {
 
   listLaunchers(): Promise<LauncherRecord[]> {
     return this.guard('listing launchers', () => this.sessions.listLaunchers());
+  }
+
+  /** A consistent snapshot of the image records and counters (lib/store/zookeeper/image-data.ts says how). */
+  exportImageData(): Promise<ImageData> {
+    return this.guard('exporting image data', () => this.imageData.export());
+  }
+
+  /** Writes image data in bounded transactions, removed again on a failure (lib/store/zookeeper/image-data.ts). */
+  importImageData(data: ImageData): Promise<ImportCounts> {
+    return this.guard('importing image data', () => this.imageData.import(data));
   }
 
   onChange(listener: () => void): () => void {
