@@ -98,7 +98,7 @@ export interface NodeRequestStore {
  * (free to take) and its launchers stop counting.
  */
 export interface SessionStore {
-  openSession(input: { owner: string; hostname: string; pid: number; ttlMs: number }): Promise<SessionRecord>;
+  openSession(input: NewSession): Promise<SessionRecord>;
   /** Extends a session's lease; false when the session is gone (lapsed and reaped, or closed). */
   renewSession(id: string): Promise<boolean>;
   /** Ends a session: its locks, launcher registrations and ephemeral requests go with it. Idempotent. */
@@ -123,7 +123,7 @@ export interface SessionStore {
    * Deletes lapsed sessions with their locks, launchers and ephemeral requests (those whose
    * `requestorSession` lapsed); returns how many of each went.
    */
-  reapSessions(): Promise<{ sessions: number; locks: number; launchers: number; requests: number }>;
+  reapSessions(): Promise<ReapCounts>;
   /** Registers (or refreshes) a launcher under a live session. */
   registerLauncher(input: Omit<LauncherRecord, 'registered'>): Promise<LauncherRecord>;
   unregisterLauncher(id: string): Promise<void>;
@@ -142,6 +142,22 @@ export interface Store extends BuildStore, UploadStore, IntentStore, NodeStore, 
   onChange(listener: () => void): () => void;
   /** Closes the store; further calls reject. Idempotent. */
   close(): Promise<void>;
+}
+
+/** What {@link SessionStore.openSession} takes. */
+export interface NewSession {
+  owner: string;
+  hostname: string;
+  pid: number;
+  ttlMs: number;
+}
+
+/** What {@link SessionStore.reapSessions} removed. */
+export interface ReapCounts {
+  sessions: number;
+  locks: number;
+  launchers: number;
+  requests: number;
 }
 
 /** Options of {@link SessionStore.tryLock}. */

@@ -11,22 +11,7 @@ import { REQUEST_LOCK_PREFIX } from '../lock-names.js';
 import {
   checkStringList, launcherFromRow, sessionFromRow, toJson, type LauncherRow, type SessionRow,
 } from './rows.js';
-
-/** What {@link SqliteSessions.open} takes. */
-export interface NewSession {
-  owner: string;
-  hostname: string;
-  pid: number;
-  ttlMs: number;
-}
-
-/** What {@link SqliteSessions.reap} removed. */
-export interface ReapCounts {
-  sessions: number;
-  locks: number;
-  launchers: number;
-  requests: number;
-}
+import type { NewSession, ReapCounts } from '../store.js';
 
 /** Ids of sessions live at the bound time `?`. */
 const LIVE_IDS = '(SELECT id FROM sessions WHERE ? - renewed <= ttl_ms)';

@@ -12,7 +12,7 @@ import type {
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
-import type { ExpectState, LockOptions, Store, StoreOptions } from '../store.js';
+import type { ExpectState, LockOptions, NewSession, ReapCounts, Store, StoreOptions } from '../store.js';
 import { SqliteBuilds, type BuildFilter } from './builds.js';
 import { ChangeWatch } from './change-watch.js';
 import { SqliteImageData } from './image-data.js';
@@ -22,7 +22,7 @@ import { migrate } from './migrations.js';
 import { SqliteNodes, type NodeFilter } from './nodes.js';
 import { SqliteRequests, type RequestFilter } from './requests.js';
 import { Sequences } from './sequences.js';
-import { SqliteSessions, type NewSession, type ReapCounts } from './sessions.js';
+import { SqliteSessions } from './sessions.js';
 import { SqliteUploads, type UploadFilter } from './uploads.js';
 
 /** Options of {@link SqliteStore.open}. */

@@ -13,22 +13,7 @@ import { checkStringList } from '../sqlite/rows.js';
 import type { ZkContext } from './context.js';
 import { decode, encode, launcherFromJson, launcherJson, ownerOf, sessionFromJson, sessionJson } from './records.js';
 import { MODE, type ZkClient } from './zk-client.js';
-
-/** What {@link ZkSessions.open} takes. */
-export interface NewSession {
-  owner: string;
-  hostname: string;
-  pid: number;
-  ttlMs: number;
-}
-
-/** What a reap removed (always nothing on ZooKeeper: the server removes lapsed sessions' nodes). */
-export interface ReapCounts {
-  sessions: number;
-  locks: number;
-  launchers: number;
-  requests: number;
-}
+import type { NewSession, ReapCounts } from '../store.js';
 
 /** Sessions and launchers of one store handle. */
 export class ZkSessions {

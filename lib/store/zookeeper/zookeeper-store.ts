@@ -11,7 +11,7 @@ import type {
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
-import type { ExpectState, LockOptions, Store, StoreOptions } from '../store.js';
+import type { ExpectState, LockOptions, NewSession, ReapCounts, Store, StoreOptions } from '../store.js';
 import { ZkBuilds, type BuildFilter } from './builds.js';
 import type { ZkContext } from './context.js';
 import { ZkImageData } from './image-data.js';
@@ -21,7 +21,7 @@ import { ZkLocks } from './locks.js';
 import { ZkNodes, type NodeFilter } from './nodes.js';
 import { ZkRequests, type RequestFilter } from './requests.js';
 import { Sequences } from './sequences.js';
-import { ZkSessions, type NewSession, type ReapCounts } from './sessions.js';
+import { ZkSessions } from './sessions.js';
 import { TlsTunnel, type TlsMaterial } from './tls-tunnel.js';
 import { treeShape } from './tree-shape.js';
 import { TreeCache } from './tree-cache.js';
