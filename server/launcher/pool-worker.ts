@@ -8,7 +8,7 @@ import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { PeriodicLoop } from '../../lib/periodic-loop.js';
-import type { NodeRecord } from '../../lib/store/models.js';
+import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { yieldsToPreferredProvider } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
@@ -36,7 +36,14 @@ export interface PoolWorkerDeps {
   onLaunch?: (outcome: LaunchOutcome) => void;
 }
 
-/** Request handlers a pass runs at once. */
+/** A request of a chunk after its lock was tried: `fresh` is it read again under the lock. */
+interface LockedRequest {
+  id: string;
+  locked: boolean;
+  fresh: NodeRequestRecord | undefined;
+}
+
+/** Request handlers a pass runs at once (and requests it locks at once). */
 const PARALLEL_RUNS = 8;
 
 export class PoolWorker {
@@ -114,6 +121,34 @@ export class PoolWorker {
     return busy;
   }
 
+  /**
+   * Locks the requests of `chunk` at once and reads each one locked again. Thrown: the first
+   * error, once every lock taken here has been released again.
+   */
+  private async lockChunk(chunk: readonly NodeRequestRecord[], sessionId: string): Promise<LockedRequest[]> {
+    const { store } = this.deps;
+    const settled = await Promise.allSettled(chunk.map(async (r): Promise<LockedRequest> => {
+      if (!await lockIfFree(store, requestLock(r.id), sessionId)) return { id: r.id, locked: false, fresh: undefined };
+      try {
+        return { id: r.id, locked: true, fresh: await store.getRequest(r.id) };
+      } catch (err) {
+        await store.unlock(requestLock(r.id), sessionId).catch(() => undefined);
+        throw err;
+      }
+    }));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    const taken = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    if (failed) {
+      await this.unlockAll(taken, sessionId).catch(() => undefined);
+      throw failed.reason;
+    }
+    return taken;
+  }
+
+  private async unlockAll(taken: readonly LockedRequest[], sessionId: string): Promise<void> {
+    await Promise.all(taken.filter((t) => t.locked).map((t) => this.deps.store.unlock(requestLock(t.id), sessionId)));
+  }
+
   private async register(): Promise<void> {
     const now = Date.now();
     if (now - this.lastRegistered < 5000) return;
@@ -153,27 +188,41 @@ export class PoolWorker {
       this.paused ??= batch.find((h) => h.paused);
       batch = [];
     };
-    for (const r of mine) {
-      if (!this.running || this.paused) break;
-      if (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency) break;
-      if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
-      const sessionId = this.deps.sessionId();
-      if (!await lockIfFree(store, requestLock(r.id), sessionId)) continue;
-      const fresh = await store.getRequest(r.id);
-      if (fresh?.state !== 'requested') {
-        await store.unlock(requestLock(r.id), sessionId);
-        continue;
+    // Requests are locked (and read again) a chunk at a time, all of the chunk at once; they are
+    // then taken in order exactly as one at a time would, and locks a stop leaves unused are released.
+    let at = 0;
+    while (at < mine.length && this.running && !this.paused) {
+      const room = maxConcurrency > 0 ? maxConcurrency - this.deps.providerAlive() : PARALLEL_RUNS;
+      if (room <= 0) break;
+      const chunk: NodeRequestRecord[] = [];
+      while (at < mine.length && chunk.length < Math.min(room, PARALLEL_RUNS)) {
+        const r = mine[at++] as NodeRequestRecord;
+        if (!yieldsToPreferredProvider(r, provider.name, launchers)) chunk.push(r);
       }
-      const handler = new NodeRequestHandler({
-        store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
-        // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
-        poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
-        ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
-      }, fresh);
-      batch.push(handler);
-      busy = true;
-      // Handlers that may launch run one at a time, so max-servers and quota see each new node.
-      if (batch.length >= PARALLEL_RUNS || handler.canLaunch) await runBatch();
+      const sessionId = this.deps.sessionId();
+      const taken = await this.lockChunk(chunk, sessionId);
+      for (let i = 0; i < taken.length; i++) {
+        const t = taken[i] as LockedRequest;
+        if (!t.locked) continue;
+        if (!this.running || this.paused || (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency)) {
+          await this.unlockAll(taken.slice(i), sessionId);
+          break;
+        }
+        if (t.fresh?.state !== 'requested') {
+          await store.unlock(requestLock(t.id), sessionId);
+          continue;
+        }
+        const handler = new NodeRequestHandler({
+          store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
+          // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
+          poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
+          ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
+        }, t.fresh);
+        batch.push(handler);
+        busy = true;
+        // Handlers that may launch run one at a time, so max-servers and quota see each new node.
+        if (batch.length >= PARALLEL_RUNS || handler.canLaunch) await runBatch();
+      }
     }
     if (batch.length) await runBatch();
     return busy;

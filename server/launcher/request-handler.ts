@@ -16,6 +16,9 @@ import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisio
 import { lockIfFree } from './lock-if-free.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
+/** Marks a snapshot candidate one handler of the pass is trying (see reuse). */
+const CLAIMED = 'claimed';
+
 /** What a handler works with (from its pool worker). */
 export interface RequestHandlerDeps {
   store: Store;
@@ -156,7 +159,11 @@ export class NodeRequestHandler {
     const { store, sessionId } = this.deps;
     for (const candidate of await this.deps.readyCandidates(label)) {
       if (this.slots.includes(candidate.id)) continue;
-      // The snapshot is shared by the pass's handlers: mark what is taken or unusable.
+      // The snapshot is shared by the pass's handlers, which run at once: a candidate another
+      // handler has claimed meanwhile is skipped, and ours is claimed before its lock is tried
+      // (else every handler would try the same first candidates). Then mark what is taken or unusable.
+      if (candidate.allocatedTo !== null) continue;
+      candidate.allocatedTo = CLAIMED;
       if (!await lockIfFree(store, nodeLock(candidate.id), sessionId)) {
         candidate.allocatedTo = 'locked';
         continue;

@@ -34,10 +34,36 @@ const lost = (err: unknown): boolean => err instanceof ZooKeeperError && (err.co
  * Reads the JSON at `path`, lets `mutate` derive the new JSON (null: nothing to write; it may
  * throw, e.g. StateConflictError) and writes it at the version read; repeats when another
  * writer came first. Undefined when the node does not exist. After a lost connection the node
- * is read again: holding what we wrote means our write applied.
+ * is read again: holding what we wrote means our write applied. `cached` (the watched cache's
+ * copy) is tried first; only for records whose path is never reused (requests), as a version
+ * check cannot tell a later znode at the same path from the one cached.
  */
-export async function updateJson(client: ZkClient, path: string, what: string, mutate: (cur: Json, stat: Stat) => Json | null): Promise<{ json: Json; stat: Stat } | undefined> {
+export async function updateJson(
+  client: ZkClient, path: string, what: string, mutate: (cur: Json, stat: Stat) => Json | null, cached?: { data?: Buffer; stat?: Stat },
+): Promise<{ json: Json; stat: Stat } | undefined> {
   let written: Buffer | undefined;
+  // First from a cached copy (one round trip): written at the cached version, so it applies only
+  // when the copy is current. Anything else (a stale copy, or mutate refusing or having nothing
+  // to write, which only a current copy may decide) goes on with a read below.
+  if (cached?.data && cached.stat) {
+    let next: Json | null = null;
+    try {
+      next = mutate(decode(cached.data, what), cached.stat);
+    } catch {
+      next = null;
+    }
+    if (next !== null) {
+      written = encode(next, what);
+      try {
+        const stat = await client.setData(path, written, cached.stat.version);
+        return { json: next, stat };
+      } catch (err) {
+        if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return undefined;
+        if (err instanceof ZooKeeperError && err.code === 'BAD_VERSION') written = undefined;
+        else if (!lost(err)) throw err;
+      }
+    }
+  }
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const got = await client.getData(path);
     if (!got) return undefined;

@@ -28,28 +28,48 @@ const byQueue = (a: string, b: string): number => (seqOf(a) < seqOf(b) ? -1 : se
 export class ZkLocks {
   constructor(private readonly ctx: ZkContext, private readonly sessions: ZkSessions) {}
 
+  /**
+   * Contenders this handle created and still holds, by resource, then session (unlock removes
+   * them in one call instead of listing the lock and reading every child).
+   */
+  private readonly held = new Map<string, Map<string, string>>();
+
+  /**
+   * Creates our contender first (the lock directory only when that fails with NO_NODE), then
+   * lists the queue: two round trips when the lock is free. When a lower contender exists
+   * ours is taken back, and the answer depends on whose the holder is (re-entrant per session).
+   */
   async tryLock(resource: string, sessionId: string, exclusive: boolean): Promise<boolean> {
     const client = this.sessions.client(sessionId, `cannot lock ${resource}`);
     const path = this.ctx.layout.lockPath(resource);
-    let queue = await client.getChildren(path);
-    if (queue === undefined) {
-      await this.makeLockDir(client, path);
-      queue = [];
-    }
-    const holder = await this.holderOf(client, path, queue);
-    if (holder) return holder.sessionId === sessionId ? !exclusive : false;
-    let mine: string;
+    const prefix = `${randomUUID().replace(/-/g, '')}${LOCK_NODE_MARK}`;
+    const data = encode({ session: sessionId, acquired_time: toSeconds(this.ctx.clock()) }, `lock ${resource}`);
+    let mine: string | undefined;
     try {
-      const created = await client.create(`${path}/${randomUUID().replace(/-/g, '')}${LOCK_NODE_MARK}`,
-        encode({ session: sessionId, acquired_time: toSeconds(this.ctx.clock()) }, `lock ${resource}`), MODE.ephemeralSequential);
+      const created = await client.create(`${path}/${prefix}`, data, MODE.ephemeralSequential);
       mine = created.slice(created.lastIndexOf('/') + 1);
     } catch (err) {
-      if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return this.tryLock(resource, sessionId, exclusive);
-      throw err;
+      if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+      // No lock directory yet (a new request's lock): make it and our child in one transaction.
+      try {
+        await client.multi([{ op: 'create', path }, { op: 'create', path: `${path}/${prefix}`, data, mode: MODE.ephemeralSequential }], `locking ${resource}`);
+      } catch (err2) {
+        if (!(err2 instanceof ZooKeeperError && (err2.code === 'NO_NODE' || err2.code === 'NODE_EXISTS'))) throw err2;
+        await this.makeLockDir(client, path);
+        return this.tryLock(resource, sessionId, exclusive);
+      }
     }
     this.ctx.wroteElsewhere();
     const after = (await client.getChildren(path) ?? []).sort(byQueue);
-    if (after[0] === mine) return true;
+    // Made in the transaction: ours is the one named with our prefix.
+    mine ??= after.find((n) => n.startsWith(prefix));
+    if (mine === undefined) return false;
+    if (after[0] === mine) {
+      let bySession = this.held.get(resource);
+      if (!bySession) this.held.set(resource, bySession = new Map());
+      bySession.set(sessionId, `${path}/${mine}`);
+      return true;
+    }
     // Not first: take our child back (kazoo's non-blocking acquire does the same).
     const first = await this.holderOf(client, path, after.filter((n) => n !== mine));
     await client.remove(`${path}/${mine}`).catch((err: unknown) => {
@@ -59,9 +79,23 @@ export class ZkLocks {
     return false;
   }
 
-  /** Releases every child the session has under the lock; false when it had none. */
+  /**
+   * Releases every child the session has under the lock; false when it had none. A lock this
+   * handle took is released by removing the child it created (one round trip); otherwise, or
+   * when that child is gone already, the lock's children are read to find the session's.
+   */
   async unlock(resource: string, sessionId: string): Promise<boolean> {
     const client = this.ctx.main();
+    const known = this.held.get(resource)?.get(sessionId);
+    if (known !== undefined) {
+      this.forget(resource, sessionId);
+      try {
+        await client.remove(known);
+        return true;
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+      }
+    }
     const path = this.ctx.layout.lockPath(resource);
     let released = false;
     for (const name of await client.getChildren(path) ?? []) {
@@ -75,6 +109,12 @@ export class ZkLocks {
       }
     }
     return released;
+  }
+
+  private forget(resource: string, sessionId: string): void {
+    const bySession = this.held.get(resource);
+    bySession?.delete(sessionId);
+    if (bySession?.size === 0) this.held.delete(resource);
   }
 
   async get(resource: string): Promise<LockRecord | undefined> {

@@ -103,7 +103,9 @@ export class ZkRequests {
     if (patch.nodes !== undefined) checkStringList(patch.nodes, `updating ${what}: nodes`);
     const now = this.ctx.clock();
     let owner: string | null = null;
-    const done = await updateJson(this.ctx.main(), this.ctx.layout.request(id), what, (cur, stat) => {
+    const path = this.ctx.layout.request(id);
+    // Request ids are never reused (sequential under a parent never removed): the cached copy may be tried first.
+    const done = await updateJson(this.ctx.main(), path, what, (cur, stat) => {
       owner = ownerOf(stat.ephemeralOwner);
       const rec = requestFromJson(id, Number(m[1]), owner, cur);
       const expect = opts.expectStates;
@@ -116,7 +118,7 @@ export class ZkRequests {
       if (patch.nodes !== undefined) next.nodes = [...patch.nodes];
       if (patch.reason !== undefined) next.reason = patch.reason;
       return { ...cur, ...requestJson(next) };
-    });
+    }, this.ctx.cache.get(path));
     return done ? requestFromJson(id, Number(m[1]), owner, done.json) : undefined;
   }
 
