@@ -40,26 +40,42 @@ export class ZkLocks {
    * ours is taken back, and the answer depends on whose the holder is (re-entrant per session).
    */
   async tryLock(resource: string, sessionId: string, exclusive: boolean): Promise<boolean> {
-    const client = this.sessions.client(sessionId, `cannot lock ${resource}`);
     const path = this.ctx.layout.lockPath(resource);
+    // A request's lock directory is usually new at its first lock: try making it first.
+    return this.attempt(resource, path, sessionId, exclusive, path.startsWith(`${this.ctx.layout.requestsLock}/`));
+  }
+
+  private async attempt(resource: string, path: string, sessionId: string, exclusive: boolean, dirFirst: boolean): Promise<boolean> {
+    const client = this.sessions.client(sessionId, `cannot lock ${resource}`);
     const prefix = `${randomUUID().replace(/-/g, '')}${LOCK_NODE_MARK}`;
     const data = encode({ session: sessionId, acquired_time: toSeconds(this.ctx.clock()) }, `lock ${resource}`);
+    const child = `${path}/${prefix}`;
     let mine: string | undefined;
-    try {
-      const created = await client.create(`${path}/${prefix}`, data, MODE.ephemeralSequential);
-      mine = created.slice(created.lastIndexOf('/') + 1);
-    } catch (err) {
-      if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
-      // No lock directory yet (a new request's lock): make it and our child in one transaction.
+    let made = false;
+    if (dirFirst) {
+      // The lock directory and our child in one transaction; NODE_EXISTS: the directory was there.
       try {
-        await client.multi([{ op: 'create', path }, { op: 'create', path: `${path}/${prefix}`, data, mode: MODE.ephemeralSequential }], `locking ${resource}`);
-      } catch (err2) {
-        if (!(err2 instanceof ZooKeeperError && (err2.code === 'NO_NODE' || err2.code === 'NODE_EXISTS'))) throw err2;
-        await this.makeLockDir(client, path);
-        return this.tryLock(resource, sessionId, exclusive);
+        await client.multi([{ op: 'create', path }, { op: 'create', path: child, data, mode: MODE.ephemeralSequential }], `locking ${resource}`);
+        made = true;
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError && (err.code === 'NO_NODE' || err.code === 'NODE_EXISTS'))) throw err;
+        if (err.code === 'NO_NODE') {
+          await this.makeLockDir(client, path);
+          return this.attempt(resource, path, sessionId, exclusive, false);
+        }
       }
     }
-    this.ctx.wroteElsewhere();
+    if (!made) {
+      try {
+        const created = await client.create(child, data, MODE.ephemeralSequential);
+        mine = created.slice(created.lastIndexOf('/') + 1);
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+        if (!dirFirst) return this.attempt(resource, path, sessionId, exclusive, true);
+        await this.makeLockDir(client, path);
+        return this.attempt(resource, path, sessionId, exclusive, false);
+      }
+    }
     const after = (await client.getChildren(path) ?? []).sort(byQueue);
     // Made in the transaction: ours is the one named with our prefix.
     mine ??= after.find((n) => n.startsWith(prefix));
@@ -130,6 +146,8 @@ export class ZkLocks {
   async list(prefix = ''): Promise<LockRecord[]> {
     const { layout, cache } = this.ctx;
     const client = this.ctx.main();
+    // Contenders are created through the sessions' own clients: round trip on ours first.
+    this.ctx.wroteElsewhere();
     await this.ctx.fresh();
     const resources: string[] = [];
     for (const id of cache.children(layout.nodes)) resources.push(`${NODE_LOCK_PREFIX}${id}`);
@@ -165,7 +183,11 @@ export class ZkLocks {
   /** Creates a lock directory; a node lock's parent (the node) is created empty when missing. */
   private async makeLockDir(client: ZkClient, path: string): Promise<void> {
     const parent = path.slice(0, path.lastIndexOf('/'));
-    if (path.endsWith(`/${LOCK_DIR}`) && parent.startsWith(`${this.ctx.layout.nodes}/`)) await ensure(client, parent);
+    if (path.endsWith(`/${LOCK_DIR}`) && parent.startsWith(`${this.ctx.layout.nodes}/`)) {
+      await ensure(client, parent);
+      // The node's znode is in the cache: its next read must see this write of another client.
+      this.ctx.wroteElsewhere();
+    }
     try {
       await ensure(client, path);
     } catch (err) {
