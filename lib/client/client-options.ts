@@ -47,9 +47,12 @@ export function renewIntervalMs(ttlMs: number): number {
   return Math.max(50, Math.floor(ttlMs / 3));
 }
 
-/** What `accept` writes to each node: in use, owned by the session only when it keeps the lock. */
+/**
+ * What `accept` writes to each node: in use, owned by the session when it keeps the lock, else
+ * handed off (kept until released, although nobody locks it).
+ */
 export function acceptPatch(sessionId: string, keepLocked: boolean): NodePatch {
-  return { state: 'in-use', consumerSession: keepLocked ? sessionId : null };
+  return keepLocked ? { state: 'in-use', consumerSession: sessionId, handedOff: false } : { state: 'in-use', consumerSession: null, handedOff: true };
 }
 
 /** What `hold` writes: state hold with its reason and, with `expireSeconds`, an expiry from `now`. */
@@ -62,5 +65,5 @@ export function holdPatch(reason: string, expireSeconds: number | undefined, now
 
 /** What `release` writes: used, with no consumer session (the deleter takes it from here). */
 export function releasePatch(): NodePatch {
-  return { state: 'used', consumerSession: null };
+  return { state: 'used', consumerSession: null, handedOff: false };
 }

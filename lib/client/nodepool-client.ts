@@ -229,7 +229,7 @@ export class NodepoolClient {
 
   /** An accepted node returned unused: in-use → ready (best effort; it may be gone or taken meanwhile). */
   private async backToReady(id: string): Promise<void> {
-    await this.store.updateNode(id, { state: 'ready', consumerSession: null }, { expectStates: ['in-use'] }).catch(() => undefined);
+    await this.store.updateNode(id, { state: 'ready', consumerSession: null, handedOff: false }, { expectStates: ['in-use'] }).catch(() => undefined);
   }
 
   /**

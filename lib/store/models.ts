@@ -192,6 +192,12 @@ export interface NodeRecord {
    * (`nodepool release`).
    */
   consumerSession: string | null;
+  /**
+   * An in-use node handed to its consumer with neither a lock nor a session (`nodepool request`
+   * hands nodes to an operator): kept until released. Any other in-use node that nobody locks
+   * was abandoned (a Zuul-style consumer holds the node's lock while it uses it) and is deleted.
+   */
+  handedOff: boolean;
 }
 
 /** What a new node starts with; everything else starts empty. */

@@ -41,14 +41,17 @@ export function stateAfterDecline(declinedBy: readonly string[], launchers: read
 /**
  * What the deleter does with a node it found unlocked (or locked by a lapsed session):
  * delete it, or leave it. Building/init nodes without a live lock were abandoned by a dead
- * launcher; an in-use node is abandoned when its consumer session has lapsed.
+ * launcher. An in-use node is abandoned when its consumer session has lapsed, or, with no
+ * consumer session, when it was not handed off (Nodepool's rule: a consumer such as Zuul holds
+ * the lock of the nodes it uses, so an unlocked one lost its consumer).
  */
 export function deleterVerdict(node: NodeRecord, consumerLive: boolean): 'delete' | 'keep' {
   switch (node.state) {
     case 'used': case 'failed': case 'aborted': case 'deleting': case 'building': case 'init':
       return 'delete';
     case 'in-use':
-      return node.consumerSession !== null && !consumerLive ? 'delete' : 'keep';
+      if (node.consumerSession !== null) return consumerLive ? 'keep' : 'delete';
+      return node.handedOff ? 'keep' : 'delete';
     default:
       return 'keep';
   }

@@ -22,7 +22,7 @@ export function nodeStoreContract(h: StoreHarness): void {
         labels: ['small', 'fast'], launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null,
         publicIpv6: null, privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [],
         externalId: null, cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
-        holdReason: null, holdExpiration: null, consumerSession: null,
+        holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false,
       });
       assert.deepEqual(await h.store.getNode(n.id), n);
     });
@@ -42,6 +42,14 @@ export function nodeStoreContract(h: StoreHarness): void {
       assert.deepEqual(got?.resources, { cores: 2, ram: 4096, instances: 1 });
       assert.deepEqual(got?.attributes, { site: 'lab' });
       assert.equal(got?.holdExpiration, T0 + 60_000);
+    });
+
+    void it('keeps whether an in-use node was handed off, through create and update', async () => {
+      const n = await node({ state: 'in-use', handedOff: true });
+      assert.equal((await h.store.getNode(n.id))?.handedOff, true);
+      await h.store.updateNode(n.id, { state: 'used', handedOff: false });
+      assert.equal((await h.store.getNode(n.id))?.handedOff, false);
+      assert.equal((await h.store.listNodes({ states: ['used'] }))[0]?.handedOff, false);
     });
 
     void it('numbers nodes in one sequence that never reuses an id after a delete', async () => {

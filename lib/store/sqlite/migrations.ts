@@ -151,6 +151,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX launchers_by_session ON launchers (session_id);
     `,
   },
+  {
+    // In-use nodes handed off without a lock or session (nodepool request); until version 3 every
+    // in-use node without a consumer session was one, so existing ones keep being kept.
+    version: 3,
+    sql: `
+      ALTER TABLE nodes ADD COLUMN handed_off INTEGER NOT NULL DEFAULT 0;
+      UPDATE nodes SET handed_off = 1 WHERE state = 'in-use' AND consumer_session IS NULL;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -171,13 +171,14 @@ export interface NodeRow {
   hold_reason: string | null;
   hold_expiration: number | null;
   consumer_session: string | null;
+  handed_off: number;
 }
 
 /** The node fields a row stores beside id, state_time and created. */
 export type NodeFields = Omit<NodeRecord, 'id' | 'stateTime' | 'created'>;
 
 /** How a node field is stored: as it is, or as JSON (`jsonOrNull` keeps null as SQL NULL). */
-type ColumnCodec = 'plain' | 'json' | 'jsonOrNull';
+type ColumnCodec = 'plain' | 'json' | 'jsonOrNull' | 'bool';
 
 /** Column and codec of every changeable node field: one table for inserts and patches. */
 export const NODE_COLUMNS: { readonly [K in keyof NodeFields]-?: readonly [column: string, codec: ColumnCodec] } = {
@@ -207,6 +208,7 @@ export const NODE_COLUMNS: { readonly [K in keyof NodeFields]-?: readonly [colum
   holdReason: ['hold_reason', 'plain'],
   holdExpiration: ['hold_expiration', 'plain'],
   consumerSession: ['consumer_session', 'plain'],
+  handedOff: ['handed_off', 'bool'],
 };
 
 /** The value a node field is stored as. Thrown: StoreError when a JSON field has no JSON form. */
@@ -214,6 +216,10 @@ export function nodeColumnValue(field: keyof NodeFields, value: unknown, what: s
   const codec = NODE_COLUMNS[field][1];
   if (codec === 'json') return toJson(value, `${what} ${field}`);
   if (codec === 'jsonOrNull') return toJsonOrNull(value, `${what} ${field}`);
+  if (codec === 'bool') {
+    if (typeof value !== 'boolean') throw new StoreError(`${what} ${field}: expected true or false, got ${typeof value}`);
+    return value ? 1 : 0;
+  }
   if (value === null || typeof value === 'string' || typeof value === 'number') return value;
   throw new StoreError(`${what} ${field}: expected a string, number or null, got ${typeof value}`);
 }
@@ -251,6 +257,7 @@ export function nodeFromRow(r: NodeRow): NodeRecord {
     holdReason: r.hold_reason,
     holdExpiration: r.hold_expiration,
     consumerSession: r.consumer_session,
+    handedOff: r.handed_off === 1,
   };
 }
 

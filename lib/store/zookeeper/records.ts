@@ -144,6 +144,7 @@ export function nodeJson(n: NodeRecord): Json {
     hold_expires_at: n.holdExpiration === null ? null : toSeconds(n.holdExpiration),
     reason: n.reason,
     consumer_session: n.consumerSession,
+    handed_off: n.handedOff,
   };
 }
 
@@ -179,6 +180,7 @@ export function nodeFromJson(id: string, j: Json): NodeRecord {
     holdReason: str(j.comment),
     holdExpiration: typeof j.hold_expires_at === 'number' ? toMs(j.hold_expires_at) : null,
     consumerSession: str(j.consumer_session),
+    handedOff: j.handed_off === true,
   };
 }
 

@@ -207,6 +207,19 @@ void describe('SqliteStore', () => {
     assert.equal((await store.createNode({ state: 'building', provider: 'p', pool: 'main', labels: ['small'] })).id, '0000000001');
   });
 
+  void it('migrates to version 3: in-use nodes a consumer holds no session for stay handed off (kept until released)', async () => {
+    const db = new Database(file);
+    migrate(db, file, MIGRATIONS.slice(0, 2));
+    const insert = db.prepare(`INSERT INTO nodes (id, state, state_time, created, provider, pool, labels, connection_type, connection_port, host_keys, attributes, consumer_session)
+                VALUES (?, ?, 1, 1, 'p', 'main', '["small"]', 'ssh', 22, '[]', '{}', ?)`);
+    insert.run('0000000001', 'in-use', null);
+    insert.run('0000000002', 'in-use', 'session-1');
+    insert.run('0000000003', 'ready', null);
+    db.close();
+    const store = await openAt();
+    assert.deepEqual((await store.listNodes()).map((n) => [n.id, n.handedOff]), [['0000000001', true], ['0000000002', false], ['0000000003', false]]);
+  });
+
   void it('keeps every record and sequence when the file is reopened', async () => {
     const first = await openAt();
     const b1 = await first.createBuild({ diskimage: 'debian', formats: ['qcow2'] });

@@ -118,6 +118,23 @@ void describe('a Zuul-style kazoo consumer against nodepool-server on ZooKeeper'
     }
   });
 
+  it('a consumer killed -9 while its nodes are in use: its kazoo locks lapse and the launcher deletes the abandoned nodes, as Nodepool does', async () => {
+    const consumer = startConsumer({ hosts, labels: ['small'], sessionTimeoutS: 2 });
+    let nodeIds: string[] = [];
+    try {
+      await consumer.waitForEvent('waiting-for-release', 60_000);
+      nodeIds = (consumer.all('fulfilled')[0]?.nodes ?? []) as string[];
+      assert.equal(nodeIds.length, 1);
+      assert.equal((await sys.store.getNode(nodeIds[0] as string))?.state, 'in-use');
+      await consumer.proc.kill();
+    } finally {
+      await consumer.proc.stop(2000);
+    }
+    // No consumer session on the node and not handed off: once kazoo's lock lapses it is abandoned.
+    await sys.waitForNodes('the abandoned in-use node deleted and its host ready again', (ns) =>
+      !ns.some((n) => nodeIds.includes(n.id)) && ns.filter((n) => n.state === 'ready').length === 2, 40_000);
+  });
+
   it('a node our store has locked is held to kazoo, and free to it once unlocked', async () => {
     const [node] = await sys.store.listNodes({ states: ['ready'] });
     assert.ok(node);

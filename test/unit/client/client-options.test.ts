@@ -27,8 +27,8 @@ describe('client options', () => {
   });
 
   it('accepts nodes in use, owned by the session only when it keeps the lock', () => {
-    assert.deepEqual(acceptPatch('s-1', true), { state: 'in-use', consumerSession: 's-1' });
-    assert.deepEqual(acceptPatch('s-1', false), { state: 'in-use', consumerSession: null });
+    assert.deepEqual(acceptPatch('s-1', true), { state: 'in-use', consumerSession: 's-1', handedOff: false });
+    assert.deepEqual(acceptPatch('s-1', false), { state: 'in-use', consumerSession: null, handedOff: true });
   });
 
   it('holds with a reason and an expiry counted from now', () => {
@@ -38,7 +38,7 @@ describe('client options', () => {
   });
 
   it('releases to used from in-use, hold or ready, and holds from ready, in-use or hold', () => {
-    assert.deepEqual(releasePatch(), { state: 'used', consumerSession: null });
+    assert.deepEqual(releasePatch(), { state: 'used', consumerSession: null, handedOff: false });
     assert.deepEqual([...RELEASABLE_STATES].sort(), ['hold', 'in-use', 'ready']);
     assert.deepEqual([...HOLDABLE_STATES].sort(), ['hold', 'in-use', 'ready']);
   });

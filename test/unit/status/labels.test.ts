@@ -12,6 +12,7 @@ function node(labels: string[], state: NodeState, allocatedTo: string | null = n
     connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null, cloud: null, region: null,
     az: null, image: null, resources: null, attributes: {}, reason: null, holdReason: null, holdExpiration: null,
     consumerSession: null,
+    handedOff: false,
   };
 }
 

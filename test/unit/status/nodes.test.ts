@@ -14,7 +14,7 @@ function node(id: string, over: Partial<NodeRecord> = {}): NodeRecord {
     interfaceIp: '203.0.113.5', publicIpv4: '203.0.113.5', publicIpv6: '2001:db8::5', privateIpv4: '10.0.0.5',
     connectionType: 'ssh', connectionPort: 22, username: 'zuul', hostKeys: [], externalId: 'srv-1', cloud: 'cloud-a',
     region: 'RegionOne', az: 'nova', image: '0000000003', resources: null, attributes: {}, reason: null,
-    holdReason: null, holdExpiration: null, consumerSession: null, ...over,
+    holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, ...over,
   };
 }
 

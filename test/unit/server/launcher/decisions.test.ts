@@ -13,7 +13,7 @@ function node(over: Partial<NodeRecord> = {}): NodeRecord {
     id: '0000000001', state: 'ready', stateTime: T0, created: T0, provider: 'cloud', pool: 'main', labels: ['small'],
     launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null, publicIpv6: null, privateIpv4: null,
     connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null, cloud: null, region: null, az: null,
-    image: null, resources: null, attributes: {}, reason: null, holdReason: null, holdExpiration: null, consumerSession: null, ...over,
+    image: null, resources: null, attributes: {}, reason: null, holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, ...over,
   };
 }
 
@@ -57,7 +57,8 @@ describe('launcher decisions', () => {
   it('deletes used, failed, aborted, deleting and abandoned building nodes; keeps ready, held and owned in-use ones', () => {
     for (const state of ['used', 'failed', 'aborted', 'deleting', 'building', 'init'] as const) assert.equal(deleterVerdict(node({ state }), true), 'delete', state);
     for (const state of ['ready', 'hold'] as const) assert.equal(deleterVerdict(node({ state }), false), 'keep', state);
-    assert.equal(deleterVerdict(node({ state: 'in-use', consumerSession: null }), false), 'keep');
+    assert.equal(deleterVerdict(node({ state: 'in-use', consumerSession: null, handedOff: true }), false), 'keep', 'handed off: kept until released');
+    assert.equal(deleterVerdict(node({ state: 'in-use', consumerSession: null, handedOff: false }), false), 'delete', 'unlocked, no session, not handed off: its consumer is gone');
     assert.equal(deleterVerdict(node({ state: 'in-use', consumerSession: 's1' }), true), 'keep');
     assert.equal(deleterVerdict(node({ state: 'in-use', consumerSession: 's1' }), false), 'delete');
   });

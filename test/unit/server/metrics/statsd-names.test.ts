@@ -13,6 +13,7 @@ function node(id: string, labels: string[], state: NodeState): NodeRecord {
     connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null, cloud: null, region: null,
     az: null, image: null, resources: null, attributes: {}, reason: null, holdReason: null, holdExpiration: null,
     consumerSession: null,
+    handedOff: false,
   };
 }
 
