@@ -148,6 +148,16 @@ export function nodeJson(n: NodeRecord): Json {
   };
 }
 
+/**
+ * When a held node expires (epoch ms): ours (`hold_expires_at`, a point in time), else
+ * Nodepool's and Zuul's `hold_expiration` (seconds the hold lasts from `state_time`), else never.
+ */
+function holdExpirationOf(j: Json): number | null {
+  if (typeof j.hold_expires_at === 'number') return toMs(j.hold_expires_at);
+  if (typeof j.hold_expiration === 'number' && j.hold_expiration > 0) return toMs(j.state_time) + Math.round(j.hold_expiration * 1000);
+  return null;
+}
+
 export function nodeFromJson(id: string, j: Json): NodeRecord {
   const port = typeof j.connection_port === 'number' ? j.connection_port : typeof j.ssh_port === 'number' ? j.ssh_port : 22;
   return {
@@ -178,7 +188,7 @@ export function nodeFromJson(id: string, j: Json): NodeRecord {
     attributes: j.attributes && typeof j.attributes === 'object' ? clone(j.attributes as Record<string, string>) : {},
     reason: str(j.reason),
     holdReason: str(j.comment),
-    holdExpiration: typeof j.hold_expires_at === 'number' ? toMs(j.hold_expires_at) : null,
+    holdExpiration: holdExpirationOf(j),
     consumerSession: str(j.consumer_session),
     handedOff: j.handed_off === true,
   };

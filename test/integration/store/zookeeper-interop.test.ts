@@ -138,11 +138,13 @@ void describe('ZooKeeperStore with other programs', () => {
     const t = Date.now() / 1000;
     await create(`${chroot}/nodepool/images/debian/builds/0000000000`, { state: 'ready', state_time: t, builder: 'nb01', formats: 'qcow2' });
     await create(`${chroot}/nodepool/images/debian/builds/0000000005`, { state: 'building', state_time: t });
+    await create(`${chroot}/nodepool/nodes/0000000006`, { state: 'hold', state_time: t, provider: 'cloud-a', pool: 'main', type: ['small'], comment: 'debug', hold_expiration: 3600 });
     await create(`${chroot}/nodepool/nodes/0000000007`, { state: 'ready', state_time: t, provider: 'cloud-a', pool: 'main', type: 'small', ssh_port: 2222 });
-    await waitFor(async () => (await store.listBuilds()).length === 2 && (await store.listNodes()).length === 1, { timeoutMs: 5000, what: 'the cache to see Nodepool\'s records', intervalMs: 10 });
+    await waitFor(async () => (await store.listBuilds()).length === 2 && (await store.listNodes()).length === 2, { timeoutMs: 5000, what: 'the cache to see Nodepool\'s records', intervalMs: 10 });
     const [first] = await store.listBuilds();
     assert.deepEqual([first?.id, first?.state, first?.builderHostname, first?.formats], ['debian-0000000000', 'ready', 'nb01', ['qcow2']]);
-    const [node] = await store.listNodes();
+    const [held, node] = await store.listNodes();
+    assert.deepEqual([held?.holdReason, held?.holdExpiration], ['debug', Math.round(t * 1000) + 3_600_000], "Zuul's hold_expiration (seconds from state_time) is read");
     assert.deepEqual([node?.labels, node?.connectionPort], [['small'], 2222], 'a legacy string type and ssh_port are read');
     assert.equal((await store.createBuild({ diskimage: 'debian', formats: [] })).id, 'debian-0000000006');
     assert.equal((await store.createNode({ state: 'building', provider: 'cloud-a', pool: 'main', labels: ['small'] })).id, '0000000008');
