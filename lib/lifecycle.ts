@@ -108,3 +108,25 @@ export class Releasers {
     if (errors.length > 1) throw new AggregateError(errors, `${errors.length} releasers failed`);
   }
 }
+
+/**
+ * A value made once and shared by every caller, unless making it failed: a rejected promise is
+ * forgotten, so the next call tries again. `clear()` forgets a good one too.
+ */
+export class KeptUnlessFailed<T> {
+  private value: Promise<T> | undefined;
+
+  constructor(private readonly make: () => Promise<T>) {}
+
+  get(): Promise<T> {
+    if (this.value) return this.value;
+    const p = this.make();
+    this.value = p;
+    p.catch(() => { if (this.value === p) this.value = undefined; });
+    return p;
+  }
+
+  clear(): void {
+    this.value = undefined;
+  }
+}

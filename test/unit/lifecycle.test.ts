@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { pollUntil, waitFor, WaitTimeoutError } from '../../lib/lifecycle.js';
+import { KeptUnlessFailed, pollUntil, waitFor, WaitTimeoutError } from '../../lib/lifecycle.js';
 
 describe('pollUntil and waitFor', () => {
   it('returns the first value an attempt gives, passing the time left', async () => {
@@ -36,5 +36,24 @@ describe('pollUntil and waitFor', () => {
     await assert.rejects(waitFor(() => { throw new Error('not yet'); }, { timeoutMs: 60, what: 'the moon' }), (e: unknown) =>
       e instanceof WaitTimeoutError && e.message === 'timed out after 60 ms waiting for the moon' && (e.cause as Error).message === 'not yet');
     assert.equal(await waitFor(() => 7, { timeoutMs: 10, what: 'seven' }), 7);
+  });
+});
+
+describe('KeptUnlessFailed', () => {
+  it('makes the value once for every caller, tries again after a failure, and forgets on clear()', async () => {
+    let made = 0;
+    let fail = true;
+    const kept = new KeptUnlessFailed(async () => {
+      made++;
+      if (fail) throw new Error(`attempt ${made} failed`);
+      return made;
+    });
+    await assert.rejects(kept.get(), /attempt 1 failed/);
+    fail = false;
+    assert.deepEqual(await Promise.all([kept.get(), kept.get()]), [2, 2]);
+    assert.equal(await kept.get(), 2);
+    kept.clear();
+    assert.equal(await kept.get(), 3);
+    assert.equal(made, 3);
   });
 });

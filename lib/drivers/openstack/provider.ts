@@ -5,7 +5,7 @@
  * Request decisions and the launch live in handler.ts.
  */
 import { CloudError, coerceError } from '../../errors.js';
-import { waitFor } from '../../lifecycle.js';
+import { KeptUnlessFailed, waitFor } from '../../lifecycle.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
@@ -58,8 +58,12 @@ export class OpenStackProvider implements Provider {
   private readonly abort = new AbortController();
   private readonly opts: Required<OpenStackProviderOptions>;
   private state: 'created' | 'running' | 'stopped' = 'created';
-  private novaClient?: Promise<NovaClient>;
-  private flavorList?: Promise<Flavor[]>;
+  private readonly novaClient = new KeptUnlessFailed(async () => {
+    const svc = await this.ctx.imageServices(this.config);
+    if (!(svc instanceof OpenStackImageService)) throw new CloudError(`provider ${this.name}: its image service is not an OpenStack one, so Nova is out of reach`);
+    return new NovaClient(svc.session, { log: this.log, rate: this.config.rate });
+  });
+  private readonly flavorList = new KeptUnlessFailed(async () => (await this.nova()).listFlavors());
   private readonly networks = new Map<string, Promise<string>>();
   private readonly cloudImageIds = new Map<string, { at: number; id: string | undefined }>();
   private quota?: { at: number; value: Promise<CloudQuota> };
@@ -98,14 +102,7 @@ export class OpenStackProvider implements Provider {
 
   /** Nova through the provider's authenticated session (a failed attempt is not cached). */
   nova(): Promise<NovaClient> {
-    this.novaClient ??= (async () => {
-      const svc = await this.ctx.imageServices(this.config);
-      if (!(svc instanceof OpenStackImageService)) throw new CloudError(`provider ${this.name}: its image service is not an OpenStack one, so Nova is out of reach`);
-      return new NovaClient(svc.session, { log: this.log, rate: this.config.rate });
-    })();
-    const p = this.novaClient;
-    p.catch(() => { if (this.novaClient === p) this.novaClient = undefined; });
-    return p;
+    return this.novaClient.get();
   }
 
   /** A pool of this provider. Thrown: Error for an unknown pool (a launcher bug). */
@@ -120,15 +117,12 @@ export class OpenStackProvider implements Provider {
 
   /** The project's flavors (cached until a create answers 400). */
   flavors(): Promise<Flavor[]> {
-    this.flavorList ??= this.nova().then((n) => n.listFlavors());
-    const p = this.flavorList;
-    p.catch(() => { if (this.flavorList === p) this.flavorList = undefined; });
-    return p;
+    return this.flavorList.get();
   }
 
   /** Forgets cached flavors, networks and image lookups (after Nova refused a create). */
   invalidateCaches(): void {
-    this.flavorList = undefined;
+    this.flavorList.clear();
     this.networks.clear();
     this.cloudImageIds.clear();
   }

@@ -17,6 +17,7 @@ import { QemuHandler } from './handler.js';
 import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
+import { KeptUnlessFailed } from '../../lifecycle.js';
 
 /** The upload a label boots. */
 export interface BootImage {
@@ -35,7 +36,8 @@ export class QemuProvider implements Provider {
   readonly vms: VmHost;
   private readonly abort = new AbortController();
   private state: 'created' | 'running' | 'stopped' = 'created';
-  private accelChoice?: Promise<'kvm' | 'tcg'>;
+  private readonly accelChoice = new KeptUnlessFailed(() =>
+    resolveAccel(this.config.accel, { qemu: this.config.qemuBinary, stateDir: this.config.stateDir, log: this.log }));
 
   constructor(readonly config: QemuProviderConfig, readonly ctx: ProviderContext) {
     this.name = config.name;
@@ -68,10 +70,7 @@ export class QemuProvider implements Provider {
 
   /** The accelerator VMs start with (probed once for `auto`; a failed probe is not kept). */
   accel(): Promise<'kvm' | 'tcg'> {
-    this.accelChoice ??= resolveAccel(this.config.accel, { qemu: this.config.qemuBinary, stateDir: this.config.stateDir, log: this.log });
-    const p = this.accelChoice;
-    p.catch(() => { if (this.accelChoice === p) this.accelChoice = undefined; });
-    return p;
+    return this.accelChoice.get();
   }
 
   /** A pool of this provider. Thrown: Error for an unknown pool (a launcher bug). */
