@@ -3,6 +3,7 @@
  * applies defaults (which live only here, in the schema), and records every problem with
  * its key path and what was expected versus what was found.
  */
+import path from 'node:path';
 import type { ConfigProblem } from '../errors.js';
 
 /** Collects problems while a document is parsed. */
@@ -278,4 +279,21 @@ export function defaultsOf<T>(schema: Schema<T>): T {
   const v = schema.parse({}, '', p);
   if (v === undefined || p.list.length) throw new Error(`schema has required keys; it has no defaults: ${p.list.map((x) => x.path).join(', ')}`);
   return v;
+}
+
+/** An absolute path, normalised (relative ones would depend on the daemon's working directory). */
+export function absolutePath(): Schema<string> {
+  const s = string();
+  return {
+    expected: 'an absolute path',
+    parse(v, at, p) {
+      const out = s.parse(v, at, p);
+      if (out === undefined) return undefined;
+      if (!path.isAbsolute(out)) {
+        p.add(at, `expected an absolute path, got ${JSON.stringify(out)}`);
+        return undefined;
+      }
+      return path.normalize(out);
+    },
+  };
 }

@@ -5,6 +5,7 @@
  * driver.ts and lib/drivers/registry.ts.
  */
 import type { Problems, Schema } from '../config/schema-kit.js';
+import type { ValidationSpec } from './validate-config.js';
 
 /** What the launcher needs to know about one pool of a provider. */
 export interface PoolInfo {
@@ -42,6 +43,10 @@ export interface ImageTarget {
   readonly nameFormat: string;
   /** Seconds one upload attempt may take before it is aborted. */
   readonly uploadTimeout: number;
+  /** What a new upload must pass before it is ready (`validate:`); null: ready once uploaded. */
+  readonly validate: ValidationSpec | null;
+  /** The provider's `post-upload-hook`, run by the builder after each upload; null: none. */
+  readonly postUploadHook: string | null;
 }
 
 /** A driver's config part: schema, pools, cross-checks and, for image-managing drivers, image targets. */

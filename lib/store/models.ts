@@ -7,8 +7,11 @@
 export const BUILD_STATES = ['building', 'ready', 'failed', 'deleting', 'lost'] as const;
 export type BuildState = (typeof BUILD_STATES)[number];
 
-/** States of an upload of a build to one provider. */
-export const UPLOAD_STATES = ['uploading', 'ready', 'failed', 'deleting'] as const;
+/**
+ * States of an upload of a build to one provider: `uploading → validating → ready | failed →
+ * deleting`; `validating` only when the provider diskimage has `validate:`.
+ */
+export const UPLOAD_STATES = ['uploading', 'validating', 'ready', 'failed', 'deleting'] as const;
 export type UploadState = (typeof UPLOAD_STATES)[number];
 
 /** One image file a builder holds, as the build's WORK_COMPLETE reported it. */

@@ -9,6 +9,7 @@ import { IMAGE_FORMATS } from '../../images/image-file.js';
 import { diskimageName } from '../../config/names.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
+import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
 import type { DriverConfig, ImageTarget, PoolInfo } from '../driver-config.js';
 
 /** Placeholders `hostname-format` may use. */
@@ -27,6 +28,7 @@ const providerDiskimage = object({
   'config-drive': optional(bool(), true),
   username: optional(string(), 'zuul'),
   ...connectionFields,
+  ...providerDiskimageValidation,
 });
 
 const cloudImage = object({
@@ -83,6 +85,7 @@ const rawProviderSchema = object({
   'host-key-checking': optional(bool(), true),
   /** Seconds between Nova calls (0: no throttle). */
   rate: optional(seconds({ min: 0, fractions: true }), 0),
+  ...imageProviderFields,
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   'cloud-images': optional(list(cloudImage, { uniqueBy: (c) => c.name, what: 'cloud-image' }), []),
   pools: optional(list(pool, { uniqueBy: (p) => p.name, what: 'pool' }), []),
@@ -162,6 +165,7 @@ export function checkOpenStackReferences(c: OpenStackProviderConfig, _known: { l
     }
     if (l.minRam === undefined && l.flavorName === undefined) p.add(lat, 'expected min-ram or flavor-name, got neither');
   }));
+  checkValidations(c, at, p);
 }
 
 /** The provider's pools as the launcher sees them. */
@@ -184,6 +188,7 @@ export function formatHostname(format: string, v: { label: string; provider: str
 export function openstackImageTargets(c: OpenStackProviderConfig): ImageTarget[] {
   return c.diskimages.map((d) => ({
     diskimage: d.name, format: c.imageFormat, pause: d.pause, meta: d.meta, nameFormat: c.imageNameFormat, uploadTimeout: c.imageUploadTimeout,
+    validate: validationOf(c, d), postUploadHook: c.postUploadHook ?? null,
   }));
 }
 

@@ -8,35 +8,20 @@
 import path from 'node:path';
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { diskimageName } from '../../config/names.js';
-import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
+import { absolutePath, bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields } from '../common-config.js';
+import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
 import type { DriverConfig, ImageTarget, PoolInfo } from '../driver-config.js';
 
 /** How VMs are accelerated: `auto` uses KVM only when a probe VM actually boots with it (see accel.ts). */
 export const ACCELS = ['auto', 'kvm', 'tcg'] as const;
 export type Accel = (typeof ACCELS)[number];
 
-/** An absolute path (relative ones would depend on the daemon's working directory). */
-function absolutePath(): Schema<string> {
-  const s = string();
-  return {
-    expected: 'an absolute path',
-    parse(v, at, p) {
-      const out = s.parse(v, at, p);
-      if (out === undefined) return undefined;
-      if (!path.isAbsolute(out)) {
-        p.add(at, `expected an absolute path, got ${JSON.stringify(out)}`);
-        return undefined;
-      }
-      return path.normalize(out);
-    },
-  };
-}
-
 const providerDiskimage = object({
   name: required(diskimageName()),
   pause: optional(bool(), false),
   meta: optional(record(scalarString()), {}),
+  ...providerDiskimageValidation,
 });
 
 const poolLabel = object({
@@ -75,6 +60,7 @@ const rawProviderSchema = object({
   'image-name-format': optional(string(), '{image_name}-{timestamp}'),
   /** Seconds one upload (copy or conversion into image-dir) may take. */
   'image-upload-timeout': optional(seconds({ min: 1 }), 3600),
+  ...imageProviderFields,
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   pools: optional(list(pool, { uniqueBy: (p) => p.name, what: 'pool' }), []),
 });
@@ -118,6 +104,7 @@ export function checkQemuReferences(c: QemuProviderConfig, _known: { labels: Rea
   c.pools.forEach((pool, k) => pool.labels.forEach((l, m) => {
     if (!images.has(l.diskimage)) p.add(`${at}.pools[${k}].labels[${m}].diskimage`, `diskimage ${JSON.stringify(l.diskimage)} is not listed in ${at}.diskimages`);
   }));
+  checkValidations(c, at, p);
 }
 
 /** What the launcher needs of one pool. */
@@ -129,6 +116,7 @@ export function qemuPoolInfo(pl: QemuPoolConfig): PoolInfo {
 export function qemuImageTargets(c: QemuProviderConfig): ImageTarget[] {
   return c.diskimages.map((d) => ({
     diskimage: d.name, format: 'qcow2', pause: d.pause, meta: d.meta, nameFormat: c.imageNameFormat, uploadTimeout: c.imageUploadTimeout,
+    validate: validationOf(c, d), postUploadHook: c.postUploadHook ?? null,
   }));
 }
 

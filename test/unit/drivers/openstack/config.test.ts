@@ -42,7 +42,7 @@ describe('openstack provider config', () => {
     assert.equal(p.hostnameFormat, '{label.name}-{provider.name}-{node.id}');
     assert.equal(p.imageNameFormat, '{image_name}-{timestamp}');
     assert.equal(p.rate, 0);
-    assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: 'zuul', connectionType: 'ssh', connectionPort: 22 });
+    assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: 'zuul', connectionType: 'ssh', connectionPort: 22, validate: undefined });
     assert.deepEqual(p.cloudImages[0], {
       name: 'cirros', imageId: undefined, imageName: undefined, username: undefined, configDrive: undefined, connectionType: 'ssh', connectionPort: 22,
     });
@@ -57,7 +57,7 @@ describe('openstack provider config', () => {
     assert.equal(label?.volumeSize, 50);
     assert.equal(label?.consoleLog, false);
     assert.deepEqual(label?.instanceProperties, {});
-    assert.deepEqual(openstackDriver.imageTargets?.(p), [{ diskimage: 'deb', format: 'qcow2', pause: false, meta: {}, nameFormat: '{image_name}-{timestamp}', uploadTimeout: 3600 }]);
+    assert.deepEqual(openstackDriver.imageTargets?.(p), [{ diskimage: 'deb', format: 'qcow2', pause: false, meta: {}, nameFormat: '{image_name}-{timestamp}', uploadTimeout: 3600, validate: null, postUploadHook: null }]);
     assert.deepEqual(openstackDriver.pools(p), [{ name: 'main', maxServers: Number.MAX_SAFE_INTEGER, labels: ['small'], nodeAttributes: {} }]);
   });
 
