@@ -5,8 +5,8 @@
 import type { ListedImage } from '../drivers/image-service.js';
 import type { UploadRecord } from '../store/models.js';
 
-/** Upload states whose cloud image is accounted for. */
-export const ACCOUNTED_UPLOAD_STATES: readonly UploadRecord['state'][] = ['uploading', 'ready', 'deleting'];
+/** Upload states whose cloud image is accounted for (a validating upload's image is in use by its validation). */
+export const ACCOUNTED_UPLOAD_STATES: readonly UploadRecord['state'][] = ['uploading', 'validating', 'ready', 'deleting'];
 
 /** An image in a provider's cloud that no upload record accounts for. */
 export interface AlienImage {

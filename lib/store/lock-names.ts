@@ -11,3 +11,11 @@ export const nodeLock = (id: string): string => `${NODE_LOCK_PREFIX}${id}`;
 
 /** Lock resource name of a node request. */
 export const requestLock = (id: string): string => `${REQUEST_LOCK_PREFIX}${id}`;
+
+export const UPLOAD_VALIDATION_LOCK_PREFIX = 'upload-validation:';
+
+/**
+ * Lock resource name of an upload's validation: the launcher that holds it (under its
+ * session) is the only one validating that upload, so two hosts never boot two validation nodes.
+ */
+export const uploadValidationLock = (uploadId: string): string => `${UPLOAD_VALIDATION_LOCK_PREFIX}${uploadId}`;

@@ -201,6 +201,21 @@ export interface NodeRecord {
    * was abandoned (a Zuul-style consumer holds the node's lock while it uses it) and is deleted.
    */
   handedOff: boolean;
+  /**
+   * The upload this node validates (issue 14 §2): a node the validation gate boots from exactly
+   * that upload. Such a node is never handed to a request nor counted as ready stock (its
+   * `allocatedTo` is {@link validationAllocation} of the upload), and any such node nobody
+   * locks is deleted. Null (or absent in records written before the field existed) otherwise.
+   */
+  validatesUpload?: string | null;
+}
+
+/**
+ * The `allocatedTo` of a validation node: not a request id, so no request handler, min-ready
+ * count or max-ready-age treats the node as free stock.
+ */
+export function validationAllocation(uploadId: string): string {
+  return `validation-${uploadId}`;
 }
 
 /** What a new node starts with; everything else starts empty. */

@@ -64,6 +64,13 @@ export type Action =
   /** An `uploading` record without a job here: resubmit with the same unique and upload id. */
   | { type: 'resume-upload'; uploadId: string }
   | { type: 'fail-upload'; uploadId: string; reason: string }
+  /**
+   * Mark a `validating` upload failed (its target left the config, or no launcher finished its
+   * validation in time) and delete its image in the provider; the record stays, with the reason.
+   */
+  | { type: 'fail-validation'; uploadId: string; reason: string }
+  /** A `validating` upload whose target no longer has `validate:`: ready as it is. */
+  | { type: 'skip-validation'; uploadId: string; reason: string }
   /** Mark `deleting` (if not yet), delete the cloud image (if any), then remove the record. */
   | { type: 'delete-upload'; uploadId: string; reason: string }
   /**

@@ -45,6 +45,8 @@ export interface ImageDispatcherEvents {
   'build:failed': [buildId: string, reason: string];
   'build:deleted': [buildId: string];
   'upload:ready': [upload: UploadRecord];
+  /** Uploaded to a target with `validate:`: a launcher of its provider validates it next. */
+  'upload:validating': [upload: UploadRecord];
   'upload:failed': [uploadId: string, reason: string];
   'upload:deleted': [uploadId: string];
 }
@@ -156,6 +158,16 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         this.uploads.delete(action.uploadId);
         await this.failUpload(action.uploadId, action.reason);
         return;
+      case 'fail-validation':
+        await this.failValidation(action.uploadId, action.reason);
+        return;
+      case 'skip-validation': {
+        const ready = await this.guard(store.updateUpload(action.uploadId, { state: 'ready', reason: null }, { expectStates: ['validating'] }), action.uploadId);
+        if (!ready) return;
+        this.log.info('upload ready without validation', { uploadId: ready.id, provider: ready.provider, why: action.reason });
+        this.emit('upload:ready', ready);
+        return;
+      }
       case 'delete-upload':
         await this.deleteUpload(action.uploadId, action.reason);
         return;
@@ -335,12 +347,37 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     } catch (err) {
       return this.failUpload(upload.id, (err as Error).message);
     }
-    const ready = await this.guard(this.deps.store.updateUpload(upload.id, {
-      state: 'ready', externalId: outcome.externalId, externalName: outcome.externalName, format: outcome.format, progress: null, reason: null,
+    // With `validate:` the upload is not used until a launcher of its provider has validated it.
+    const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
+    const validate = (provider && imageTarget(provider, upload.imageName)?.validate) ?? null;
+    const done = await this.guard(this.deps.store.updateUpload(upload.id, {
+      state: validate ? 'validating' : 'ready', externalId: outcome.externalId, externalName: outcome.externalName, format: outcome.format,
+      progress: null, reason: validate ? `waiting for a launcher of ${upload.provider} to validate it` : null,
     }, { expectStates: ['uploading'] }), upload.id);
-    if (!ready) return;
-    this.log.info('upload ready', { uploadId: upload.id, buildId: upload.buildId, provider: upload.provider, externalId: outcome.externalId });
-    this.emit('upload:ready', ready);
+    if (!done) return;
+    const fields = { uploadId: upload.id, buildId: upload.buildId, provider: upload.provider, externalId: outcome.externalId };
+    if (validate) {
+      this.log.info('upload complete; validating it before use', { ...fields, label: validate.label, timeout: validate.timeout });
+      this.emit('upload:validating', done);
+    } else {
+      this.log.info('upload ready', fields);
+      this.emit('upload:ready', done);
+    }
+  }
+
+  /** Fails a `validating` upload the planner resolved (target gone, nobody validated it) and deletes its image. */
+  private async failValidation(uploadId: string, reason: string): Promise<void> {
+    const failed = await this.guard(this.deps.store.updateUpload(uploadId, { state: 'failed', reason, progress: null }, { expectStates: ['validating'] }), uploadId);
+    if (!failed) return;
+    this.log.warn('upload failed validation', { uploadId, provider: failed.provider, buildId: failed.buildId, reason });
+    this.emit('upload:failed', uploadId, reason);
+    // The record stays failed with its reason until retention removes it; an image this
+    // delete misses is a leak the leak check removes (a failed record accounts for nothing).
+    try {
+      await this.deleteCloudImage(failed);
+    } catch (err) {
+      this.log.warn('deleting the image of a failed validation failed; the leak check retries', { uploadId, error: coerceError(err).message });
+    }
   }
 
   private async failUpload(uploadId: string, reason: string): Promise<void> {
@@ -357,17 +394,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     this.uploadDeletes.add(uploadId);
     this.track((async () => {
       try {
-        if (upload.externalId) {
-          const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
-          if (provider && takesImages(provider)) {
-            const service = await this.deps.imageServices(provider);
-            await service.delete(upload.externalId);
-          } else {
-            this.log.warn('provider is gone from the config: its cloud image cannot be deleted here; delete it by hand', {
-              uploadId, provider: upload.provider, externalId: upload.externalId,
-            });
-          }
-        }
+        await this.deleteCloudImage(upload);
         await this.deps.store.deleteUpload(uploadId);
         this.log.info('upload deleted', { uploadId, provider: upload.provider, externalId: upload.externalId, reason });
         this.emit('upload:deleted', uploadId);
@@ -377,6 +404,20 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         this.uploadDeletes.delete(uploadId);
       }
     })());
+  }
+
+  /** Deletes an upload's image in its provider (none yet: nothing to do). */
+  private async deleteCloudImage(upload: UploadRecord): Promise<void> {
+    if (!upload.externalId) return;
+    const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
+    if (provider && takesImages(provider)) {
+      const service = await this.deps.imageServices(provider);
+      await service.delete(upload.externalId);
+    } else {
+      this.log.warn('provider is gone from the config: its cloud image cannot be deleted here; delete it by hand', {
+        uploadId: upload.id, provider: upload.provider, externalId: upload.externalId,
+      });
+    }
   }
 
   // ------------------------------------------------------------------ helpers

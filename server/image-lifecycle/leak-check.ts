@@ -13,8 +13,8 @@ import type { UploadRecord } from '../../lib/store/models.js';
 
 /**
  * The cloud images of one provider that no upload record accounts for. An `uploading` record
- * accounts for every image carrying its id (one of them may be the upload in flight); a `ready`
- * or `deleting` record with an external id accounts for that image only, so an earlier attempt
+ * accounts for every image carrying its id (one of them may be the upload in flight); a
+ * `validating`, `ready` or `deleting` record with an external id accounts for that image only, so an earlier attempt
  * of the same upload (re-run after a server or gearmand restart) is a leak too. Failed records and
  * missing records account for nothing. Pure: the caller lists the images before reading records.
  */

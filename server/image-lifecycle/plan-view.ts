@@ -10,6 +10,7 @@ import { imageTargets } from '../../lib/drivers/config-registry.js';
 import { formatsFor } from '../../lib/images/formats.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { BuildRecord, BuildState, UploadRecord, UploadState } from '../../lib/store/models.js';
+import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
 import type { Action, PlannerSnapshot } from './actions.js';
 import type { PausedBy } from '../../lib/status/lifecycle-status.js';
 
@@ -51,6 +52,8 @@ export interface UploadTarget {
   readonly diskimage: DiskimageConfig;
   /** The provider diskimage's own `pause`. */
   readonly configPaused: boolean;
+  /** The provider diskimage's `validate:`; null: uploads are ready once uploaded. */
+  readonly validate: ValidationSpec | null;
   readonly pair: UploadPair;
 }
 
@@ -156,7 +159,7 @@ export class PlanView {
         if (!formats) this.listedFormats.set(t.diskimage, (formats = new Set()));
         formats.add(t.format);
         const pair = this.pair(t.diskimage, p.name);
-        pair.target = { provider: p.name, imageName: t.diskimage, diskimage, configPaused: t.pause, pair };
+        pair.target = { provider: p.name, imageName: t.diskimage, diskimage, configPaused: t.pause, validate: t.validate, pair };
         this.targets.push(pair.target);
       }
     }

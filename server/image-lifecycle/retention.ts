@@ -1,6 +1,7 @@
 /**
  * Planner rule 5: deletion and retention. Per image-provider the two newest ready uploads
- * are kept, per diskimage the two newest ready builds; everything else goes, uploads first
+ * are kept (ready means validated where the target has `validate:`; one in validation is not
+ * counted), per diskimage the two newest ready builds; everything else goes, uploads first
  * (a build is deleted only once the snapshot holds none of its uploads). Nothing in progress
  * is deleted, and nothing whose delete is already in flight is asked for again. Records of a
  * diskimage or image-provider that left the config wait `config-removal-grace` first.
@@ -91,7 +92,8 @@ export function retention(view: PlanView): void {
   const keepFailed = failuresKept(view.lifecycle);
   const excessFailures = new Set(view.pairList.flatMap((pair) => markKept(pair, keepFailed)));
   for (const u of view.uploads) {
-    if (u.state === 'uploading' || uploadDeletes.has(u.rec.id)) continue;
+    // In progress: never deleted (a validating upload whose target left is failed first by rule 3b).
+    if (u.state === 'uploading' || u.state === 'validating' || uploadDeletes.has(u.rec.id)) continue;
     const reason = excessFailures.has(u) && u.pair.target ? `failed, older than the newest ${keepFailed} failures` : uploadDeleteReason(view, u, retired);
     if (reason !== null) view.emit(u, { type: 'delete-upload', uploadId: u.rec.id, reason });
   }

@@ -1,12 +1,15 @@
 /**
- * Planner rule 3: what happens to `uploading` records, and when the newest ready build of a
- * diskimage is uploaded to a provider; returns one status per image-provider target.
+ * Planner rule 3: what happens to `uploading` (and, through validating.ts, `validating`)
+ * records, and when the newest ready build of a diskimage is uploaded to a provider; returns
+ * one status per image-provider target. An upload in validation counts as in progress: no
+ * new upload to its target starts meanwhile.
  */
 import { fn } from '../../lib/gearman/functions.js';
 import { retryDelayMs } from './backoff.js';
 import { ADMIN_UNREACHABLE } from './builds.js';
 import type { PlanView, UploadTarget, WorkingUpload } from './plan-view.js';
 import type { UploadTargetStatus } from '../../lib/status/lifecycle-status.js';
+import { planValidating } from './validating.js';
 
 function failUpload(view: PlanView, u: WorkingUpload, reason: string): void {
   if (!view.emit(u, { type: 'fail-upload', uploadId: u.rec.id, reason })) return;
@@ -36,9 +39,10 @@ function planTarget(view: PlanView, t: UploadTarget): UploadTargetStatus {
   const uploads = t.pair.uploads;
   let uploading = false;
   for (const u of uploads) {
-    if (u.state !== 'uploading') continue;
-    planUploading(view, u);
-    if (u.state === 'uploading') uploading = true;
+    if (u.state === 'uploading') planUploading(view, u);
+    else if (u.state === 'validating') planValidating(view, u);
+    else continue;
+    if (u.state === 'uploading' || u.state === 'validating') uploading = true;
   }
   // Newest first: failures since the newest ready upload drive the backoff.
   let failures = 0;
@@ -79,9 +83,13 @@ function planTarget(view: PlanView, t: UploadTarget): UploadTargetStatus {
   return status;
 }
 
-/** Rule 3 for every target, then `uploading` records whose target left the config. */
+/** Rule 3 for every target, then `uploading` and `validating` records whose target left the config. */
 export function planUploads(view: PlanView): UploadTargetStatus[] {
   const statuses = view.targets.map((t) => planTarget(view, t));
-  for (const u of view.uploads) if (u.state === 'uploading' && !u.pair.target) planUploading(view, u);
+  for (const u of view.uploads) {
+    if (u.pair.target) continue;
+    if (u.state === 'uploading') planUploading(view, u);
+    else if (u.state === 'validating') planValidating(view, u);
+  }
   return statuses;
 }

@@ -22,7 +22,7 @@ export function nodeStoreContract(h: StoreHarness): void {
         labels: ['small', 'fast'], launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null,
         publicIpv6: null, privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [],
         externalId: null, cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
-        holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false,
+        holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
       });
       assert.deepEqual(await h.store.getNode(n.id), n);
     });
@@ -50,6 +50,18 @@ export function nodeStoreContract(h: StoreHarness): void {
       await h.store.updateNode(n.id, { state: 'used', handedOff: false });
       assert.equal((await h.store.getNode(n.id))?.handedOff, false);
       assert.equal((await h.store.listNodes({ states: ['used'] }))[0]?.handedOff, false);
+    });
+
+    void it('keeps the upload a validation node validates, through create, update, get and list', async () => {
+      const n = await node({ state: 'init', allocatedTo: 'validation-0000000007', validatesUpload: '0000000007', image: '0000000007' });
+      assert.equal(n.validatesUpload, '0000000007');
+      assert.equal((await h.store.getNode(n.id))?.validatesUpload, '0000000007');
+      const listed = await h.store.listNodes({ allocatedTo: 'validation-0000000007' });
+      assert.deepEqual(listed.map((x) => [x.id, x.validatesUpload, x.image]), [[n.id, '0000000007', '0000000007']]);
+      await h.store.updateNode(n.id, { state: 'deleting', validatesUpload: null });
+      assert.equal((await h.store.getNode(n.id))?.validatesUpload, null);
+      await h.store.updateNode(n.id, { validatesUpload: '0000000008' });
+      assert.equal((await h.store.listNodes({ states: ['deleting'] }))[0]?.validatesUpload, '0000000008');
     });
 
     void it('numbers nodes in one sequence that never reuses an id after a delete', async () => {

@@ -301,6 +301,23 @@ export function storeContract(name: string, open: OpenTestStore): void {
         assert.equal((await store.updateUpload(u.id, { state: 'deleting' }, { expectStates: ['ready', 'failed'] }))?.state, 'deleting');
       });
 
+      void it('takes an upload through validating: listed by that state, stateTime set on entry, kept while reason changes', async () => {
+        const u = await upload((await build()).id);
+        now = T0 + 40;
+        const validating = await store.updateUpload(u.id, { state: 'validating', externalId: 'img-1', format: 'qcow2' }, { expectStates: ['uploading'] });
+        assert.equal(validating?.state, 'validating');
+        assert.equal(validating?.stateTime, T0 + 40);
+        now = T0 + 50;
+        const noted = await store.updateUpload(u.id, { reason: 'booting validation node 0000000001' }, { expectStates: ['validating'] });
+        assert.equal(noted?.stateTime, T0 + 40, 'the validation clock starts when the state was entered');
+        assert.deepEqual(ids(await store.listUploads({ states: ['validating'] })), [u.id]);
+        assert.deepEqual(await store.getUpload(u.id), noted);
+        await storeError(store.updateUpload(u.id, { state: 'ready' }, { expectStates: ['uploading'] }), StateConflictError);
+        now = T0 + 60;
+        const ready = await store.updateUpload(u.id, { state: 'ready', reason: null }, { expectStates: ['validating'] });
+        assert.deepEqual([ready?.state, ready?.stateTime, ready?.externalId], ['ready', T0 + 60, 'img-1']);
+      });
+
       void it('deletes an upload once and returns false afterwards', async () => {
         const u = await upload((await build()).id);
         assert.equal(await store.deleteUpload(u.id), true);

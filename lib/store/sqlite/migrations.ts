@@ -160,6 +160,13 @@ export const MIGRATIONS: readonly Migration[] = [
       UPDATE nodes SET handed_off = 1 WHERE state = 'in-use' AND consumer_session IS NULL;
     `,
   },
+  {
+    // The upload a validation node validates (issue 14 §2).
+    version: 4,
+    sql: `
+      ALTER TABLE nodes ADD COLUMN validates_upload TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

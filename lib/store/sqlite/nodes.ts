@@ -41,7 +41,7 @@ const NODE_DEFAULTS: Readonly<Omit<NodeFields, 'state' | 'provider' | 'pool' | '
   launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null, publicIpv6: null,
   privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null,
   cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
-  holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false,
+  holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
 };
 
 /** The value a new node starts with in `field`: the input's, else the default. */

@@ -172,6 +172,7 @@ export interface NodeRow {
   hold_expiration: number | null;
   consumer_session: string | null;
   handed_off: number;
+  validates_upload: string | null;
 }
 
 /** The node fields a row stores beside id, state_time and created. */
@@ -209,6 +210,7 @@ export const NODE_COLUMNS: { readonly [K in keyof NodeFields]-?: readonly [colum
   holdExpiration: ['hold_expiration', 'plain'],
   consumerSession: ['consumer_session', 'plain'],
   handedOff: ['handed_off', 'bool'],
+  validatesUpload: ['validates_upload', 'plain'],
 };
 
 /** The value a node field is stored as. Thrown: StoreError when a JSON field has no JSON form. */
@@ -258,6 +260,7 @@ export function nodeFromRow(r: NodeRow): NodeRecord {
     holdExpiration: r.hold_expiration,
     consumerSession: r.consumer_session,
     handedOff: r.handed_off === 1,
+    validatesUpload: r.validates_upload,
   };
 }
 

@@ -145,6 +145,8 @@ export function nodeJson(n: NodeRecord): Json {
     reason: n.reason,
     consumer_session: n.consumerSession,
     handed_off: n.handedOff,
+    // Ours (issue 14 §2): the upload a validation node validates.
+    validates_upload: n.validatesUpload ?? null,
   };
 }
 
@@ -191,6 +193,7 @@ export function nodeFromJson(id: string, j: Json): NodeRecord {
     holdExpiration: holdExpirationOf(j),
     consumerSession: str(j.consumer_session),
     handedOff: j.handed_off === true,
+    validatesUpload: str(j.validates_upload),
   };
 }
 

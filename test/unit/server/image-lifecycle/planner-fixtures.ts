@@ -131,7 +131,7 @@ function recordOf(a: Action): string | undefined {
     case 'start-build': case 'start-upload': return undefined;
     case 'resume-build': case 'fail-build': case 'delete-build': case 'mark-lost': case 'mark-found': return `build:${a.buildId}`;
     case 'delete-stray': return `build:${a.imageId}`;
-    case 'resume-upload': case 'fail-upload': case 'delete-upload': return `upload:${a.uploadId}`;
+    case 'resume-upload': case 'fail-upload': case 'delete-upload': case 'fail-validation': case 'skip-validation': return `upload:${a.uploadId}`;
     case 'clear-request': return `request:${a.diskimage}:${a.requested}`;
   }
 }
