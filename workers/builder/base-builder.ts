@@ -46,7 +46,7 @@ export interface BaseBuilderOptions {
   qemuImg?: string;
   /** Wait before an upload's second attempt after a cloud error (doubling after; default 5000 ms). */
   uploadRetryDelayMs?: number;
-  /** Base environment for build commands (bin/ passes process.env). */
+  /** Base environment for build commands and post-upload-hooks (bin/ passes process.env). */
   env?: Readonly<Record<string, string | undefined>>;
 }
 
@@ -97,7 +97,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     this.repo = new ImageRepository(opts.config.imagesDir, this.log);
     this.uploads = new UploadService({
       repo: this.repo, log: this.log, imageServices: opts.imageServices, qemuImg: opts.qemuImg,
-      config: () => this.config, shutdown: this.shutdown.signal,
+      config: () => this.config, shutdown: this.shutdown.signal, env: opts.env,
       ...(opts.uploadRetryDelayMs !== undefined ? { retryDelayMs: opts.uploadRetryDelayMs } : {}),
     });
   }

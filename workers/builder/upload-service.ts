@@ -8,6 +8,9 @@
  * the cloud's algorithm, {@link UploadDigest}); a file whose size or sha256 is not the one
  * recorded at build time is refused, and an image whose cloud hash differs from the bytes
  * sent is deleted. Nothing reads these hashes back later: they are checked here and logged.
+ *
+ * A provider's `post-upload-hook` runs last, on the verified upload (post-upload-hook.ts): when
+ * it fails, the image is deleted and the job fails. Without a hook nothing changes.
  */
 import { stat } from 'node:fs/promises';
 import type { Config } from '../../lib/config/schema.js';
@@ -28,6 +31,7 @@ import { retryableUploadError, UPLOAD_ATTEMPTS, uploadRetryDelayMs, type UploadA
 import { sleep } from '../../lib/lifecycle.js';
 import { compareCloudHash, UploadDigest, type RecordedFile } from './upload-digest.js';
 import { readDibChecksum } from './verify-output.js';
+import { runPostUploadHook, type HookCall } from './post-upload-hook.js';
 
 
 /** Dependencies of {@link UploadService}. */
@@ -40,6 +44,8 @@ export interface UploadServiceDeps {
   shutdown: AbortSignal;
   /** Wait before the second attempt of an upload (doubling after), default 5000 ms. */
   retryDelayMs?: number;
+  /** The environment of post-upload-hooks (bin/ passes process.env); undefined: the builder's own. */
+  env?: Readonly<Record<string, string | undefined>> | undefined;
 }
 
 /** The WORK_COMPLETE payload of an upload, and the provider it went to. */
@@ -162,6 +168,9 @@ export class UploadService {
       }
     }
     const verified = await this.verify(service, provider.name, uploaded, digest, signal, log);
+    if (target.postUploadHook !== null) {
+      await this.runHook(service, { script: target.postUploadHook, provider: provider.name, externalId: uploaded.externalId, file: filePath }, target.uploadTimeout, signal, log);
+    }
     log.info('upload complete', { provider: provider.name, externalId: uploaded.externalId, durationMs: Date.now() - started, sha256: recorded.sha256, ...verified });
     return { provider: provider.name, payload: { 'external-id': uploaded.externalId, 'external-name': uploaded.externalName, format } };
   }
@@ -234,6 +243,29 @@ export class UploadService {
     }
   }
 
+  /**
+   * Runs the provider's post-upload-hook on the verified upload, for at most the target's
+   * image-upload-timeout (the budget the operator gave one upload step; Nodepool 11 set none).
+   * A failed hook deletes the image it judged. Thrown: `PostUploadHookError`.
+   */
+  private async runHook(service: ImageService, call: HookCall, timeoutS: number, signal: AbortSignal, log: Logger): Promise<void> {
+    try {
+      await runPostUploadHook(call, { timeoutS, signal, log, ...(this.deps.env ? { env: definedEnv(this.deps.env) } : {}) });
+    } catch (raw) {
+      const err = coerceError(raw);
+      log.warn('post-upload-hook failed; deleting the image', { provider: call.provider, externalId: call.externalId });
+      try {
+        await service.delete(call.externalId);
+        err.message += `\n(the image ${call.externalId} was deleted)`;
+      } catch (delErr) {
+        const message = coerceError(delErr).message;
+        log.error('could not delete the image the post-upload-hook failed', { provider: call.provider, externalId: call.externalId, error: message });
+        err.message += `\n(deleting image ${call.externalId} failed: ${message})`;
+      }
+      throw err;
+    }
+  }
+
   private once(key: string, say: () => void): void {
     if (this.saidOnce.has(key)) return;
     this.saidOnce.add(key);
@@ -262,4 +294,9 @@ export class UploadService {
     await conversion;
     return target;
   }
+}
+
+/** The variables of `env` that have a value. */
+function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
