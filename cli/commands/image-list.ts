@@ -2,11 +2,11 @@
  * `nodepool image-list [--json]`: every upload (`Build ID, Upload ID, Provider, Image,
  * Provider Image Name, Provider Image ID, State, Age`, plus `Progress` while any upload runs:
  * `1.2/3.4 GiB 45% 180 MiB/s`) and, under the table, which upload targets need attention
- * (paused, waiting, backing off after failures).
+ * (paused, waiting, backing off after failures, validating, last failed validation; a failed
+ * upload's reason by its first line).
  */
-import { ageSeconds } from '../../lib/status/age.js';
 import { renderTable } from '../../lib/status/table.js';
-import { targetAttention, uploadTable, uploadTransfer } from '../../lib/status/uploads.js';
+import { imageListJson, targetAttention, uploadTable } from '../../lib/status/uploads.js';
 import {
   commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
@@ -16,7 +16,8 @@ import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lif
 export interface ImageListOptions extends CommandContext {
   /**
    * Print `{ uploads, targets }` as JSON instead of the table: each upload as stored, with
-   * `age` (seconds) and `transfer` (bytes sent and total, percent, rate; null unless uploading).
+   * `age` (seconds) and `transfer` (bytes sent and total, percent, rate; null unless uploading);
+   * each target with `validation: {validating, lastFailure}` (lib/status/validation.ts).
    */
   json?: boolean;
 }
@@ -36,8 +37,7 @@ export function imageList(opts: ImageListOptions): Promise<CommandResult> {
       const server = await readServerLiveness(store, now);
       warnUnlessServerWell(out, server);
       if (opts.json) {
-        const records = uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now), transfer: uploadTransfer(u, now) }));
-        out.out(`${JSON.stringify({ uploads: records, targets }, null, 2)}\n`);
+        out.out(`${JSON.stringify(imageListJson(uploads, targets, now), null, 2)}\n`);
         return;
       }
       const table = uploadTable(uploads, now);

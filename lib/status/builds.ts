@@ -5,6 +5,7 @@
 import type { BuildRecord, PauseRecord } from '../store/models.js';
 import { formatAge } from './age.js';
 import type { DiskimageStatus } from './lifecycle-status.js';
+import { reasonFirstLine } from './validation.js';
 
 /** Columns of the build table, as Nodepool 3.x names them. */
 export const BUILD_COLUMNS = ['ID', 'Image', 'Builder', 'Formats', 'State', 'Age'] as const;
@@ -34,11 +35,11 @@ export function pauseText(what: string, by: 'config' | 'operator', pause: PauseR
   return `${what} paused by operator${pause?.reason ? ` (${pause.reason})` : ''}`;
 }
 
-/** `3 failed builds, last: <reason>; next attempt in DD:HH:MM:SS` (or `due now`). */
+/** `3 failed builds, last: <reason's first line>; next attempt in DD:HH:MM:SS` (or `due now`). */
 export function failuresText(
   noun: string, s: { failures: number; lastFailure: string | null; retryAt: number | null }, now: number,
 ): string {
-  let text = `${countOf(s.failures, noun)}, last: ${s.lastFailure ?? 'no reason recorded'}`;
+  let text = `${countOf(s.failures, noun)}, last: ${reasonFirstLine(s.lastFailure)}`;
   if (s.retryAt !== null) text += s.retryAt > now ? `; next attempt in ${formatAge(s.retryAt - now)}` : '; next attempt due now';
   return text;
 }
@@ -53,10 +54,10 @@ export function diskimageAttentionParts(s: DiskimageStatus, pauses: readonly Pau
   return parts;
 }
 
-/** `ubuntu-jammy-0000000003 failed: <reason>` for a failed or lost build; null otherwise. */
+/** `ubuntu-jammy-0000000003 failed: <reason's first line>` for a failed or lost build; null otherwise. */
 export function buildReasonLine(b: BuildRecord): string | null {
   if (b.state !== 'failed' && b.state !== 'lost') return null;
-  return `${b.id} ${b.state}: ${b.reason ?? 'no reason recorded'}`;
+  return `${b.id} ${b.state}: ${reasonFirstLine(b.reason)}`;
 }
 
 /** What {@link diskimageAttention} looks at. */

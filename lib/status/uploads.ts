@@ -8,6 +8,8 @@ import { formatAge } from './age.js';
 import { failuresText, pauseText } from './builds.js';
 import type { UploadTargetStatus } from './lifecycle-status.js';
 import { formatByteRatio, formatRate, progressPercent } from './progress.js';
+import { ageSeconds } from './age.js';
+import { reasonFirstLine, targetValidation, validationAttentionParts, type TargetValidation } from './validation.js';
 
 /** Columns of the upload table, as Nodepool 3.x names them. */
 export const UPLOAD_COLUMNS = [
@@ -124,8 +126,9 @@ export interface TargetAttentionInput {
 
 /**
  * Lines shown under the upload table: per target (`<diskimage> to <provider>`), one line
- * joining what needs attention (paused, waiting, failures with backoff), then one line per
- * failed upload with its reason and one per upload its builder is trying again.
+ * joining what needs attention (paused, waiting, failures with backoff, uploads in validation,
+ * the last failed validation), then one line per failed upload with its reason's first line
+ * and one per upload its builder is trying again.
  */
 export function targetAttention(input: TargetAttentionInput): string[] {
   const key = (d: string, p: string): string => `${d}\u0000${p}`;
@@ -137,14 +140,34 @@ export function targetAttention(input: TargetAttentionInput): string[] {
   for (const k of keys) {
     const [diskimage, provider] = k.split('\u0000') as [string, string];
     const t = input.targets.find((x) => x.diskimage === diskimage && x.provider === provider);
-    const parts = t ? targetAttentionParts(t, input.pauses, input.now) : [];
+    const parts = [
+      ...(t ? targetAttentionParts(t, input.pauses, input.now) : []),
+      ...validationAttentionParts(targetValidation(input.uploads, diskimage, provider, input.now)),
+    ];
     if (parts.length) lines.push(`${diskimage} to ${provider}: ${parts.join('; ')}`);
     const failed = input.uploads.filter((u) => u.diskimage === diskimage && u.provider === provider && u.state === 'failed');
     for (const u of [...failed].sort(byTargetThenId)) {
-      lines.push(`upload ${u.id} of ${u.buildId} to ${provider} failed: ${u.reason ?? 'no reason recorded'}`);
+      lines.push(`upload ${u.id} of ${u.buildId} to ${provider} failed: ${reasonFirstLine(u.reason)}`);
     }
     const retrying = input.uploads.filter((u) => u.diskimage === diskimage && u.provider === provider && u.state === 'uploading' && u.reason);
-    for (const u of [...retrying].sort(byTargetThenId)) lines.push(`upload ${u.id} of ${u.buildId} to ${provider} retrying: ${u.reason}`);
+    for (const u of [...retrying].sort(byTargetThenId)) lines.push(`upload ${u.id} of ${u.buildId} to ${provider} retrying: ${reasonFirstLine(u.reason)}`);
   }
   return lines;
+}
+
+/** A target in `image-list --json`: the server's status of it, and its uploads' checks. */
+export type TargetJson = UploadTargetStatus & { validation: TargetValidation };
+
+/**
+ * `image-list --json` (and the web's `/image-list.json`): each upload as stored with `age`
+ * (seconds in its state) and `transfer` (null unless uploading), and each target the server
+ * reports with `validation`: the uploads it is validating and its last failed validation.
+ */
+export function imageListJson(uploads: readonly UploadRecord[], targets: readonly UploadTargetStatus[], now: number): {
+  uploads: Array<UploadRecord & { age: number; transfer: UploadTransfer | null }>; targets: TargetJson[];
+} {
+  return {
+    uploads: uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now), transfer: uploadTransfer(u, now) })),
+    targets: targets.map((t) => ({ ...t, validation: targetValidation(uploads, t.diskimage, t.provider, now) })),
+  };
 }

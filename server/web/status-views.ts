@@ -12,7 +12,7 @@ import { LABEL_COLUMNS, labelAttention, labelRow, labelSummaries } from '../../l
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 import { NODE_DETAIL_COLUMNS, nodeJson, nodeRows } from '../../lib/status/nodes.js';
 import { REQUEST_COLUMNS, requestJson, requestRows } from '../../lib/status/requests.js';
-import { targetAttention, uploadTable, uploadTransfer } from '../../lib/status/uploads.js';
+import { imageListJson, targetAttention, uploadTable } from '../../lib/status/uploads.js';
 import { NODE_LOCK_PREFIX } from '../../lib/store/lock-names.js';
 import type { Store } from '../../lib/store/store.js';
 
@@ -49,10 +49,7 @@ const imageList: StatusViewFn = async ({ store, clock }) => {
   return {
     columns: table.columns, rows: table.rows,
     lines: targetAttention({ targets: status.targets, uploads, pauses, now }),
-    json: {
-      uploads: uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now), transfer: uploadTransfer(u, now) })),
-      targets: status.targets,
-    },
+    json: imageListJson(uploads, status.targets, now),
   };
 };
 
