@@ -1,11 +1,14 @@
 /**
  * What the dashboard (`/`) shows, as one JSON document it polls (`/dashboard.json`): builds
  * with state and age, uploads with their live transfer, nodes counted by provider, label and
- * state and listed, requests, and the loops whose passes fail. Made from the store with the
- * CLI's presenters, so ages and transfers read as in `image-list` and `list`.
+ * state and listed, requests, and the loops whose passes fail; uploads in validation and why
+ * uploads failed (whole reasons, console tails included), and the upload targets that need
+ * attention. Made from the store with the CLI's presenters, so ages, transfers and attention
+ * lines read as in `image-list` and `list`.
  */
 import { formatAge } from '../../lib/status/age.js';
-import { transferText, uploadTransfer } from '../../lib/status/uploads.js';
+import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
+import { targetAttention, transferText, uploadTransfer } from '../../lib/status/uploads.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import { readinessReport, type ReadinessReport } from './health.js';
 import type { StatusSource } from './status-views.js';
@@ -24,7 +27,11 @@ export interface DashboardData {
     percent: number | null;
     /** `1.2/3.4 GiB 45% 180 MiB/s` while uploading; null otherwise. */
     transfer: string | null;
+    /** Why it failed (possibly several lines), or why its builder is trying again; null otherwise. */
+    reason: string | null;
   }>;
+  /** `image-list`'s lines under the table: targets paused, waiting, backing off, validating, failed uploads. */
+  uploadAttention: string[];
   /** Node counts per provider and label, by state (only states with nodes). */
   nodeCounts: Array<{ provider: string; label: string; states: Record<string, number> }>;
   nodes: Array<{ id: string; provider: string; labels: string; state: string; age: string; externalId: string }>;
@@ -34,7 +41,10 @@ export interface DashboardData {
 /** Reads the store once and makes the document. */
 export async function dashboardData(src: StatusSource, loops: readonly LoopHealth[], started: boolean): Promise<DashboardData> {
   const { store } = src;
-  const [builds, uploads, nodes, requests] = await Promise.all([store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests()]);
+  const [builds, uploads, nodes, requests, status, pauses] = await Promise.all([
+    store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(),
+    store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY), store.listPauses(),
+  ]);
   const now = src.clock();
   const age = (t: number): string => formatAge(now - t);
   const report = readinessReport(started, loops);
@@ -54,9 +64,10 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
       const t = uploadTransfer(u, now);
       return {
         id: u.id, buildId: u.buildId, provider: u.provider, diskimage: u.diskimage, state: u.state, age: age(u.stateTime),
-        percent: t ? t.percent : null, transfer: t ? transferText(t) : null,
+        percent: t ? t.percent : null, transfer: t ? transferText(t) : null, reason: u.reason,
       };
     }),
+    uploadAttention: targetAttention({ targets: status?.value.targets ?? [], uploads, pauses, now }),
     nodeCounts: [...counts.values()].sort((a, b) => (a.provider + a.label < b.provider + b.label ? -1 : 1)),
     nodes: nodes.map((n) => ({ id: n.id, provider: n.provider, labels: n.labels.join(','), state: n.state, age: age(n.stateTime), externalId: n.externalId ?? '' })),
     requests: requests.map((r) => ({ id: r.id, state: r.state, labels: r.labels.join(','), requestor: r.requestor, nodes: r.nodes.join(','), age: age(r.stateTime) })),

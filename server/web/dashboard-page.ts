@@ -1,8 +1,9 @@
 /**
  * The dashboard at `/`: one self-contained HTML page (no framework, no external files) that
  * polls `/dashboard.json` every two seconds and redraws its tables: failing loops, builds,
- * uploads with progress bars, nodes by provider and label, nodes, requests. Every value is
- * put in with textContent, never as HTML.
+ * uploads with progress bars and reasons (multi-line ones kept as lines), the upload targets
+ * that need attention (validating, failing), nodes by provider and label, nodes, requests.
+ * Every value is put in with textContent, never as HTML.
  */
 
 /** Seconds between two polls of the page. */
@@ -18,6 +19,10 @@ th { background: #f0f0f0; } td.empty { color: #888; font-style: italic; }
 .bar { display: inline-block; width: 12em; height: .8em; background: #e4e4e4; vertical-align: middle; margin-right: .5em; }
 .bar > span { display: block; height: 100%; background: #2f6fdf; }
 .state-ready { color: #186a1e; } .state-failed, .state-lost { color: #b3261e; } .state-building, .state-uploading { color: #2f6fdf; }
+.state-validating { color: #8a5a00; }
+td.reason { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .85em; max-width: 60em; }
+td.reason > div { max-height: 8em; overflow: auto; }
+#upload-attention { margin: .4em 0 0; padding-left: 1.2em; } #upload-attention li { white-space: pre-wrap; }
 #updated { color: #666; font-size: .9em; }`;
 
 const SCRIPT = `
@@ -35,13 +40,16 @@ function progressCell(u) {
   const bar = el('span', undefined, 'bar'); const fill = el('span'); fill.style.width = u.percent + '%'; bar.append(fill);
   td.append(bar, el('span', u.transfer)); return td;
 }
+function reasonCell(r) { const td = el('td', undefined, 'reason'); if (r) td.append(el('div', r)); return td; }
+function list(id, items) { const ul = document.getElementById(id); ul.replaceChildren(...items.map((i) => el('li', i))); }
 function draw(d) {
   const status = document.getElementById('status');
   status.textContent = d.ready ? 'all loops pass' : (d.started ? d.failing.length + ' loop(s) failing' : 'starting');
   status.className = d.ready ? 'ok' : 'bad';
   table('failing', ['Loop', 'Failed passes in a row', 'Last error'], d.failing, (f) => [f.loop, f.consecutiveFailures, f.lastError || '']);
   table('builds', ['Build', 'Diskimage', 'State', 'Age', 'Reason'], d.builds, (b) => [b.id, b.diskimage, stateCell(b.state), b.age, b.reason || '']);
-  table('uploads', ['Upload', 'Build', 'Provider', 'State', 'Age', 'Progress'], d.uploads, (u) => [u.id, u.buildId, u.provider, stateCell(u.state), u.age, progressCell(u)]);
+  table('uploads', ['Upload', 'Build', 'Provider', 'State', 'Age', 'Progress', 'Reason'], d.uploads, (u) => [u.id, u.buildId, u.provider, stateCell(u.state), u.age, progressCell(u), reasonCell(u.reason)]);
+  list('upload-attention', d.uploadAttention);
   table('node-counts', ['Provider', 'Label', 'Nodes by state'], d.nodeCounts, (c) => [c.provider, c.label, Object.entries(c.states).map(([s, n]) => s + ' ' + n).join(', ')]);
   table('nodes', ['Node', 'Provider', 'Label', 'Server ID', 'State', 'Age'], d.nodes, (n) => [n.id, n.provider, n.labels, n.externalId, stateCell(n.state), n.age]);
   table('requests', ['Request', 'State', 'Labels', 'Requestor', 'Nodes', 'Age'], d.requests, (r) => [r.id, stateCell(r.state), r.labels, r.requestor, r.nodes, r.age]);
@@ -75,6 +83,7 @@ export function dashboardPage(): string {
 ${section('Failing loops', 'failing')}
 ${section('Images: builds', 'builds')}
 ${section('Images: uploads', 'uploads')}
+<ul id="upload-attention"></ul>
 ${section('Nodes by provider and label', 'node-counts')}
 ${section('Nodes', 'nodes')}
 ${section('Requests', 'requests')}
