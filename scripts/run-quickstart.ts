@@ -1,10 +1,13 @@
 /**
- * `make run`: the image system on one host with real parts — gearmand on loopback, a loopback
- * Keystone + Glance, nodepool-server and one nodepool-builder — with config/quickstart.yaml.
- * The server builds debian-bookworm (the real DIB where the machine allows it) and uploads it
- * to two providers (qcow2 as built, raw converted by qemu-img); this script follows the state
- * store, prints `nodepool dib-image-list` and `image-list`, and runs until Ctrl-C, then stops
- * all it started. Every run starts afresh (state, images and cloud under .run/quickstart).
+ * `make run`: a whole pool on one host with real parts — gearmand on loopback, a loopback
+ * Keystone + Glance, a static provider on a private sshd, a `qemu` provider, nodepool-server
+ * and one nodepool-builder — with config/quickstart.yaml. The server builds debian-bookworm
+ * (a bootable VM image with the real DIB where the machine allows it) and uploads it to three
+ * providers (qcow2 as built, raw converted by qemu-img, and the qemu provider, which first
+ * validates it by booting a VM from it). This script follows the state store, prints
+ * `nodepool dib-image-list` and `image-list`, requests static hosts and a VM, logs into the VM
+ * over SSH, prints the command that does so, and runs until Ctrl-C, then stops all it started
+ * (VMs included). Every run starts afresh (state, images and cloud under .run/quickstart).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,9 +16,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../lib/config/load.js';
 import { imageTargets } from '../lib/drivers/config-registry.js';
+import { VmHost } from '../lib/drivers/qemu/vm-host.js';
 import { waitFor } from '../lib/lifecycle.js';
+import { createRootLogger } from '../lib/log.js';
 import { openStore } from '../lib/store/open-store.js';
 import { bookwormDibEnv } from '../test/support/debian-mirror.js';
+import { DIB_CMD, qemuImageEnv } from '../test/support/qemu-image.js';
 import { startGearmand } from '../test/support/gearmand.js';
 import { startLoopbackCloud } from '../test/support/openstack.js';
 import { startProcess } from '../test/support/processes.js';
@@ -41,7 +47,22 @@ function realDibUnavailable(): string | undefined {
   return undefined;
 }
 
-for (const sub of ['state', 'images', 'logs', 'cloud']) await rm(path.join(DIR, sub), { recursive: true, force: true });
+/** Why the qemu provider is left out, or undefined when it runs. */
+function qemuUnavailable(dibUnavailable: string | undefined): string | undefined {
+  if (dibUnavailable) return 'the fake disk-image-create makes a file that does not boot';
+  for (const bin of ['qemu-system-x86_64', 'qemu-img', 'genisoimage', 'ssh-keygen']) {
+    if (!['/usr/bin', '/usr/sbin', '/bin'].some((d) => existsSync(path.join(d, bin)))) return `${bin} is not installed`;
+  }
+  return undefined;
+}
+
+/** The template with the qemu provider's block kept (markers removed) or cut out. Pure. */
+function withQemuBlock(template: string, keep: boolean): string {
+  const block = /^ *# @@QEMU-BEGIN@@.*\n([\s\S]*?)^ *# @@QEMU-END@@.*\n/m;
+  return template.replace(block, keep ? '$1' : '');
+}
+
+for (const sub of ['state', 'images', 'logs', 'cloud', 'vm-images', 'ssh']) await rm(path.join(DIR, sub), { recursive: true, force: true });
 await mkdir(DIR, { recursive: true });
 const stops: Array<() => Promise<void>> = [];
 let stopping = false;
@@ -69,20 +90,39 @@ try {
   say(`sshd for the static provider on ${sshd.addresses.map((a) => `${a.host}:${a.port}`).join(', ')}`);
 
   const whyNot = realDibUnavailable();
-  const dibCmd = whyNot ? path.join(ROOT, 'test/fixtures/bin/fake-dib') : 'disk-image-create';
-  say(whyNot ? `using the fake disk-image-create: ${whyNot}` : 'using the real diskimage-builder (debian-minimal bookworm, about 3 minutes)');
-  const template = await readFile(path.join(ROOT, 'config/quickstart.yaml'), 'utf8');
+  // The real DIB runs through test/support/dib-cmd: a `vm` image needs kpartx, which it shims
+  // in a private mount namespace where the kernel has no device-mapper (docs/drivers/qemu.md).
+  const dibCmd = whyNot ? path.join(ROOT, 'test/fixtures/bin/fake-dib') : DIB_CMD;
+  say(whyNot ? `using the fake disk-image-create: ${whyNot}` : 'using the real diskimage-builder (a bootable debian-minimal bookworm VM image, about 4 minutes)');
+  const noQemu = qemuUnavailable(whyNot);
+  say(noQemu ? `the qemu provider local-vms is left out: ${noQemu}` : 'the qemu provider local-vms validates each upload by booting it, then serves VM nodes');
+  const sshKey = path.join(DIR, 'ssh', 'id_ed25519');
+  if (!noQemu) {
+    await mkdir(path.dirname(sshKey), { recursive: true });
+    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'nodepool-quickstart', '-f', sshKey]);
+  }
+  const template = withQemuBlock(await readFile(path.join(ROOT, 'config/quickstart.yaml'), 'utf8'), !noQemu);
   const configPath = path.join(DIR, 'nodepool.yaml');
   await writeFile(configPath, template
     .replaceAll('@@GEARMAN_PORT@@', String(gearmand.port))
+    .replaceAll('@@ROOT@@', ROOT)
     .replaceAll('@@DIR@@', DIR)
     .replaceAll('@@CLOUDS_YAML@@', cloud.cloudsYamlPath)
     .replaceAll('@@STATIC_NODES@@', JSON.stringify(sshd.addresses.map((a) => ({
       name: a.host, 'connection-port': a.port, labels: ['static-host'], 'host-key': sshd.hostKey('ed25519'), 'max-parallel-jobs': 2,
     }))))
     .replaceAll('@@DIB_CMD@@', dibCmd)
-    .replaceAll('@@DIB_ENV@@', JSON.stringify(whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : bookwormDibEnv())));
+    .replaceAll('@@DIB_ENV@@', JSON.stringify(whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : qemuImageEnv())));
   const config = loadConfig(configPath);
+  const vmProvider = config.providers.find((p) => p.driver === 'qemu');
+  if (vmProvider) {
+    // VMs outlive a launcher restart by design, so the server's stop leaves them running: this
+    // stop (run after the daemons') removes every VM of the quick start's qemu provider.
+    const vms = new VmHost({ stateDir: path.join(DIR, 'vm-images', 'vms'), provider: vmProvider.name, qemuBinary: 'qemu-system-x86_64', log: createRootLogger({ stream: process.stdout }).child({ component: 'quickstart' }) });
+    stops.push(async () => {
+      for (const vm of await vms.list()) await vms.destroy(vm.record.id);
+    });
+  }
 
   const daemon = (name: string, bin: string, extra: string[]): void => {
     const logFile = path.join(DIR, `${name}.log`);
@@ -124,7 +164,23 @@ try {
   process.stdout.write(await nodepool('list'));
   for (const n of got) await nodepool('release', n.id);
   say(`released nodes ${got.map((n) => n.id).join(', ')}: their hosts come back as new ready nodes`);
-  say(`images in ${path.join(DIR, 'images')}; Glance store ${cloud.imagesDir}; try: node --import tsx bin/nodepool.ts -c ${configPath} image-build debian-bookworm --follow`);
+  if (vmProvider) {
+    say('nodepool request debian-vm --wait (QEMU boots a VM from the validated upload; a few minutes under TCG)');
+    const [vm] = JSON.parse(await nodepool('request', 'debian-vm', '--wait', '--timeout', '1200', '--json')) as Array<{
+      id: string; interfaceIp: string; connectionPort: number; username: string; hostKeys: string[];
+    }>;
+    if (!vm) throw new Error('the request for debian-vm was fulfilled without a node');
+    const knownHosts = path.join(DIR, 'ssh', 'known_hosts');
+    await writeFile(knownHosts, vm.hostKeys.map((k) => `[${vm.interfaceIp}]:${vm.connectionPort} ${k}\n`).join(''));
+    const sshArgs = ['-i', sshKey, '-p', String(vm.connectionPort), '-o', `UserKnownHostsFile=${knownHosts}`, '-o', 'StrictHostKeyChecking=yes', `${vm.username}@${vm.interfaceIp}`];
+    say('nodepool list');
+    process.stdout.write(await nodepool('list'));
+    const { stdout } = await run('ssh', [...sshArgs, '-o', 'BatchMode=yes', 'echo "logged into $(hostname): $(. /etc/os-release; echo $PRETTY_NAME), up $(cut -d. -f1 /proc/uptime) s"']);
+    say(`ssh into node ${vm.id}: ${stdout.trim()}`);
+    say(`log into the VM yourself: ssh ${sshArgs.join(' ')}`);
+    say(`give it back with: node --import tsx bin/nodepool.ts -c ${configPath} release ${vm.id}`);
+  }
+  say(`images in ${path.join(DIR, 'images')}; Glance store ${cloud.imagesDir}${vmProvider ? `; VM images in ${path.join(DIR, 'vm-images')}` : ''}; try: node --import tsx bin/nodepool.ts -c ${configPath} image-build debian-bookworm --follow`);
   say('running; press Ctrl-C to stop');
   await new Promise(() => undefined);
 } catch (err) {
