@@ -3,7 +3,9 @@
  * each task on its own so one failing does not stop the others: lapsed sessions with their
  * stale locks, launchers and ephemeral requests; each provider's leaked resources; pending
  * requests whose launcher died (back to requested); ready nodes past `max-ready-age`; held
- * nodes past their expiry or `max-hold-age`.
+ * nodes past their expiry or `max-hold-age`. Validation nodes are left to their validator and
+ * the deleter: their `allocatedTo` names no request, so neither the lost-request reset nor
+ * max-ready-age (unallocated nodes only) touches them.
  */
 import type { Config } from '../../lib/config/schema.js';
 import type { Provider } from '../../lib/drivers/driver.js';

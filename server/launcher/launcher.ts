@@ -1,14 +1,16 @@
 /**
  * The launcher service in nodepool-server: runs one Provider per configured provider (or
  * only those named with `--provider`) and a PoolWorker per provider-pool, plus the deleter,
- * the cleanup worker and the min-ready top-up. A config reload restarts only the providers
- * whose config changed (value equality) and stops removed ones.
+ * the cleanup worker and the min-ready top-up, and a ValidationWorker per provider whose
+ * diskimages have `validate:` (the validation gate runs beside the provider it boots nodes
+ * in). A config reload restarts only the providers whose config changed (value equality) and
+ * stops removed ones.
  */
 import type { Config } from '../../lib/config/schema.js';
 import { configEquals } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
 import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
-import { providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';
+import { imageTargets, providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { driverOf } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
@@ -20,6 +22,7 @@ import { topUpMinReady } from './min-ready.js';
 import { NodeDeleter } from './node-deleter.js';
 import { PoolWorker } from './pool-worker.js';
 import type { LaunchOutcome } from './request-handler.js';
+import { ValidationWorker } from './validation-worker.js';
 
 /** What the launcher needs. */
 export interface LauncherDeps {
@@ -48,6 +51,8 @@ interface Running {
   provider: Provider;
   pools: PoolInfo[];
   workers: PoolWorker[];
+  /** Validates the provider's new uploads; absent when none of its diskimages has `validate:`. */
+  validation: ValidationWorker | undefined;
 }
 
 export class Launcher {
@@ -81,7 +86,10 @@ export class Launcher {
     this.active = true;
     // A request created by a consumer wakes every pool worker at once instead of at its next interval.
     this.unsubscribe = this.deps.store.onChange(() => {
-      for (const r of this.running.values()) for (const w of r.workers) w.nudge();
+      for (const r of this.running.values()) {
+        for (const w of r.workers) w.nudge();
+        r.validation?.nudge();
+      }
     });
     await this.reconfigure();
     const cfg = (): Config['launcher'] => this.deps.config().launcher;
@@ -112,7 +120,9 @@ export class Launcher {
 
   /** Every loop of the launcher, pool workers included (for the heartbeat and health). */
   allLoops(): PeriodicLoop[] {
-    return [...this.loops, ...[...this.running.values()].flatMap((r) => r.workers.map((w) => w.loop))];
+    return [...this.loops, ...[...this.running.values()].flatMap((r) => [
+      ...r.workers.map((w) => w.loop), ...(r.validation ? [r.validation.loop] : []),
+    ])];
   }
 
   /** Health of {@link allLoops}. */
@@ -169,7 +179,7 @@ export class Launcher {
       ...(this.deps.onLeak ? { onLeak: (resource: string, count: number) => this.deps.onLeak?.(pc.name, resource, count) } : {}),
     });
     const pools = providerPools(pc);
-    const entry: Running = { config: pc, provider, pools, workers: [] };
+    const entry: Running = { config: pc, provider, pools, workers: [], validation: undefined };
     this.running.set(pc.name, entry);
     try {
       await provider.start();
@@ -188,13 +198,24 @@ export class Launcher {
       entry.workers.push(worker);
       worker.start();
     }
-    this.log.info('provider started', { provider: pc.name, driver: pc.driver, pools: pools.map((p) => p.name) });
+    if (imageTargets(pc).some((t) => t.validate !== null)) {
+      entry.validation = new ValidationWorker({
+        store, log, provider, config: pc, sessionId: this.deps.sessionId, hostname: this.deps.hostname, pid: this.deps.pid,
+        intervalMs: this.deps.config().launcher.interval * 1000,
+        ...(this.deps.clock ? { clock: this.deps.clock } : {}),
+        ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
+      });
+      entry.validation.start();
+    }
+    this.log.info('provider started', { provider: pc.name, driver: pc.driver, pools: pools.map((p) => p.name), validates: entry.validation !== undefined });
   }
 
   private async stopProvider(name: string): Promise<void> {
     const r = this.running.get(name);
     if (!r) return;
     this.running.delete(name);
+    // Validations first: their nodes go to the deleter and their locks are released for the next start.
+    await r.validation?.stop();
     for (const w of r.workers) await w.stop();
     await r.provider.stop().catch((err: unknown) => this.log.warn('provider stop failed', { provider: name, error: coerceError(err).message }));
     this.log.info('provider stopped', { provider: name });

@@ -4,7 +4,8 @@
  * or abandoned (building without a live lock, in-use by a consumer session that lapsed):
  * lock → deleting → the provider's cleanupNode → record removed → nodeDeleted (a static slot
  * is registered again). Ready nodes allocated to a request that no longer exists go back to
- * stock. A failed delete is retried at the next pass.
+ * stock. Validation nodes (validation-worker.ts) never go back to stock: one nobody locks is
+ * deleted in any state but hold. A failed delete is retried at the next pass.
  */
 import type { Provider } from '../../lib/drivers/driver.js';
 import { removeNode } from '../../lib/drivers/remove-node.js';
@@ -12,7 +13,7 @@ import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { deleterVerdict } from './decisions.js';
+import { deleterVerdictWithValidation, mayReturnToStock } from './validation-decisions.js';
 import { lockIfFree } from './lock-if-free.js';
 import { nodeLock } from '../../lib/store/lock-names.js';
 
@@ -53,12 +54,12 @@ export class NodeDeleter {
     for (const node of nodes) {
       const provider = providers.get(node.provider);
       if (!provider || this.inFlight.has(node.id)) continue;
-      if (node.state === 'ready' && node.allocatedTo !== null && !requestIds.has(node.allocatedTo)) {
+      if (node.state === 'ready' && node.allocatedTo !== null && !requestIds.has(node.allocatedTo) && mayReturnToStock(node)) {
         await this.deallocate(node);
         continue;
       }
       if (node.state === 'init' && Date.now() - node.stateTime < INIT_GRACE_MS) continue; // being created right now
-      if (deleterVerdict(node, await consumerLive(node.consumerSession)) !== 'delete') continue;
+      if (deleterVerdictWithValidation(node, await consumerLive(node.consumerSession)) !== 'delete') continue;
       if (this.inFlight.size >= (this.deps.maxParallel ?? 10)) break;
       const p = this.delete(node, provider).finally(() => this.inFlight.delete(node.id));
       this.inFlight.set(node.id, p);
@@ -78,7 +79,7 @@ export class NodeDeleter {
     const log = this.log.child({ node: node.id, provider: node.provider });
     try {
       const fresh = await store.getNode(node.id);
-      if (!fresh || deleterVerdict(fresh, fresh.consumerSession === null || await store.isSessionLive(fresh.consumerSession)) !== 'delete') {
+      if (!fresh || deleterVerdictWithValidation(fresh, fresh.consumerSession === null || await store.isSessionLive(fresh.consumerSession)) !== 'delete') {
         await store.unlock(lock, sessionId);
         return;
       }
@@ -98,7 +99,7 @@ export class NodeDeleter {
     if (!await lockIfFree(store, nodeLock(node.id), sessionId)) return;
     try {
       const fresh = await store.getNode(node.id);
-      if (fresh?.state === 'ready' && fresh.allocatedTo === node.allocatedTo) {
+      if (fresh?.state === 'ready' && fresh.allocatedTo === node.allocatedTo && mayReturnToStock(fresh)) {
         await store.updateNode(node.id, { allocatedTo: null });
         this.log.info('node returned to stock: its request is gone', { node: node.id, request: node.allocatedTo });
       }

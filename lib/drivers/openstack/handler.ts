@@ -2,7 +2,9 @@
  * Request decisions and the launch for one request in one pool of an openstack provider:
  * images available, quota (pool limits and the cloud's, from quota.ts), one availability
  * zone per request, and the launch itself — boot, record the server id at once, wait for
- * ACTIVE, check the host, and retry with a fresh server up to `launch-retries` attempts.
+ * ACTIVE, check the host, and retry with a fresh server up to `launch-retries` attempts. A
+ * `building` record that already names an upload in `image` boots exactly that upload's Glance
+ * image (the validation gate), and its host-check failure carries the console log's tail.
  */
 import { CloudError, coerceError, LaunchError, QuotaExceededError } from '../../errors.js';
 import { pollUntil } from '../../lifecycle.js';
@@ -129,7 +131,8 @@ export class OpenStackHandler extends LaunchingHandler {
   /** One attempt: a new server, or an error after the server it created (if any) is gone. */
   private async attempt(node: NodeRecord, label: OpenStackLabelConfig, log: Logger): Promise<NodePatch> {
     const p = this.provider;
-    const image = await p.bootImage(label);
+    // A record that arrives naming an upload boots exactly that one (validation); others the newest ready.
+    const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label);
     if (!image) throw new LaunchError(`no image for label ${label.name} in provider ${p.name}`);
     const [nova, flavor, networkIds] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(this.poolConfig)]);
     const hostname = formatHostname(p.config.hostnameFormat, { label: label.name, provider: p.name, node: node.id, pool: this.poolConfig.name });
@@ -164,7 +167,8 @@ export class OpenStackHandler extends LaunchingHandler {
       const server = await this.waitActive(nova, id);
       const addr = server.addresses;
       if (!addr.interfaceIp) throw new LaunchError(`server ${id} is ACTIVE but has no IP address`);
-      const hostKeys = this.poolConfig.hostKeyChecking ? await this.checkHost(nova, server, addr.interfaceIp, image, label, log) : [];
+      const consoleTail = label.consoleLog || (typeof node.validatesUpload === 'string' && node.validatesUpload !== '');
+      const hostKeys = this.poolConfig.hostKeyChecking ? await this.checkHost(nova, server, addr.interfaceIp, image, label, consoleTail, log) : [];
       log.info('server active', { externalId: id, ip: addr.interfaceIp, az: server.az });
       return { ...checkpoint, ...addr, az: server.az ?? node.az, hostKeys };
     } catch (err) {
@@ -194,9 +198,12 @@ export class OpenStackHandler extends LaunchingHandler {
 
   /**
    * Scans the node's SSH host keys (ssh, network_cli) or waits for its port to open (winrm)
-   * within `boot-timeout`. On failure the console log is logged when the label asks for it.
+   * within `boot-timeout`. On failure the console log is logged when the label asks for it, and
+   * with `consoleTail` its tail goes into the error (a validation's reason).
    */
-  private async checkHost(nova: NovaClient, server: NovaServer, ip: string, image: BootImage, label: OpenStackLabelConfig, log: Logger): Promise<string[]> {
+  private async checkHost(
+    nova: NovaClient, server: NovaServer, ip: string, image: BootImage, label: OpenStackLabelConfig, consoleTail: boolean, log: Logger,
+  ): Promise<string[]> {
     const p = this.provider;
     const opts = { timeoutMs: p.config.bootTimeout * 1000, signal: p.signal };
     try {
@@ -205,14 +212,17 @@ export class OpenStackHandler extends LaunchingHandler {
       return [];
     } catch (err) {
       if (p.signal.aborted || !(err instanceof HostScanError)) throw err;
-      if (label.consoleLog) {
+      let tail = '';
+      if (label.consoleLog || consoleTail) {
         try {
-          log.warn('console log of the unreachable server', { externalId: server.id, console: await nova.consoleOutput(server.id) });
+          const output = await nova.consoleOutput(server.id);
+          if (label.consoleLog) log.warn('console log of the unreachable server', { externalId: server.id, console: output });
+          if (consoleTail && output.trim()) tail = `\n--- console tail ---\n${output.trim().slice(-1500)}`;
         } catch (consoleErr) {
           log.warn('could not read the console log', { externalId: server.id, error: coerceError(consoleErr).message });
         }
       }
-      throw new LaunchError(`server ${server.id} failed its host check within boot-timeout ${p.config.bootTimeout} s: ${err.message}`, { cause: err });
+      throw new LaunchError(`server ${server.id} failed its host check within boot-timeout ${p.config.bootTimeout} s: ${err.message}${tail}`, { cause: err });
     }
   }
 

@@ -4,7 +4,7 @@
  * networks, image lookups, the quota snapshot), server deletion, listing and leak cleanup.
  * Request decisions and the launch live in handler.ts.
  */
-import { CloudError, coerceError } from '../../errors.js';
+import { CloudError, coerceError, LaunchError } from '../../errors.js';
 import { KeptUnlessFailed, waitFor } from '../../lifecycle.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
@@ -169,6 +169,28 @@ export class OpenStackProvider implements Provider {
     return {
       imageId, ref: ci.name, name: ci.name, username: ci.username ?? null,
       connectionType: ci.connectionType, connectionPort: ci.connectionPort, configDrive: ci.configDrive,
+    };
+  }
+
+  /**
+   * The upload a node record names in `image` before its launch (a validation boot of exactly
+   * that upload, issue 14 §2): this provider's upload of the label's diskimage, not failed or
+   * being deleted, with a Glance image. Thrown: LaunchError naming what does not fit.
+   */
+  async pinnedImage(uploadId: string, label: OpenStackLabelConfig): Promise<BootImage> {
+    const u = await this.ctx.store.getUpload(uploadId);
+    const d = label.diskimage === undefined ? undefined : this.config.diskimages.find((x) => x.name === label.diskimage);
+    const why = !d ? `cannot be booted as label ${label.name}, which boots no diskimage of provider ${this.name}`
+      : !u ? 'does not exist'
+        : u.provider !== this.name ? `belongs to provider ${u.provider}`
+          : u.diskimage !== d.name ? `is of diskimage ${u.diskimage}, not ${d.name}`
+            : u.state === 'failed' || u.state === 'deleting' ? `is ${u.state}`
+              : !u.externalId ? 'has no cloud image yet'
+                : undefined;
+    if (why !== undefined || !u?.externalId || !d) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
+    return {
+      imageId: u.externalId, ref: u.id, name: d.name, username: d.username,
+      connectionType: d.connectionType, connectionPort: d.connectionPort, configDrive: d.configDrive,
     };
   }
 
