@@ -36,13 +36,6 @@ export interface PoolWorkerDeps {
   onLaunch?: (outcome: LaunchOutcome) => void;
 }
 
-/** A request of a chunk after its lock was tried: `fresh` is it read again under the lock. */
-interface LockedRequest {
-  id: string;
-  locked: boolean;
-  fresh: NodeRequestRecord | undefined;
-}
-
 /** Request handlers a pass runs at once (and requests it locks at once). */
 const PARALLEL_RUNS = 8;
 
@@ -54,8 +47,11 @@ export class PoolWorker {
   readonly loop: PeriodicLoop;
   private readonly log: Logger;
   private lastRegistered = 0;
-  /** Ready nodes of the pool, read once per pass when a handler first asks. */
-  private snapshot: NodeRecord[] | undefined;
+  /**
+   * Ready nodes of the pool, read once per pass when a handler first asks. The read itself is
+   * kept (not its result), so handlers asking at once share one list and see each other's claims.
+   */
+  private snapshot: Promise<NodeRecord[]> | undefined;
 
   constructor(private readonly deps: PoolWorkerDeps) {
     this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
@@ -121,34 +117,6 @@ export class PoolWorker {
     return busy;
   }
 
-  /**
-   * Locks the requests of `chunk` at once and reads each one locked again. Thrown: the first
-   * error, once every lock taken here has been released again.
-   */
-  private async lockChunk(chunk: readonly NodeRequestRecord[], sessionId: string): Promise<LockedRequest[]> {
-    const { store } = this.deps;
-    const settled = await Promise.allSettled(chunk.map(async (r): Promise<LockedRequest> => {
-      if (!await lockIfFree(store, requestLock(r.id), sessionId)) return { id: r.id, locked: false, fresh: undefined };
-      try {
-        return { id: r.id, locked: true, fresh: await store.getRequest(r.id) };
-      } catch (err) {
-        await store.unlock(requestLock(r.id), sessionId).catch(() => undefined);
-        throw err;
-      }
-    }));
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const taken = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
-    if (failed) {
-      await this.unlockAll(taken, sessionId).catch(() => undefined);
-      throw failed.reason;
-    }
-    return taken;
-  }
-
-  private async unlockAll(taken: readonly LockedRequest[], sessionId: string): Promise<void> {
-    await Promise.all(taken.filter((t) => t.locked).map((t) => this.deps.store.unlock(requestLock(t.id), sessionId)));
-  }
-
   private async register(): Promise<void> {
     const now = Date.now();
     if (now - this.lastRegistered < 5000) return;
@@ -161,70 +129,78 @@ export class PoolWorker {
 
   private async readyCandidates(label: string): Promise<NodeRecord[]> {
     const { store, provider, pool } = this.deps;
-    this.snapshot ??= await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready'] });
-    return this.snapshot.filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(label));
+    this.snapshot ??= store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready'] });
+    return (await this.snapshot).filter((n) => n.state === 'ready' && n.allocatedTo === null && n.labels.includes(label));
   }
 
   /**
    * Takes requested requests in order until one pauses or max-concurrency is reached. Up to
-   * {@link PARALLEL_RUNS} handlers run at once (their reuse checks are I/O); a handler whose
-   * launches are already complete (reuse only) is finished at once.
+   * {@link PARALLEL_RUNS} requests are in hand at once (locking, reuse checks and writes are
+   * store and network round trips), started in order as a window: when one finishes the next
+   * starts, with no wait for the others. A handler that may launch runs alone, so max-servers
+   * and quota see each new node. A handler whose launches are complete at once (reuse only) is
+   * finished at once.
    */
   private async assign(): Promise<boolean> {
-    const { store, provider, pool, launcherId, maxConcurrency } = this.deps;
+    const { store, provider, launcherId, maxConcurrency } = this.deps;
     if (maxConcurrency === 0) return false;
     const requests = await store.listRequests({ states: ['requested'] });
     const mine = requests.filter((r) => !r.declinedBy.includes(launcherId));
     if (mine.length === 0) return false;
     const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
+    const sessionId = this.deps.sessionId();
+    const inHand = new Set<Promise<void>>();
     let busy = false;
-    let batch: NodeRequestHandler[] = [];
-    const runBatch = async (): Promise<void> => {
-      await Promise.all(batch.map(async (h) => {
-        await h.run();
-        if (!h.paused && !h.done) await h.poll();
-        if (!h.done) this.handlers.push(h);
-      }));
-      this.paused ??= batch.find((h) => h.paused);
-      batch = [];
-    };
-    // Requests are locked (and read again) a chunk at a time, all of the chunk at once; they are
-    // then taken in order exactly as one at a time would, and locks a stop leaves unused are released.
-    let at = 0;
-    while (at < mine.length && this.running && !this.paused) {
-      const room = maxConcurrency > 0 ? maxConcurrency - this.deps.providerAlive() : PARALLEL_RUNS;
-      if (room <= 0) break;
-      const chunk: NodeRequestRecord[] = [];
-      while (at < mine.length && chunk.length < Math.min(room, PARALLEL_RUNS)) {
-        const r = mine[at++] as NodeRequestRecord;
-        if (!yieldsToPreferredProvider(r, provider.name, launchers)) chunk.push(r);
-      }
-      const sessionId = this.deps.sessionId();
-      const taken = await this.lockChunk(chunk, sessionId);
-      for (let i = 0; i < taken.length; i++) {
-        const t = taken[i] as LockedRequest;
-        if (!t.locked) continue;
-        if (!this.running || this.paused || (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency)) {
-          await this.unlockAll(taken.slice(i), sessionId);
-          break;
-        }
-        if (t.fresh?.state !== 'requested') {
-          await store.unlock(requestLock(t.id), sessionId);
-          continue;
-        }
-        const handler = new NodeRequestHandler({
-          store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
-          // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
-          poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
-          ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
-        }, t.fresh);
-        batch.push(handler);
-        busy = true;
-        // Handlers that may launch run one at a time, so max-servers and quota see each new node.
-        if (batch.length >= PARALLEL_RUNS || handler.canLaunch) await runBatch();
-      }
+    let failure: { err: unknown } | undefined;
+    const stopped = (): boolean => !this.running || this.paused !== undefined || failure !== undefined
+      || (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency);
+    for (const r of mine) {
+      if (stopped()) break;
+      if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
+      const handler = this.newHandler(r, sessionId);
+      while (inHand.size >= (handler.canLaunch ? 1 : PARALLEL_RUNS)) await Promise.race(inHand);
+      if (stopped()) break;
+      const task: Promise<void> = this.take(handler, sessionId)
+        .then((took) => { busy ||= took; }, (err: unknown) => { failure ??= { err }; })
+        .finally(() => inHand.delete(task));
+      inHand.add(task);
+      if (handler.canLaunch) await task;
     }
-    if (batch.length) await runBatch();
+    await Promise.all(inHand);
+    if (failure) throw failure.err;
     return busy;
+  }
+
+  /**
+   * The handler of a request as the pass listed it (the watched copy, not read again under the
+   * lock): the handler marks it pending only if it is still requested, in one conditional
+   * write, and leaves it otherwise (see NodeRequestHandler.run).
+   */
+  private newHandler(request: NodeRequestRecord, sessionId: string): NodeRequestHandler {
+    const { store, provider, pool, launcherId } = this.deps;
+    return new NodeRequestHandler({
+      store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
+      // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
+      poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
+      ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
+    }, request);
+  }
+
+  /**
+   * Locks the request and runs its handler; false when another holds the lock, or when the pass
+   * stopped meanwhile (the lock is then released again). Thrown: a failure to lock or unlock.
+   */
+  private async take(handler: NodeRequestHandler, sessionId: string): Promise<boolean> {
+    const { store } = this.deps;
+    if (!await lockIfFree(store, requestLock(handler.id), sessionId)) return false;
+    if (!this.running || this.paused) {
+      await store.unlock(requestLock(handler.id), sessionId);
+      return false;
+    }
+    await handler.run();
+    if (!handler.paused && !handler.done) await handler.poll();
+    if (!handler.done) this.handlers.push(handler);
+    if (handler.paused) this.paused ??= handler;
+    return true;
   }
 }

@@ -8,9 +8,9 @@
  * launcher has declined). Re-entrant: a paused handler's `run()` is called again.
  */
 import type { PoolInfo, Provider, RequestHandler } from '../../lib/drivers/driver.js';
-import { coerceError } from '../../lib/errors.js';
+import { coerceError, StateConflictError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
+import type { NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
@@ -59,6 +59,8 @@ export class NodeRequestHandler {
   private started = false;
   /** Nodes this handler launched whose outcome is not reported yet, with their label. */
   private readonly launched = new Map<string, string>();
+  /** Nodes this handler took ready from stock (allocated under their lock). */
+  private readonly reused = new Set<string>();
 
   constructor(private readonly deps: RequestHandlerDeps, private request: NodeRequestRecord) {
     this.slots = request.labels.map(() => null);
@@ -88,8 +90,17 @@ export class NodeRequestHandler {
         const reason = declineReason(this.request, this.deps.pool)
           ?? (await this.driver.imagesAvailable() ? null : 'images are not available')
           ?? (await this.driver.hasProviderQuota(this.request.labels) ? null : 'it would exceed quota');
+        // The request is the pool worker's listed copy, not read again under the lock: a decline
+        // now applies only if it is still requested, and it is marked pending only if it is still
+        // requested (a conditional write); else it was taken or ended meanwhile and is left alone.
         if (reason) return await this.decline(reason);
-        const pending = await this.deps.store.updateRequest(this.request.id, { state: 'pending' }, { expectStates: ['requested'] });
+        let pending: NodeRequestRecord | undefined;
+        try {
+          pending = await this.deps.store.updateRequest(this.request.id, { state: 'pending' }, { expectStates: ['requested'] });
+        } catch (err) {
+          if (!(err instanceof StateConflictError)) throw err;
+          this.log.debug('request no longer requested; leaving it', { state: err.actualState });
+        }
         if (!pending) return await this.finish();
         this.request = pending;
       }
@@ -177,6 +188,7 @@ export class NodeRequestHandler {
       await store.updateNode(fresh.id, { allocatedTo: this.request.id }, { expectStates: ['ready'] });
       candidate.allocatedTo = this.request.id;
       this.slots[i] = fresh.id;
+      this.reused.add(fresh.id);
       return true;
     }
     return false;
@@ -199,8 +211,9 @@ export class NodeRequestHandler {
 
   private async complete(): Promise<boolean> {
     const { store } = this.deps;
-    const current = await store.getRequest(this.request.id);
-    if (!current) {
+    // With launches, a request gone meanwhile gives its nodes back before their outcomes are
+    // looked at; with reused nodes only, the conditional fulfilling write below finds that out.
+    if (this.slots.some((id) => id !== null && !this.reused.has(id)) && !await store.getRequest(this.request.id)) {
       this.log.info('request vanished; releasing its nodes');
       await this.releaseNodes(true);
       await this.finish();
@@ -210,7 +223,9 @@ export class NodeRequestHandler {
     let aborted = false;
     for (let i = 0; i < this.slots.length; i++) {
       const id = this.slots[i] ?? null;
-      if (id === null) continue;
+      // A reused node was ready when we allocated it under its lock, which we still hold: only
+      // launches have an outcome to read (as Nodepool, which reads only its launched nodes).
+      if (id === null || this.reused.has(id)) continue;
       const node = await store.getNode(id);
       if (node) this.reportLaunch(node);
       if (node?.state === 'ready') continue;
@@ -233,10 +248,18 @@ export class NodeRequestHandler {
       return false;
     }
     const nodes = this.slots as string[];
-    await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: ['pending'] });
+    // Not read again first: the write is conditional (pending), and a request gone meanwhile
+    // (undefined) gives its nodes back.
+    if (!await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: ['pending'] })) {
+      this.log.info('request vanished; releasing its nodes');
+      await this.releaseNodes(true);
+      await this.finish();
+      return true;
+    }
     this.log.info('request fulfilled', { nodes, labels: this.request.labels });
-    await this.releaseNodes(false);
-    await this.finish();
+    // Once fulfilled, the node locks and the request lock are released together (no order
+    // between them matters: the request is fulfilled already, and its nodes are allocated to it).
+    await Promise.all([this.releaseNodes(false), this.finish()]);
     return true;
   }
 
@@ -251,12 +274,17 @@ export class NodeRequestHandler {
     });
   }
 
-  /** Adds this launcher to declinedBy; the request fails when every live launcher declined it. */
+  /**
+   * Adds this launcher to declinedBy; the request fails when every live launcher declined it.
+   * A request found pending is declined only once this handler marked it pending (before, the
+   * handler's copy is the pool worker's listed one, and a pending request is someone else's).
+   */
   private async decline(reason: string): Promise<void> {
     const { store, launcherId } = this.deps;
     await this.releaseNodes(true);
     const current = await store.getRequest(this.request.id);
-    if (current && (current.state === 'requested' || current.state === 'pending')) {
+    const from: readonly RequestState[] = this.request.state === 'pending' ? ['requested', 'pending'] : ['requested'];
+    if (current && from.includes(current.state)) {
       const declinedBy = [...new Set([...current.declinedBy, launcherId])];
       const state = stateAfterDecline(declinedBy, await store.listLaunchers());
       // Every decline's reason is kept, so a failed request says why each launcher declined.
@@ -281,6 +309,7 @@ export class NodeRequestHandler {
           await store.updateNode(id, { state: 'deleting', allocatedTo: null, reason: 'request given up' }).catch(() => undefined);
         }
         this.slots[i] = null;
+        this.reused.delete(id);
       }
       await store.unlock(nodeLock(id), sessionId);
     }

@@ -23,6 +23,8 @@ export interface ZkContext {
   fresh(): Promise<void>;
   /** Records that a write went through a store session's own client (fresh() then syncs first). */
   wroteElsewhere(): void;
+  /** A number that goes up at every call: orders events of this handle (a lock taken, a read sent). */
+  tick(): number;
 }
 
 /** Attempts of a read-modify-write that other writers keep beating. */
@@ -36,10 +38,13 @@ const lost = (err: unknown): boolean => err instanceof ZooKeeperError && (err.co
  * writer came first. Undefined when the node does not exist. After a lost connection the node
  * is read again: holding what we wrote means our write applied. `cached` (the watched cache's
  * copy) is tried first; only for records whose path is never reused (requests), as a version
- * check cannot tell a later znode at the same path from the one cached.
+ * check cannot tell a later znode at the same path from the one cached, or with `guard`: ops
+ * (checks) written in one transaction with it that prove the znode is the one `cached` was
+ * read from (see ZkNodes.update).
  */
 export async function updateJson(
   client: ZkClient, path: string, what: string, mutate: (cur: Json, stat: Stat) => Json | null, cached?: { data?: Buffer; stat?: Stat },
+  guard?: readonly Op[],
 ): Promise<{ json: Json; stat: Stat } | undefined> {
   let written: Buffer | undefined;
   // First from a cached copy (one round trip): written at the cached version, so it applies only
@@ -55,11 +60,18 @@ export async function updateJson(
     if (next !== null) {
       written = encode(next, what);
       try {
-        const stat = await client.setData(path, written, cached.stat.version);
-        return { json: next, stat };
+        if (guard) {
+          const results = await client.multi([...guard, { op: 'set', path, data: written, version: cached.stat.version }], `writing ${what}`);
+          const stat = results[guard.length]?.stat;
+          if (stat) return { json: next, stat };
+        } else {
+          const stat = await client.setData(path, written, cached.stat.version);
+          return { json: next, stat };
+        }
       } catch (err) {
-        if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return undefined;
-        if (err instanceof ZooKeeperError && err.code === 'BAD_VERSION') written = undefined;
+        // Guarded: NO_NODE may be the guard's; the read below tells.
+        if (err instanceof ZooKeeperError && err.code === 'NO_NODE' && !guard) return undefined;
+        if (err instanceof ZooKeeperError && (err.code === 'BAD_VERSION' || err.code === 'NO_NODE')) written = undefined;
         else if (!lost(err)) throw err;
       }
     }

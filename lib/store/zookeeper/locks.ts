@@ -32,7 +32,16 @@ export class ZkLocks {
    * Contenders this handle created and still holds, by resource, then session (unlock removes
    * them in one call instead of listing the lock and reading every child).
    */
-  private readonly held = new Map<string, Map<string, string>>();
+  private readonly held = new Map<string, Map<string, { path: string; tick: number }>>();
+
+  /**
+   * A contender this handle created for `resource` and believes it still holds (full path),
+   * with the tick of when the lock was taken; the first found when several sessions hold it.
+   */
+  contender(resource: string): { path: string; tick: number } | undefined {
+    const bySession = this.held.get(resource);
+    return bySession ? bySession.values().next().value : undefined;
+  }
 
   /**
    * Creates our contender first (the lock directory only when that fails with NO_NODE), then
@@ -50,13 +59,14 @@ export class ZkLocks {
     const prefix = `${randomUUID().replace(/-/g, '')}${LOCK_NODE_MARK}`;
     const data = encode({ session: sessionId, acquired_time: toSeconds(this.ctx.clock()) }, `lock ${resource}`);
     const child = `${path}/${prefix}`;
-    let mine: string | undefined;
-    let made = false;
     if (dirFirst) {
       // The lock directory and our child in one transaction; NODE_EXISTS: the directory was there.
       try {
-        await client.multi([{ op: 'create', path }, { op: 'create', path: child, data, mode: MODE.ephemeralSequential }], `locking ${resource}`);
-        made = true;
+        const made = (await client.multi([{ op: 'create', path }, { op: 'create', path: child, data, mode: MODE.ephemeralSequential }], `locking ${resource}`))[1]?.path;
+        // Our child is the first child of a directory made with it, so it has the lowest
+        // sequence (a later contender's is higher, as ZooKeeper numbers children by the parent's
+        // child count): held, no listing needed (one round trip).
+        if (made !== undefined) return this.hold(resource, sessionId, made);
       } catch (err) {
         if (!(err instanceof ZooKeeperError && (err.code === 'NO_NODE' || err.code === 'NODE_EXISTS'))) throw err;
         if (err.code === 'NO_NODE') {
@@ -65,34 +75,34 @@ export class ZkLocks {
         }
       }
     }
-    if (!made) {
-      try {
-        const created = await client.create(child, data, MODE.ephemeralSequential);
-        mine = created.slice(created.lastIndexOf('/') + 1);
-      } catch (err) {
-        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
-        if (!dirFirst) return this.attempt(resource, path, sessionId, exclusive, true);
-        await this.makeLockDir(client, path);
-        return this.attempt(resource, path, sessionId, exclusive, false);
-      }
+    // Our contender's create and the listing go out together: ZooKeeper answers one session's
+    // requests in the order sent, so the listing already shows our contender (one round trip).
+    const [created, listed] = await Promise.allSettled([client.create(child, data, MODE.ephemeralSequential), client.getChildren(path)]);
+    if (created.status === 'rejected') {
+      const err: unknown = created.reason;
+      if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+      if (!dirFirst) return this.attempt(resource, path, sessionId, exclusive, true);
+      await this.makeLockDir(client, path);
+      return this.attempt(resource, path, sessionId, exclusive, false);
     }
-    const after = (await client.getChildren(path) ?? []).sort(byQueue);
-    // Made in the transaction: ours is the one named with our prefix.
-    mine ??= after.find((n) => n.startsWith(prefix));
-    if (mine === undefined) return false;
-    if (after[0] === mine) {
-      let bySession = this.held.get(resource);
-      if (!bySession) this.held.set(resource, bySession = new Map());
-      bySession.set(sessionId, `${path}/${mine}`);
-      return true;
-    }
+    const mine = created.value.slice(created.value.lastIndexOf('/') + 1);
+    const after = (listed.status === 'fulfilled' ? listed.value ?? [] : await client.getChildren(path) ?? []).sort(byQueue);
+    if (after[0] === mine) return this.hold(resource, sessionId, created.value);
     // Not first: take our child back (kazoo's non-blocking acquire does the same).
     const first = await this.holderOf(client, path, after.filter((n) => n !== mine));
-    await client.remove(`${path}/${mine}`).catch((err: unknown) => {
+    await client.remove(created.value).catch((err: unknown) => {
       if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
     });
     if (first?.sessionId === sessionId) return !exclusive;
     return false;
+  }
+
+  /** Records the contender at `contender` (full path) as this handle's hold of `resource` for the session. */
+  private hold(resource: string, sessionId: string, contender: string): true {
+    let bySession = this.held.get(resource);
+    if (!bySession) this.held.set(resource, bySession = new Map());
+    bySession.set(sessionId, { path: contender, tick: this.ctx.tick() });
+    return true;
   }
 
   /**
@@ -102,7 +112,7 @@ export class ZkLocks {
    */
   async unlock(resource: string, sessionId: string): Promise<boolean> {
     const client = this.ctx.main();
-    const known = this.held.get(resource)?.get(sessionId);
+    const known = this.held.get(resource)?.get(sessionId)?.path;
     if (known !== undefined) {
       this.forget(resource, sessionId);
       try {

@@ -12,7 +12,7 @@ import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
 import { seq10 } from './layout.js';
 import { copyNode, decode, encode, nodeFromJson, nodeJson } from './records.js';
-import type { Op } from './zk-client.js';
+import type { Op, Stat } from './zk-client.js';
 
 /** Filter of {@link ZkNodes.list}. */
 export interface NodeFilter {
@@ -31,9 +31,20 @@ const NODE_DEFAULTS: Omit<NodeRecord, 'id' | 'stateTime' | 'created' | 'state' |
   holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
 };
 
+/** Reads of node records {@link ZkNodes.update} may write at (bounded; cleared when full). */
+const MAX_READS_KEPT = 5000;
+
 /** Nodes of one store handle. */
 export class ZkNodes {
-  constructor(private readonly ctx: ZkContext) {}
+  /**
+   * The last read (or write) of a node record through this handle, with the tick the read was
+   * sent at: update writes at its version without reading again when the read is known current
+   * enough (see update).
+   */
+  private readonly reads = new Map<string, { data: Buffer; stat: Stat; tick: number }>();
+
+  /** `lockedBy(id)`: a contender this handle holds on node `id`'s lock, with the tick it was taken at. */
+  constructor(private readonly ctx: ZkContext, private readonly lockedBy: (id: string) => { path: string; tick: number } | undefined) {}
 
   async create(input: NewNode): Promise<NodeRecord> {
     checkNodeState(input.state, `creating a node on ${input.provider}`);
@@ -71,9 +82,36 @@ export class ZkNodes {
     } catch {
       return undefined;
     }
+    const tick = this.ctx.tick();
     const got = await this.ctx.main().getData(path);
-    if (!got || got.data.length === 0) return undefined;
+    if (!got || got.data.length === 0) {
+      this.reads.delete(path);
+      return undefined;
+    }
+    this.keep(path, got.data, got.stat, tick);
     return nodeFromJson(id, decode(got.data, `node ${id}`));
+  }
+
+  private keep(path: string, data: Buffer, stat: Stat, tick: number): void {
+    if (this.reads.size >= MAX_READS_KEPT && !this.reads.has(path)) this.reads.clear();
+    this.reads.set(path, { data, stat, tick });
+  }
+
+  /**
+   * The read of `path` update may write at, with the guard that makes that safe: a read sent
+   * while this handle held the node's lock (sent after the lock was taken), and a check that
+   * our lock contender still exists, in the same transaction as the write. A node's path can
+   * come back after the node was removed (as the empty parent of a lock), which a version
+   * check alone cannot tell apart; but the node cannot be removed without removing our
+   * contender below it, so while the contender exists the znode is the one read.
+   */
+  private guardedRead(id: string, path: string): { cached: { data: Buffer; stat: Stat }; guard: Op[]; tick: number } | undefined {
+    const read = this.reads.get(path);
+    if (!read) return undefined;
+    this.reads.delete(path);
+    const lock = this.lockedBy(id);
+    if (!lock || read.tick <= lock.tick) return undefined;
+    return { cached: read, guard: [{ op: 'check', path: lock.path, version: -1 }], tick: read.tick };
   }
 
   /** From the cache, by id. */
@@ -111,6 +149,7 @@ export class ZkNodes {
       return undefined;
     }
     const now = this.ctx.clock();
+    const first = this.guardedRead(id, path);
     const done = await updateJson(this.ctx.main(), path, what, (cur) => {
       if (Object.keys(cur).length === 0) return null;
       const rec = nodeFromJson(id, cur);
@@ -125,8 +164,10 @@ export class ZkNodes {
       }
       if (patch.state !== undefined && patch.state !== rec.state) { next.state = patch.state; next.stateTime = now; }
       return { ...cur, ...nodeJson(next) };
-    });
+    }, first?.cached, first?.guard);
     if (!done || Object.keys(done.json).length === 0) return undefined;
+    // What we wrote under the same lock is as good as the read it was based on.
+    if (first) this.keep(path, encode(done.json, what), done.stat, first.tick);
     return nodeFromJson(id, done.json);
   }
 
@@ -139,6 +180,7 @@ export class ZkNodes {
       return false;
     }
     const client = this.ctx.main();
+    this.reads.delete(path);
     const got = await client.getData(path);
     if (!got || got.data.length === 0) return false;
     return removeTree(client, path, `deleting node ${id}`);

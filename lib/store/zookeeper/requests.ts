@@ -14,7 +14,7 @@ import type { ExpectState } from '../store.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
 import { REQUEST_ID_RE } from './layout.js';
 import { copyRequest, decode, encode, ownerOf, requestFromJson, requestJson } from './records.js';
-import { MODE, type ZkClient } from './zk-client.js';
+import { MODE, type Stat, type ZkClient } from './zk-client.js';
 
 /** Priority of a request that names none. */
 export const DEFAULT_REQUEST_PRIORITY = 100;
@@ -25,8 +25,17 @@ export interface RequestFilter {
   requestor?: string;
 }
 
+/** Copies of requests {@link ZkRequests.update} may write at (bounded; cleared when full). */
+const MAX_KEPT = 5000;
+
 /** Node requests of one store handle. */
 export class ZkRequests {
+  /**
+   * The last copy of each request this handle read or wrote; update writes at the newer of it
+   * and the watched cache's copy (the cache may not have seen our own last write yet).
+   */
+  private readonly known = new Map<string, { data: Buffer; stat: Stat }>();
+
   /** `sessionClient(id)` is the live client of a store session opened through this handle. */
   constructor(private readonly ctx: ZkContext, private readonly sessionClient: (id: string, what: string) => ZkClient) {}
 
@@ -67,8 +76,13 @@ export class ZkRequests {
   async get(id: string): Promise<NodeRequestRecord | undefined> {
     const m = REQUEST_ID_RE.exec(id);
     if (!m) return undefined;
-    const got = await this.ctx.main().getData(this.ctx.layout.request(id));
-    if (!got) return undefined;
+    const path = this.ctx.layout.request(id);
+    const got = await this.ctx.main().getData(path);
+    if (!got) {
+      this.known.delete(path);
+      return undefined;
+    }
+    this.keep(path, got.data, got.stat);
     return requestFromJson(id, Number(m[1]), ownerOf(got.stat.ephemeralOwner), decode(got.data, `node request ${id}`));
   }
 
@@ -118,8 +132,27 @@ export class ZkRequests {
       if (patch.nodes !== undefined) next.nodes = [...patch.nodes];
       if (patch.reason !== undefined) next.reason = patch.reason;
       return { ...cur, ...requestJson(next) };
-    }, this.ctx.cache.get(path));
-    return done ? requestFromJson(id, Number(m[1]), owner, done.json) : undefined;
+    }, this.newest(path));
+    if (!done) {
+      this.known.delete(path);
+      return undefined;
+    }
+    this.keep(path, encode(done.json, what), done.stat);
+    return requestFromJson(id, Number(m[1]), owner, done.json);
+  }
+
+  private keep(path: string, data: Buffer, stat: Stat): void {
+    if (this.known.size >= MAX_KEPT && !this.known.has(path)) this.known.clear();
+    this.known.set(path, { data, stat });
+  }
+
+  /** The newer of the cache's copy and ours (by version; request paths are never reused). */
+  private newest(path: string): { data?: Buffer; stat?: Stat } | undefined {
+    const cached = this.ctx.cache.get(path);
+    const ours = this.known.get(path);
+    if (!ours) return cached;
+    if (!cached?.stat || !cached.data) return ours;
+    return ours.stat.version > cached.stat.version ? ours : cached;
   }
 
   /**
@@ -147,6 +180,7 @@ export class ZkRequests {
     const client = this.ctx.main();
     const { layout } = this.ctx;
     const lockPath = `${layout.requestsLock}/${id}`;
+    this.known.delete(layout.request(id));
     return removeTree(client, layout.request(id), `deleting node request ${id}`, async (ops) => (ops.length ? [...await removeTreeOps(client, lockPath), ...ops] : ops));
   }
 }

@@ -35,6 +35,14 @@ export type Op =
   | { op: 'check'; path: string; version: number }
   | { op: 'remove'; path: string; version: number };
 
+/** What one operation of a {@link ZkClient.multi} transaction gave back. */
+export interface OpResult {
+  /** A create's path (with the sequence suffix for sequential modes). */
+  path?: string | undefined;
+  /** A set's new stat. */
+  stat?: Stat | undefined;
+}
+
 /** Counts the reads of one store (every client of it adds to the same counter). */
 export class ReadCounter {
   count = 0;
@@ -234,10 +242,11 @@ export class ZkClient extends EventEmitter {
   }
 
   /**
-   * Runs `ops` atomically. Thrown: ZooKeeperError of the operation that failed (its `path`
-   * set), after which nothing of the transaction applied.
+   * Runs `ops` atomically; returns one result per op (a create's path, a set's new stat).
+   * Thrown: ZooKeeperError of the operation that failed (its `path` set), after which nothing
+   * of the transaction applied.
    */
-  multi(ops: readonly Op[], what: string): Promise<void> {
+  multi(ops: readonly Op[], what: string): Promise<OpResult[]> {
     return this.call(what, undefined, (cb) => {
       const tx = this.client.transaction();
       for (const o of ops) {
@@ -249,11 +258,11 @@ export class ZkClient extends EventEmitter {
         // mean "any version": put the version asked for back on the queued operation.
         if (o.op !== 'create') exactVersion(tx, o.version);
       }
-      tx.commit((e, results: Array<{ type: number; err?: number }> | undefined) => {
-        if (!e) { cb(null, undefined); return; }
+      tx.commit((e, results: Array<{ type: number; err?: number; path?: string; stat?: Stat }> | undefined) => {
+        if (!e) { cb(null, (results ?? []).map((r) => ({ path: r.path, stat: r.stat }))); return; }
         const failed = (results ?? []).findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== zookeeper.Exception.RUNTIME_INCONSISTENCY);
         const path = failed >= 0 ? ops[failed]?.path : undefined;
-        cb(zkError(e, what, path), undefined);
+        cb(zkError(e, what, path), []);
       });
     }, false);
   }

@@ -27,6 +27,7 @@ import { treeShape } from './tree-shape.js';
 import { TreeCache } from './tree-cache.js';
 import { ZkUploads, type UploadFilter } from './uploads.js';
 import { ReadCounter, ZkClient } from './zk-client.js';
+import { nodeLock } from '../lock-names.js';
 
 /** One ZooKeeper server as configured. */
 export interface ZooKeeperServer {
@@ -63,6 +64,7 @@ export class ZooKeeperStore implements Store, ImageDataStore {
   private readonly cache: TreeCache;
   private readonly imageData: ZkImageData;
   private rebinding: Promise<void> | undefined;
+  private ticks = 0;
 
   private constructor(
     private main: ZkClient,
@@ -83,11 +85,12 @@ export class ZooKeeperStore implements Store, ImageDataStore {
       sequences: new Sequences(() => this.main, layout.sequences),
       fresh: () => this.fresh(),
       wroteElsewhere: () => { this.syncNeeded = true; },
+      tick: () => ++this.ticks,
     };
     this.builds = new ZkBuilds(ctx);
     this.uploads = new ZkUploads(ctx, this.builds);
     this.intents = new ZkIntents(ctx);
-    this.nodes = new ZkNodes(ctx);
+    this.nodes = new ZkNodes(ctx, (id) => this.locks.contender(nodeLock(id)));
     this.sessions = new ZkSessions(ctx, (ttlMs) => this.connect(ttlMs, () => { this.syncNeeded = true; }));
     this.requests = new ZkRequests(ctx, (id, what) => this.sessions.client(id, what));
     this.locks = new ZkLocks(ctx, this.sessions);
