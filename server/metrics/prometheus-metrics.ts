@@ -1,8 +1,10 @@
 /**
  * The server's Prometheus metrics (prom-client, prefix `nodepool_`). Gauges are read from the
  * store and the config at scrape time (one store snapshot per scrape, shared by their collect
- * callbacks); counters and histograms count outcomes as they happen (outcomes.ts). Every
- * combination the config names is reported, at 0 when empty, so series do not vanish.
+ * callbacks); counters and histograms count outcomes as they happen (outcomes.ts), except
+ * validation outcomes, which are counted from the scrape's upload records
+ * (validation-outcomes.ts). Every combination the config names is reported, at 0 when empty,
+ * so series do not vanish.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Config } from '../../lib/config/schema.js';
@@ -15,6 +17,7 @@ import {
 import type { Store } from '../../lib/store/store.js';
 import { launchResult } from './launch-result.js';
 import type { BuildOutcome, LaunchOutcome, MetricsSink, UploadOutcome } from './outcomes.js';
+import { ValidationOutcomeTracker } from './validation-outcomes.js';
 
 /** What the gauges read. */
 export interface PrometheusMetricsDeps {
@@ -63,6 +66,7 @@ export class PrometheusMetrics implements MetricsSink {
   private readonly launches: Counter<'provider' | 'result'>;
   private readonly launchDuration: Histogram<'provider' | 'result'>;
   private readonly leakedTotal: Counter<'provider' | 'resource'>;
+  private readonly validations = new ValidationOutcomeTracker(Date.now());
 
   constructor(private readonly deps: PrometheusMetricsDeps) {
     const registers = [this.registry];
@@ -86,6 +90,20 @@ export class PrometheusMetrics implements MetricsSink {
     this.launchDuration = new Histogram({
       name: 'nodepool_launch_duration_seconds', help: 'Time from a node record to its launch outcome, by provider and result',
       labelNames: ['provider', 'result'], buckets: LAUNCH_BUCKETS, registers,
+    });
+    const snapshot = (): Promise<Snapshot> => this.snapshot();
+    const validations = this.validations;
+    new Counter<'provider' | 'diskimage' | 'result'>({
+      name: 'nodepool_upload_validations_total',
+      help: 'Validations of new uploads that ended (result passed|failed), by provider and diskimage; counted from the upload records at scrape time',
+      labelNames: ['provider', 'diskimage', 'result'], registers,
+      async collect() {
+        const s = await snapshot();
+        const targets = s.config.providers.flatMap((p) => imageTargets(p).filter((t) => t.validate !== null).map((t) => ({ provider: p.name, diskimage: t.diskimage })));
+        for (const t of targets) for (const result of ['passed', 'failed']) this.inc({ ...t, result }, 0);
+        const validates = (provider: string, diskimage: string): boolean => targets.some((t) => t.provider === provider && t.diskimage === diskimage);
+        for (const o of validations.observe(s.uploads, validates)) this.inc({ provider: o.provider, diskimage: o.diskimage, result: o.result });
+      },
     });
     this.leakedTotal = new Counter({
       name: 'nodepool_leaked_total', help: 'Leaked cloud resources deleted, by provider and resource (image, server)',

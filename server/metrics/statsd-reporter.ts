@@ -9,16 +9,22 @@
  * - gauges every `gaugeIntervalMs`: `nodepool.nodes.<state>`, `nodepool.provider.<p>.nodes.<state>`,
  *   `nodepool.label.<l>.nodes.<state>` (every state, 0 included) and `nodepool.provider.<p>.max_servers`;
  * - `nodepool.provider.<p>.leaked.images` and `.leaked.servers` (counters) when leaked resources are taken over for deletion.
+ * Not Nodepool's (its uploads have no validation state), sent with the gauges:
+ * - `nodepool.uploads.<state>` and `nodepool.provider.<p>.uploads.<state>` (gauges, every
+ *   upload state, `validating` included, 0 included);
+ * - `nodepool.image_validation.<image>.<provider>.passed|failed` (counters), validations that
+ *   ended, counted from the upload records of each round (validation-outcomes.ts).
  */
 import type { Config } from '../../lib/config/schema.js';
-import { providerPools } from '../../lib/drivers/config-registry.js';
+import { imageTargets, providerPools } from '../../lib/drivers/config-registry.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { statsdSegment, type StatsdClient } from '../../lib/metrics/statsd-client.js';
-import { NODE_STATES, type NodeRecord } from '../../lib/store/models.js';
+import { NODE_STATES, UPLOAD_STATES, type NodeRecord, type UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { launchResult } from './launch-result.js';
 import type { BuildOutcome, LaunchOutcome, MetricsSink, UploadOutcome } from './outcomes.js';
+import { ValidationOutcomeTracker, type ValidationOutcome } from './validation-outcomes.js';
 
 /** What the reporter needs. */
 export interface StatsdReporterDeps {
@@ -55,6 +61,27 @@ export function nodeGauges(config: Config, nodes: readonly NodeRecord[]): Map<st
   return out;
 }
 
+/** Upload gauges of one round: every upload state, overall and per known provider, 0 included. */
+export function uploadGauges(config: Config, uploads: readonly UploadRecord[]): Map<string, number> {
+  const out = new Map<string, number>();
+  const providers = new Set([...config.providers.filter((p) => imageTargets(p).length > 0).map((p) => p.name), ...uploads.map((u) => u.provider)]);
+  for (const state of UPLOAD_STATES) {
+    out.set(`nodepool.uploads.${state}`, 0);
+    for (const p of providers) out.set(`nodepool.provider.${seg(p)}.uploads.${state}`, 0);
+  }
+  const add = (key: string): void => { out.set(key, (out.get(key) ?? 0) + 1); };
+  for (const u of uploads) {
+    add(`nodepool.uploads.${u.state}`);
+    add(`nodepool.provider.${seg(u.provider)}.uploads.${u.state}`);
+  }
+  return out;
+}
+
+/** The counter a validation outcome is counted under. */
+export function validationKey(o: ValidationOutcome): string {
+  return `nodepool.image_validation.${seg(o.diskimage)}.${seg(o.provider)}.${o.result}`;
+}
+
 /** The keys a launch is counted under (Nodepool's: all, per provider, per provider and AZ, per requestor). */
 export function launchKeys(o: LaunchOutcome): string[] {
   const result = launchResult(o.result);
@@ -70,6 +97,7 @@ export function launchKeys(o: LaunchOutcome): string[] {
 export class StatsdReporter implements MetricsSink {
   private timer: NodeJS.Timeout | undefined;
   private gauging: Promise<void> | undefined;
+  private readonly validations = new ValidationOutcomeTracker(Date.now());
 
   constructor(private readonly deps: StatsdReporterDeps) {}
 
@@ -123,6 +151,16 @@ export class StatsdReporter implements MetricsSink {
         for (const [key, value] of nodeGauges(this.deps.config(), nodes)) this.deps.client.gauge(key, value);
       } catch (err) {
         this.deps.log.warn('statsd: could not read the nodes for the gauges', { error: coerceError(err).message });
+      }
+      try {
+        const config = this.deps.config();
+        const uploads = await this.deps.store.listUploads();
+        for (const [key, value] of uploadGauges(config, uploads)) this.deps.client.gauge(key, value);
+        const validates = (provider: string, diskimage: string): boolean =>
+          config.providers.some((p) => p.name === provider && imageTargets(p).some((t) => t.diskimage === diskimage && t.validate !== null));
+        for (const o of this.validations.observe(uploads, validates)) this.deps.client.incr(validationKey(o));
+      } catch (err) {
+        this.deps.log.warn('statsd: could not read the uploads for the gauges', { error: coerceError(err).message });
       }
     })().finally(() => { this.gauging = undefined; });
     return this.gauging;
