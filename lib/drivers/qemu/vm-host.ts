@@ -85,12 +85,36 @@ export function newVmId(nodeId: string): string {
   return `${nodeId.replace(/[^A-Za-z0-9_-]/g, '_')}-${randomBytes(3).toString('hex')}`;
 }
 
+/**
+ * Serial console text as a person reads it (pure): without the terminal escapes of SeaBIOS, grub
+ * and the kernel, without iPXE's backspaced countdown, carriage returns or other control bytes.
+ */
+export function readableConsole(text: string): string {
+  /* eslint-disable no-control-regex -- these are the control bytes being removed */
+  return text
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    .replace(/\x1b[^[]/g, '')
+    .replace(/(?:\x08 \x08)+/g, '')
+    .replace(/\r/g, '')
+    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
+  /* eslint-enable no-control-regex */
+}
+
+/** The fw_cfg file that tells SeaBIOS its serial console's I/O port. */
+const SERCON_PORT_FILE = 'sercon-port';
+
+/** COM1's I/O port (0x3f8), as SeaBIOS reads `etc/sercon-port`: a little-endian integer. */
+const SERCON_PORT = Buffer.from([0xf8, 0x03, 0, 0, 0, 0, 0, 0]);
+
 /** The QEMU command line of a VM (pure). */
 export function qemuArgs(dir: string, r: Pick<VmRecord, 'id' | 'accel' | 'memory' | 'cpus' | 'port'>): string[] {
   return [
     '-name', r.id, '-accel', r.accel, '-m', String(r.memory), '-smp', String(r.cpus),
     '-nodefaults', '-display', 'none', '-monitor', 'none', '-no-reboot',
     '-serial', `file:${path.join(dir, 'console.log')}`,
+    // SeaBIOS writes its own messages ("No bootable device.") to the serial console too, so a
+    // disk that does not boot says so in the console tail of the failed launch.
+    '-fw_cfg', `name=etc/sercon-port,file=${path.join(dir, SERCON_PORT_FILE)}`,
     '-drive', `file=${path.join(dir, 'overlay.qcow2')},format=qcow2,if=virtio`,
     '-drive', `file=${path.join(dir, 'seed.iso')},format=raw,media=cdrom,readonly=on`,
     '-netdev', `user,id=n0,hostfwd=tcp:127.0.0.1:${r.port}-:22`, '-device', 'virtio-net-pci,netdev=n0',
@@ -119,6 +143,7 @@ export class VmHost {
       await mkdir(dir, { recursive: true });
       const sig = signal ? { signal } : {};
       await createOverlay(this.opts.qemuImg ?? 'qemu-img', spec.imagePath, path.join(dir, 'overlay.qcow2'), sig);
+      await writeFile(path.join(dir, SERCON_PORT_FILE), SERCON_PORT);
       await makeSeedIso(dir, path.join(dir, 'seed.iso'), { instanceId: id, hostname: spec.hostname, authorizedKeys: spec.authorizedKeys },
         { ...(this.opts.genisoimage ? { genisoimage: this.opts.genisoimage } : {}), ...sig });
       for (let attempt = 1; ; attempt++) {
@@ -213,8 +238,7 @@ export class VmHost {
         const start = Math.max(0, size - bytes);
         const buf = Buffer.alloc(size - start);
         await fh.read(buf, 0, buf.length, start);
-        // eslint-disable-next-line no-control-regex -- terminal escapes from grub and the kernel
-        return buf.toString('utf8').replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
+        return readableConsole(buf.toString('utf8'));
       } finally {
         await fh.close();
       }
