@@ -36,8 +36,8 @@ export interface PoolWorkerDeps {
   onLaunch?: (outcome: LaunchOutcome) => void;
 }
 
-/** Request handlers a pass runs at once (and requests it locks at once). */
-const PARALLEL_RUNS = 8;
+/** Requests a pass has in hand at once (see assign; 8 → 32 with the window: each is mostly waiting on round trips). */
+const PARALLEL_RUNS = 32;
 
 export class PoolWorker {
   private readonly handlers: NodeRequestHandler[] = [];

@@ -83,6 +83,39 @@ function cutSocket(client: zookeeper.Client): void {
   (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
 }
 
+/**
+ * Sends the requests queued in one tick in one socket write. node-zookeeper-client writes each
+ * request as it is queued (one system call, and one read on the server, per request); here its
+ * queue's `readable` event is held until the end of the tick, and the socket is corked while the
+ * queue is drained, so a burst of calls (a pool worker's handlers at once) goes out together.
+ * Order is kept (the queue is drained in order). Reaches into the library's connection manager;
+ * does nothing if a later version names things differently.
+ */
+function coalesceWrites(client: zookeeper.Client): void {
+  const cm = (client as unknown as { connectionManager?: { packetQueue?: { emit?: unknown }; socket?: { cork?: () => void; uncork?: () => void } } }).connectionManager;
+  const queue = cm?.packetQueue as { emit: (event: string, ...args: unknown[]) => boolean } | undefined;
+  if (!cm || !queue || typeof queue.emit !== 'function') return;
+  const emit = queue.emit.bind(queue);
+  let scheduled = false;
+  queue.emit = (event: string, ...args: unknown[]): boolean => {
+    if (event !== 'readable') return emit(event, ...args);
+    if (!scheduled) {
+      scheduled = true;
+      process.nextTick(() => {
+        scheduled = false;
+        const socket = cm.socket;
+        socket?.cork?.();
+        try {
+          emit('readable');
+        } finally {
+          socket?.uncork?.();
+        }
+      });
+    }
+    return true;
+  };
+}
+
 /** Session ids as the store shows them: 16 hex digits. */
 export function sessionHex(id: Buffer): string {
   return id.toString('hex');
@@ -138,6 +171,7 @@ export class ZkClient extends EventEmitter {
    */
   static async connect(opts: ZkClientOptions): Promise<ZkClient> {
     const client = zookeeper.createClient(opts.hosts, { sessionTimeout: opts.sessionTimeoutMs, spinDelay: 200, retries: 0 });
+    coalesceWrites(client);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         client.close();
