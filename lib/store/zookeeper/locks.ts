@@ -13,6 +13,7 @@ import type { LockRecord } from '../models.js';
 import { ensure, type ZkContext } from './context.js';
 import { LOCK_DIR, LOCK_NODE_MARK } from './layout.js';
 import { decode, encode, ownerOf, statTime, toMs, toSeconds } from './records.js';
+import { RemoveBatch } from './remove-batch.js';
 import type { ZkSessions } from './sessions.js';
 import { MODE, type ZkClient } from './zk-client.js';
 
@@ -26,7 +27,12 @@ const byQueue = (a: string, b: string): number => (seqOf(a) < seqOf(b) ? -1 : se
 
 /** Locks of one store handle. */
 export class ZkLocks {
-  constructor(private readonly ctx: ZkContext, private readonly sessions: ZkSessions) {}
+  /** Unlocks of one tick go out as one transaction. */
+  private readonly removes: RemoveBatch;
+
+  constructor(private readonly ctx: ZkContext, private readonly sessions: ZkSessions) {
+    this.removes = new RemoveBatch(() => ctx.main());
+  }
 
   /**
    * Contenders this handle created and still holds, by resource, then session (unlock removes
@@ -116,7 +122,7 @@ export class ZkLocks {
     if (known !== undefined) {
       this.forget(resource, sessionId);
       try {
-        await client.remove(known);
+        await this.removes.remove(known);
         return true;
       } catch (err) {
         if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;

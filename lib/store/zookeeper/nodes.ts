@@ -10,7 +10,7 @@ import { checkNodeState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
-import { seq10 } from './layout.js';
+import { LOCK_DIR, seq10 } from './layout.js';
 import { copyNode, decode, encode, nodeFromJson, nodeJson } from './records.js';
 import type { Op, Stat } from './zk-client.js';
 
@@ -66,7 +66,10 @@ export class ZkNodes {
         const data = encode(nodeJson(made), `node ${id}`);
         // An empty znode here is the parent of a lock taken before the node existed: fill it in.
         const existing = cache.get(path) ? await client.getData(path) : undefined;
-        if (!existing) return { value: v, ops: [{ op: 'create', path, data }] satisfies Op[] };
+        // The node's lock directory is made with it (kazoo's lock recipe makes it when missing,
+        // so it is harmless): the first lock of a new node is then two requests in one round
+        // trip like any other, instead of failing on the missing directory and making it.
+        if (!existing) return { value: v, ops: [{ op: 'create', path, data }, { op: 'create', path: `${path}/${LOCK_DIR}` }] satisfies Op[] };
         if (existing.data.length === 0) return { value: v, ops: [{ op: 'set', path, data, version: existing.stat.version }] satisfies Op[] };
         v += 1;
       }
