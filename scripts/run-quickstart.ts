@@ -62,20 +62,39 @@ function withQemuBlock(template: string, keep: boolean): string {
   return template.replace(block, keep ? '$1' : '');
 }
 
+/**
+ * Stops and removes every VM of the quick start's qemu provider. VMs outlive a launcher
+ * restart by design, so the server's stop leaves them running; this runs after it, and at the
+ * start for VMs a killed earlier run left behind.
+ */
+async function removeVms(provider: string): Promise<void> {
+  const vms = new VmHost({
+    stateDir: path.join(DIR, 'vm-images', 'vms'), provider, qemuBinary: 'qemu-system-x86_64',
+    log: createRootLogger({ stream: process.stdout }).child({ component: 'quickstart' }),
+  });
+  for (const vm of await vms.list()) await vms.destroy(vm.record.id);
+}
+
+await removeVms('local-vms');
 for (const sub of ['state', 'images', 'logs', 'cloud', 'vm-images', 'ssh']) await rm(path.join(DIR, sub), { recursive: true, force: true });
+for (const log of ['nodepool-builder.log', 'nodepool-server.log']) await rm(path.join(DIR, log), { force: true });
 await mkdir(DIR, { recursive: true });
 const stops: Array<() => Promise<void>> = [];
-let stopping = false;
+let signals = 0;
 async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    say('stopping everything this started');
-    for (const stop of stops.reverse()) await stop().catch((e: Error) => say(`stop failed: ${e.message}`));
-  }
+  say('stopping everything this started');
+  for (const stop of stops.reverse()) await stop().catch((e: Error) => say(`stop failed: ${e.message}`));
   process.exit(code);
 }
-process.on('SIGINT', () => void shutdown(0));
-process.on('SIGTERM', () => void shutdown(0));
+/** The first Ctrl-C (or TERM) stops everything in order; repeats while that runs are ignored until the third, which exits at once. */
+function onSignal(): void {
+  signals += 1;
+  if (signals === 1) void shutdown(0);
+  else if (signals === 2) say('still stopping (the VMs and daemons this started); Ctrl-C once more exits at once and may leave them running');
+  else process.exit(130);
+}
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
 
 try {
   say('starting gearmand and the loopback Keystone + Glance');
@@ -115,14 +134,8 @@ try {
     .replaceAll('@@DIB_ENV@@', JSON.stringify(whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : qemuImageEnv())));
   const config = loadConfig(configPath);
   const vmProvider = config.providers.find((p) => p.driver === 'qemu');
-  if (vmProvider) {
-    // VMs outlive a launcher restart by design, so the server's stop leaves them running: this
-    // stop (run after the daemons') removes every VM of the quick start's qemu provider.
-    const vms = new VmHost({ stateDir: path.join(DIR, 'vm-images', 'vms'), provider: vmProvider.name, qemuBinary: 'qemu-system-x86_64', log: createRootLogger({ stream: process.stdout }).child({ component: 'quickstart' }) });
-    stops.push(async () => {
-      for (const vm of await vms.list()) await vms.destroy(vm.record.id);
-    });
-  }
+  // Pushed before the daemons, so it runs after their stops.
+  if (vmProvider) stops.push(() => removeVms(vmProvider.name));
 
   const daemon = (name: string, bin: string, extra: string[]): void => {
     const logFile = path.join(DIR, `${name}.log`);
