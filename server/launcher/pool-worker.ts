@@ -12,7 +12,7 @@ import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { yieldsToPreferredProvider } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
-import { NodeRequestHandler, type LaunchOutcome } from './request-handler.js';
+import { CLAIMED, NodeRequestHandler, type LaunchOutcome } from './request-handler.js';
 import { requestLock } from '../../lib/store/lock-names.js';
 
 /** What a pool worker needs. */
@@ -144,31 +144,53 @@ export class PoolWorker {
   private async assign(): Promise<boolean> {
     const { store, provider, launcherId, maxConcurrency } = this.deps;
     if (maxConcurrency === 0) return false;
-    const requests = await store.listRequests({ states: ['requested'] });
-    const mine = requests.filter((r) => !r.declinedBy.includes(launcherId));
-    if (mine.length === 0) return false;
-    const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
     const sessionId = this.deps.sessionId();
     const inHand = new Set<Promise<void>>();
+    const seen = new Set<string>();
     let busy = false;
     let failure: { err: unknown } | undefined;
     const stopped = (): boolean => !this.running || this.paused !== undefined || failure !== undefined
       || (maxConcurrency > 0 && this.deps.providerAlive() >= maxConcurrency);
-    for (const r of mine) {
-      if (stopped()) break;
-      if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
-      const handler = this.newHandler(r, sessionId);
-      while (inHand.size >= (handler.canLaunch ? 1 : PARALLEL_RUNS)) await Promise.race(inHand);
-      if (stopped()) break;
-      const task: Promise<void> = this.take(handler, sessionId)
-        .then((took) => { busy ||= took; }, (err: unknown) => { failure ??= { err }; })
-        .finally(() => inHand.delete(task));
-      inHand.add(task);
-      if (handler.canLaunch) await task;
+    // Requests that came in while the pass ran are taken in the same pass (listed again once
+    // the list is used up), so the window does not drain to wait for a new pass.
+    for (let round = 0; !stopped(); round++) {
+      const requests = await store.listRequests({ states: ['requested'] });
+      const mine = requests.filter((r) => !r.declinedBy.includes(launcherId) && !seen.has(r.id));
+      if (mine.length === 0) break;
+      if (round > 0) this.refreshSnapshot();
+      const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
+      for (const r of mine) {
+        if (stopped()) break;
+        seen.add(r.id);
+        if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
+        const handler = this.newHandler(r, sessionId);
+        while (inHand.size >= (handler.canLaunch ? 1 : PARALLEL_RUNS)) await Promise.race(inHand);
+        if (stopped()) break;
+        const task: Promise<void> = this.take(handler, sessionId)
+          .then((took) => { busy ||= took; }, (err: unknown) => { failure ??= { err }; })
+          .finally(() => inHand.delete(task));
+        inHand.add(task);
+        if (handler.canLaunch) await task;
+      }
     }
     await Promise.all(inHand);
     if (failure) throw failure.err;
     return busy;
+  }
+
+  /**
+   * Reads the ready nodes again at the next ask (nodes came back meanwhile), keeping the claims
+   * of handlers still trying a node of the old list, so new handlers do not try it too.
+   */
+  private refreshSnapshot(): void {
+    const old = this.snapshot;
+    if (!old) return;
+    const { store, provider, pool } = this.deps;
+    this.snapshot = Promise.all([old, store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready'] })]).then(([was, now]) => {
+      const claimed = new Set(was.filter((n) => n.allocatedTo === CLAIMED).map((n) => n.id));
+      for (const n of now) if (claimed.has(n.id) && n.allocatedTo === null) n.allocatedTo = CLAIMED;
+      return now;
+    });
   }
 
   /**

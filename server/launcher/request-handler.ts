@@ -17,7 +17,7 @@ import { lockIfFree } from './lock-if-free.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
 /** Marks a snapshot candidate one handler of the pass is trying (see reuse). */
-const CLAIMED = 'claimed';
+export const CLAIMED = 'claimed';
 
 /** What a handler works with (from its pool worker). */
 export interface RequestHandlerDeps {
