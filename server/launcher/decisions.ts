@@ -4,7 +4,7 @@
  * many min-ready requests a label needs. No I/O here; the workers feed in store snapshots.
  */
 import type { PoolInfo } from '../../lib/drivers/driver.js';
-import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
+import type { LauncherRecord, NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
 
 /** The requestor name of the launcher's own min-ready requests. */
 export const MIN_READY_REQUESTOR = 'NodePool:min-ready';
@@ -36,6 +36,15 @@ export function declineReason(req: NodeRequestRecord, pool: PoolInfo): string | 
 export function stateAfterDecline(declinedBy: readonly string[], launchers: readonly LauncherRecord[]): 'failed' | 'requested' {
   const declined = new Set(declinedBy);
   return launchers.every((l) => declined.has(l.id)) ? 'failed' : 'requested';
+}
+
+/**
+ * The states in which a handler may decline its request: a pending one only once the handler
+ * marked it pending itself (before that, its copy is the pool worker's listed one, not read
+ * again under the lock, and a pending request is another handler's).
+ */
+export function declinableStates(markedPending: boolean): readonly RequestState[] {
+  return markedPending ? ['requested', 'pending'] : ['requested'];
 }
 
 /**

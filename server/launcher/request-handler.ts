@@ -10,9 +10,9 @@
 import type { PoolInfo, Provider, RequestHandler } from '../../lib/drivers/driver.js';
 import { coerceError, StateConflictError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import type { NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
+import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
+import { declinableStates, declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
@@ -283,8 +283,7 @@ export class NodeRequestHandler {
     const { store, launcherId } = this.deps;
     await this.releaseNodes(true);
     const current = await store.getRequest(this.request.id);
-    const from: readonly RequestState[] = this.request.state === 'pending' ? ['requested', 'pending'] : ['requested'];
-    if (current && from.includes(current.state)) {
+    if (current && declinableStates(this.request.state === 'pending').includes(current.state)) {
       const declinedBy = [...new Set([...current.declinedBy, launcherId])];
       const state = stateAfterDecline(declinedBy, await store.listLaunchers());
       // Every decline's reason is kept, so a failed request says why each launcher declined.

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../../../lib/store/models.js';
 import {
   declineReason, deleterVerdict, expiredHeldNodes, expiredReadyNodes, launcherId, MIN_READY_REQUESTOR, minReadyNeeds,
-  stateAfterDecline, yieldsToPreferredProvider,
+  declinableStates, stateAfterDecline, yieldsToPreferredProvider,
 } from '../../../../server/launcher/decisions.js';
 
 const T0 = 1_700_000_000_000;
@@ -43,6 +43,9 @@ describe('launcher decisions', () => {
     assert.equal(stateAfterDecline(['a'], live), 'requested');
     assert.equal(stateAfterDecline(['a', 'b'], live), 'failed');
     assert.equal(stateAfterDecline(['a', 'gone'], [launcher('a', 'x')]), 'failed');
+    // A handler declines a pending request only once it marked it pending itself.
+    assert.deepEqual(declinableStates(false), ['requested']);
+    assert.deepEqual(declinableStates(true), ['requested', 'pending']);
   });
 
   it('yields to a preferred provider only while it has launchers that have not declined', () => {
