@@ -94,15 +94,20 @@ export class NodeRequestHandler {
         // now applies only if it is still requested, and it is marked pending only if it is still
         // requested (a conditional write); else it was taken or ended meanwhile and is left alone.
         if (reason) return await this.decline(reason);
-        let pending: NodeRequestRecord | undefined;
-        try {
-          pending = await this.deps.store.updateRequest(this.request.id, { state: 'pending' }, { expectStates: ['requested'] });
-        } catch (err) {
-          if (!(err instanceof StateConflictError)) throw err;
-          this.log.debug('request no longer requested; leaving it', { state: err.actualState });
+        // A driver that only reuses nodes takes ready ones while the request is being marked
+        // pending (one round trip less per request): taking a node has no effect outside the store
+        // and is undone (deallocated, unlocked) when the request turns out not to be ours.
+        // Launching drivers (cloud side effects) and min-ready requests (which may decline while
+        // filling) mark it pending first.
+        const early = !this.driver.canLaunch && this.request.reuse && this.request.requestor !== MIN_READY_REQUESTOR;
+        const [marked, reused] = await Promise.allSettled([this.markPending(), early ? this.reuseAll() : Promise.resolve()]);
+        if (marked.status === 'fulfilled' && marked.value) this.request = marked.value;
+        if (marked.status === 'rejected') throw marked.reason;
+        if (!marked.value) {
+          await this.releaseNodes(true);
+          return await this.finish();
         }
-        if (!pending) return await this.finish();
-        this.request = pending;
+        if (reused.status === 'rejected') throw reused.reason;
       }
       await this.fillNodeSet();
     } catch (err) {
@@ -110,6 +115,24 @@ export class NodeRequestHandler {
       this.log.error('request handling failed; declining', { error: e.message });
       this.paused = false;
       await this.decline(`error: ${e.message}`).catch((e2: unknown) => this.log.error('decline failed', { error: coerceError(e2).message }));
+    }
+  }
+
+  /** Marks the request pending if it is still requested; undefined when it is not (or gone). */
+  private async markPending(): Promise<NodeRequestRecord | undefined> {
+    try {
+      return await this.deps.store.updateRequest(this.request.id, { state: 'pending' }, { expectStates: ['requested'] });
+    } catch (err) {
+      if (!(err instanceof StateConflictError)) throw err;
+      this.log.debug('request no longer requested; leaving it', { state: err.actualState });
+      return undefined;
+    }
+  }
+
+  /** Fills every empty slot it can with a ready node (no launches, no pausing). */
+  private async reuseAll(): Promise<void> {
+    for (let i = 0; i < this.slots.length; i++) {
+      if (this.slots[i] === null) await this.reuse(i, this.request.labels[i] as string);
     }
   }
 
