@@ -23,7 +23,7 @@ const REPO = path.resolve('.');
 const FAKE_DIB = path.join(REPO, 'test/fixtures/bin/fake-dib');
 const BINS = ['nodepool', 'nodepool-server', 'nodepool-builder'] as const;
 /** What the tarball may hold: compiled code, examples, docs, units, README, licence. */
-const SHIPPED = /^(dist\/(bin|cli|lib|server|workers)\/.+\.js|dist\/build-info\.json|config\/[^/]+\.yaml|docs\/.+\.(md|png)|contrib\/systemd\/[^/]+\.service|README\.md|LICENSE|package\.json)$/;
+const SHIPPED = /^(dist\/(bin|cli|lib|server|workers)\/.+\.js|dist\/build-info\.json|config\/[^/]+\.yaml|config\/elements\/[^/]+\/[^/]+|docs\/.+\.(md|png)|contrib\/systemd\/[^/]+\.service|README\.md|LICENSE|package\.json)$/;
 
 interface PackReport {
   filename: string;
@@ -76,6 +76,8 @@ describe('the installed package', () => {
     const files = pack.files.map((f) => f.path);
     assert.deepEqual(files.filter((f) => !SHIPPED.test(f)), []);
     for (const b of BINS) assert.ok(files.includes(`dist/bin/${b}.js`), b);
+    // The DIB element a bootable qemu image needs (docs/drivers/qemu.md): operators point elements-dir at it.
+    assert.ok(files.includes('config/elements/ifupdown/package-installs.yaml'));
     for (const unit of ['nodepool-server.service', 'nodepool-builder.service', 'nodepool-builder@.service']) {
       assert.ok(files.includes(`contrib/systemd/${unit}`), unit);
     }
