@@ -1,8 +1,10 @@
 /**
  * Nodes in ZooKeeper: `/nodepool/nodes/<10-digit id>` with Nodepool's JSON, and the node lock at
- * `…/<id>/lock`. Ids come from the counter `sequences/node` (start at 1, never reused). A lock
- * taken on a node id that has no record yet leaves an empty znode at the node's path (the lock
- * recipe needs a parent); readers skip empty znodes and a later create fills it in.
+ * `…/<id>/lock` (made with the node). Ids come from the counter `sequences/node` (start at 1,
+ * never reused). A lock taken on a node id that has no record yet leaves an empty znode at the
+ * node's path (the lock recipe needs a parent); readers skip empty znodes and a later create
+ * fills it in. An update under this handle's lock may write at the version of a read made
+ * under that lock, guarded by its lock contender (see guardedRead).
  */
 import { StateConflictError, StoreError } from '../../errors.js';
 import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
