@@ -98,7 +98,7 @@ describe('static provider', () => {
 
   it('takes a down host out of service and registers it again once it is back', async () => {
     const s = await sshd('127.0.0.4');
-    const hosts = [{ name: s.host, port: s.port, maxParallelJobs: 3, timeout: 1 }];
+    const hosts = [{ name: s.host, port: s.port, maxParallelJobs: 3, timeout: 10 }];
     const { p } = await provider(hosts);
     const [first] = await nodes(['ready']);
     assert.ok(first);
@@ -132,7 +132,7 @@ describe('static provider', () => {
     const s = await sshd('127.0.0.10');
     const session = await SessionKeeper.open(env.store, { owner: 'static-test', ttlMs: 1000, onLapse: 'replace', log: testLogger() });
     try {
-      const { config, provider: pc } = env.config([{ name: s.host, port: s.port, maxParallelJobs: 2, timeout: 1 }]);
+      const { config, provider: pc } = env.config([{ name: s.host, port: s.port, maxParallelJobs: 2, timeout: 10 }]);
       const p = staticDriver.createProvider(pc, env.ctx(config, () => session.id)) as StaticProvider;
       providers.push(p);
       await p.start();
