@@ -10,6 +10,7 @@ import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import type { ImageService } from '../image-service.js';
+import { pinnedUploadProblem } from '../pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
 import { poolInfo } from './config.js';
 import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
@@ -181,12 +182,7 @@ export class OpenStackProvider implements Provider {
     const u = await this.ctx.store.getUpload(uploadId);
     const d = label.diskimage === undefined ? undefined : this.config.diskimages.find((x) => x.name === label.diskimage);
     const why = !d ? `cannot be booted as label ${label.name}, which boots no diskimage of provider ${this.name}`
-      : !u ? 'does not exist'
-        : u.provider !== this.name ? `belongs to provider ${u.provider}`
-          : u.diskimage !== d.name ? `is of diskimage ${u.diskimage}, not ${d.name}`
-            : u.state === 'failed' || u.state === 'deleting' ? `is ${u.state}`
-              : !u.externalId ? 'has no cloud image yet'
-                : undefined;
+      : pinnedUploadProblem(u, this.name, d.name);
     if (why !== undefined || !u?.externalId || !d) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
     return {
       imageId: u.externalId, ref: u.id, name: d.name, username: d.username,

@@ -17,6 +17,7 @@ import { QemuHandler } from './handler.js';
 import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
+import { pinnedUploadProblem } from '../pinned-upload.js';
 import { KeptUnlessFailed } from '../../lifecycle.js';
 
 /** The upload a label boots. */
@@ -102,13 +103,10 @@ export class QemuProvider implements Provider {
    */
   async pinnedImage(uploadId: string, label: QemuLabelConfig): Promise<BootImage> {
     const u = await this.ctx.store.getUpload(uploadId);
-    const why = !u ? 'does not exist'
-      : u.provider !== this.name ? `belongs to provider ${u.provider}`
-        : u.diskimage !== label.diskimage ? `is of diskimage ${u.diskimage}, not ${label.diskimage}`
-          : u.state === 'failed' || u.state === 'deleting' ? `is ${u.state}`
-            : !u.externalId || !validImageId(u.externalId) ? 'has no image file yet'
-              : !existsSync(this.images.imagePath(u.externalId)) ? `has no file ${this.images.imagePath(u.externalId)}`
-                : undefined;
+    const why = pinnedUploadProblem(u, this.name, label.diskimage)
+      ?? (!u?.externalId || !validImageId(u.externalId) ? 'has no image file yet'
+        : !existsSync(this.images.imagePath(u.externalId)) ? `has no file ${this.images.imagePath(u.externalId)}`
+          : undefined);
     if (why !== undefined || !u?.externalId) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
     return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId) };
   }
