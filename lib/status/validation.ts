@@ -8,8 +8,19 @@
 import type { UploadRecord } from '../store/models.js';
 import { ageSeconds, formatAge } from './age.js';
 
+/**
+ * How the validation gate's failure reasons begin: a failed check, or the deadline passed
+ * (server/launcher/validation-decisions.ts, validation-worker.ts, server/image-lifecycle/validating.ts).
+ */
+export const VALIDATOR_REASON_PREFIXES = ['validation: ', 'validation timed out: '] as const;
+
 /** How a failed upload's reason begins when a check of the upload (not the transfer) failed it. */
-export const VALIDATION_REASON_PREFIXES = ['validation: ', 'post-upload-hook '] as const;
+export const VALIDATION_REASON_PREFIXES = [...VALIDATOR_REASON_PREFIXES, 'post-upload-hook '] as const;
+
+/** Whether `reason` is the validation gate's (a failed check or its deadline). */
+export function isValidatorFailure(reason: string | null): boolean {
+  return reason !== null && VALIDATOR_REASON_PREFIXES.some((p) => reason.startsWith(p));
+}
 
 /** Whether `reason` is a failed check of the upload (validation gate or post-upload-hook). */
 export function isValidationFailure(reason: string | null): boolean {

@@ -1,7 +1,7 @@
 /**
  * Validation outcomes counted from the upload records the metrics already read (a scrape's
  * snapshot, a statsd gauge round), not from the validator: an upload counts once, as
- * - `failed` when it is `failed` with a reason beginning `validation: ` (the validator's);
+ * - `failed` when it is `failed` with a reason of the validator's (`validation: `, `validation timed out: `);
  * - `passed` when it is `ready` and was seen `validating` in an earlier snapshot, or its
  *   target has `validate:` and it became ready after the tracker started (a validation that
  *   began and ended between two snapshots).
@@ -10,10 +10,8 @@
  * failed records are kept for a while, so in practice only very frequent outcomes between
  * two scrapes could be missed.
  */
+import { isValidatorFailure } from '../../lib/status/validation.js';
 import type { UploadRecord } from '../../lib/store/models.js';
-
-/** What the validator's failure reasons begin with. */
-export const VALIDATION_FAILURE_PREFIX = 'validation: ';
 
 /** One validation that ended. */
 export interface ValidationOutcome {
@@ -47,7 +45,7 @@ export class ValidationOutcomeTracker {
       const seen = this.seenValidating.has(u.id);
       if (!seen && u.stateTime < this.startedAt) continue;
       let result: ValidationOutcome['result'] | undefined;
-      if (u.state === 'failed' && u.reason?.startsWith(VALIDATION_FAILURE_PREFIX)) result = 'failed';
+      if (u.state === 'failed' && isValidatorFailure(u.reason)) result = 'failed';
       else if (u.state === 'ready' && (seen || validates(u.provider, u.diskimage))) result = 'passed';
       if (result) out.push({ provider: u.provider, diskimage: u.diskimage, uploadId: u.id, result });
       // Settled either way; an upload still uploading (or deleting) is looked at again.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { failuresText } from '../../../lib/status/builds.js';
 import { renderTable } from '../../../lib/status/table.js';
 import { imageListJson, targetAttention, uploadTable } from '../../../lib/status/uploads.js';
-import { isValidationFailure, reasonFirstLine, targetValidation, validationAttentionParts } from '../../../lib/status/validation.js';
+import { isValidationFailure, isValidatorFailure, reasonFirstLine, targetValidation, validationAttentionParts } from '../../../lib/status/validation.js';
 import type { UploadTargetStatus } from '../../../lib/status/lifecycle-status.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
 
@@ -28,6 +28,14 @@ describe('validation presenters', () => {
     assert.equal(isValidationFailure('post-upload-hook /etc/nodepool/hook exited 3: no sshd'), true);
     assert.equal(isValidationFailure('Glance said 413'), false);
     assert.equal(isValidationFailure(null), false);
+  });
+
+  it('counts a validation that ran out of time as a failed check of the validator, a hook failure as not the validator\'s', () => {
+    assert.equal(isValidationFailure('validation timed out: node 0000000042 was still booting at the 600 s deadline'), true);
+    assert.equal(isValidatorFailure('validation timed out: no launcher of provider vms finished it within 600 s'), true);
+    assert.equal(isValidatorFailure('validation: command "true" exited 1'), true);
+    assert.equal(isValidatorFailure('post-upload-hook /x exited 3: no'), false);
+    assert.equal(isValidatorFailure(null), false);
   });
 
   it('shows the first line of a multi-line reason and how many lines follow', () => {

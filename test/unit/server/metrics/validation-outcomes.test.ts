@@ -32,6 +32,13 @@ describe('validation outcomes from upload records', () => {
     assert.deepEqual(t.observe(later, never), [], 'not again in the next snapshot');
   });
 
+  it('counts a validation that ran out of time as failed', () => {
+    const t = new ValidationOutcomeTracker(T0);
+    assert.deepEqual(t.observe([upload('9', { state: 'validating' })], never), []);
+    const timedOut = upload('9', { state: 'failed', stateTime: T0 + 7000, reason: 'validation timed out: node 0000000042 was still booting at the 600 s deadline' });
+    assert.deepEqual(t.observe([timedOut], never).map((o) => o.result), ['failed']);
+  });
+
   it('counts a ready upload of a validated target even when no snapshot saw it validating', () => {
     const t = new ValidationOutcomeTracker(T0);
     assert.deepEqual(t.observe([upload('3', { state: 'ready', stateTime: T0 + 2000 })], always).map((o) => o.result), ['passed']);
