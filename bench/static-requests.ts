@@ -20,8 +20,16 @@
  * reference: the same store calls one request cycle makes (create, lock, read, pending,
  * allocate, fulfilled, unlock) in a tight loop in one process: the store-bound ceiling.
  * Goals (issue 12): on ZooKeeper, burst ≥ 500 requests/s from one launcher and ≥ 0.5× SQLite.
+ * warm-up: `--warmup N` (default 1) bursts at interval 0.05 s before the measured ones, not
+ * measured (the first burst after start also pays for JIT compiling, most of all ZooKeeper's JVM:
+ * its C2 compiler thread used ~3.6 s of CPU in one run; a launcher in service is past that); the
+ * first one's rate is printed as the cold burst.
+ * CPU per request served: each process's user+system time over the burst (children included,
+ * from /proc), ZooKeeper's JVM, the server, this process (the consumer), and the rest of the
+ * machine (sshd, the probes' processes, anything else running), divided by the requests.
  * `BENCH_CPU_PROF=<dir>` writes the server's CPU profile per store (bench/cpuprofile-top.ts reads it).
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,7 +53,12 @@ if (!['sqlite', 'zookeeper', 'both'].includes(storeArg ?? '')) {
 }
 const KINDS: StoreKind[] = storeArg === 'both' ? ['sqlite', 'zookeeper'] : [storeArg as StoreKind];
 const ZK_FSYNC = argv.includes('--zk-fsync');
-const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--store');
+const WARMUP = argv.includes('--warmup') ? Number(argv[argv.indexOf('--warmup') + 1]) : 1;
+if (!Number.isInteger(WARMUP) || WARMUP < 0) {
+  console.error(`--warmup: expected a whole number of bursts, got ${String(argv[argv.indexOf('--warmup') + 1])}`);
+  process.exit(2);
+}
+const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--store' && argv[i - 1] !== '--warmup');
 const HOSTS = Number(positional[0] ?? 100);
 const JOBS = Number(positional[1] ?? 10);
 const SEQUENTIAL = Number(positional[2] ?? 200);
@@ -56,6 +69,26 @@ const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
+
+/** CPU time (ms, user + system, reaped children included) a process has used; NaN when it is gone. */
+function processCpuMs(pid: number): number {
+  try {
+    // Fields after the command (which may hold spaces): utime, stime, cutime, cstime are 12–15 of stat(5), here 11–14.
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * (1000 / 100);
+  } catch {
+    return NaN;
+  }
+}
+
+/** Busy CPU time of the whole machine (ms, all cores: user, nice, system, irq, softirq). */
+function machineBusyMs(): number {
+  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').split(/\s+/).slice(1).map(Number);
+  return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0)) * (1000 / 100);
+}
+
+/** CPU per request served of one burst (ms), by process. */
+interface BurstCpu { zookeeper: number; server: number; bench: number; rest: number }
 
 async function referenceRate(store: Store, n: number, zkRequests: () => Promise<number>): Promise<{ rate: number; zkPerCycle: number }> {
   const session = await store.openSession({ owner: 'bench-reference', hostname: 'bench', pid: process.pid, ttlMs: 30_000 });
@@ -92,6 +125,8 @@ interface StoreRun {
   reference: number;
   /** ZooKeeper requests per reference cycle; NaN on SQLite. */
   referenceZk: number;
+  /** The first (warm-up) burst, when there was one. */
+  coldBurst: Burst | undefined;
   fastBurst: Burst;
   defaultBurst: Burst;
   fastLat: number[];
@@ -105,6 +140,7 @@ interface Burst {
   zkPerRequest: number;
   /** How long this process took to create the burst's requests. */
   createMs: number;
+  cpu: BurstCpu;
 }
 
 /** Runs the whole measurement on one store (a fresh state dir or ZooKeeper chroot) with a fresh nodepool-server. */
@@ -140,6 +176,8 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
     /** SLOTS one-node requests at once; then the slots are freed again (deleted requests → the deleter returns their nodes). */
     const burst = async (): Promise<Burst> => {
       const zkBefore = await zkRequests();
+      const pids = { zookeeper: zk?.pid, server: server?.pid, bench: process.pid };
+      const cpu0 = { zookeeper: zk ? processCpuMs(zk.pid) : 0, server: processCpuMs(pids.server ?? 0), bench: processCpuMs(process.pid), machine: machineBusyMs() };
       // All at once, as many Zuul schedulers would (one after the other, ZooKeeper's creates alone
       // took ~1.5 s for 1,000: the bench's own create loop, not the launcher, bounded the rate).
       const c0 = performance.now();
@@ -147,13 +185,23 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
       const createMs = performance.now() - c0;
       await waitFor(async () => (await store.listRequests({ states: ['fulfilled'] })).length >= SLOTS, { timeoutMs: 600_000, what: 'every request fulfilled', intervalMs: 200 });
       const zkPerRequest = ((await zkRequests()) - zkBefore) / SLOTS;
+      const used = {
+        zookeeper: zk ? processCpuMs(zk.pid) - cpu0.zookeeper : 0,
+        server: processCpuMs(pids.server ?? 0) - cpu0.server,
+        bench: processCpuMs(process.pid) - cpu0.bench,
+        machine: machineBusyMs() - cpu0.machine,
+      };
+      const cpu: BurstCpu = {
+        zookeeper: used.zookeeper / SLOTS, server: used.server / SLOTS, bench: used.bench / SLOTS,
+        rest: Math.max(0, used.machine - used.zookeeper - used.server - used.bench) / SLOTS,
+      };
       const reqs = await store.listRequests({ requestor: 'bench' });
       const first = Math.min(...reqs.map((r) => r.created));
       const last = Math.max(...reqs.map((r) => r.stateTime));
       for (const r of reqs) await store.deleteRequest(r.id);
       await waitFor(async () => (await store.listNodes({ states: ['ready'] })).filter((n) => n.allocatedTo === null).length >= SLOTS,
         { timeoutMs: 120_000, what: 'slots back in stock', intervalMs: 500 });
-      return { rate: SLOTS / ((last - first) / 1000), lat: reqs.map((r) => r.stateTime - r.created), zkPerRequest, createMs };
+      return { rate: SLOTS / ((last - first) / 1000), lat: reqs.map((r) => r.stateTime - r.created), zkPerRequest, createMs, cpu };
     };
     const sequential = async (): Promise<number[]> => {
       const lat: number[] = [];
@@ -168,13 +216,18 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
       }
       return lat;
     };
+    let coldBurst: Burst | undefined;
+    for (let i = 0; i < WARMUP; i++) {
+      const b = await burst();
+      coldBurst ??= b;
+    }
     const fastBurst = await burst();
     const fastLat = await sequential();
     await write(1);
     await new Promise((r) => setTimeout(r, 1500)); // the server reloads the changed file
     const defaultBurst = await burst();
     const defaultLat = await sequential();
-    return { kind, registrationS, reference, referenceZk, fastBurst, defaultBurst, fastLat, defaultLat };
+    return { kind, registrationS, reference, referenceZk, coldBurst, fastBurst, defaultBurst, fastLat, defaultLat };
   } finally {
     await server?.stop();
     await store.close();
@@ -186,7 +239,7 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
 const NAMES: Record<StoreKind, string> = { sqlite: 'SQLite', zookeeper: 'ZooKeeper' };
 
 function report(runs: StoreRun[]): void {
-  console.log(`static driver, ${HOSTS} hosts × ${JOBS} jobs = ${SLOTS} slots on one sshd; one nodepool-server process (one launcher)`);
+  console.log(`static driver, ${HOSTS} hosts × ${JOBS} jobs = ${SLOTS} slots on one sshd; one nodepool-server process (one launcher); ${WARMUP} warm-up burst(s) before the measured ones; ${os.cpus().length} CPUs, load ${os.loadavg()[0]?.toFixed(1)} at the end`);
   if (runs.some((r) => r.kind === 'zookeeper')) console.log(`ZooKeeper 3.8 on 127.0.0.1, forceSync=${ZK_FSYNC ? 'yes' : 'no'}; SQLite WAL, synchronous=NORMAL`);
   console.log('');
   const cols = runs.map((r) => NAMES[r.kind]);
@@ -199,12 +252,17 @@ function report(runs: StoreRun[]): void {
     console.log(`| ${name} | ${vs.map((v) => (Number.isNaN(v) ? '–' : v.toFixed(digits))).join(' | ')} |${r}`);
   };
   row(`registration of ${SLOTS} slots (s)`, (r) => r.registrationS, 1);
+  if (WARMUP > 0) row(`cold burst (the first, warm-up of ${WARMUP}, not compared), interval 0.05 s: rate (req/s)`, (r) => r.coldBurst?.rate ?? NaN, 0, false);
   for (const [label, pick] of [['interval 0.05 s', (r: StoreRun) => r.fastBurst], ['interval 1 s (default)', (r: StoreRun) => r.defaultBurst]] as const) {
     row(`burst of ${SLOTS}, ${label}: creating them (ms)`, (r) => pick(r).createMs);
     row(`burst of ${SLOTS}, ${label}: rate (req/s)`, (r) => pick(r).rate);
     row(`burst, ${label}: p50 latency (ms)`, (r) => pct(pick(r).lat, 50));
     row(`burst, ${label}: p99 latency (ms)`, (r) => pct(pick(r).lat, 99));
     if (runs.some((r) => r.kind === 'zookeeper')) row(`burst, ${label}: ZooKeeper requests per request served`, (r) => pick(r).zkPerRequest, 1, false);
+    if (runs.some((r) => r.kind === 'zookeeper')) row(`burst, ${label}: CPU per request, ZooKeeper's JVM (ms)`, (r) => (r.kind === 'zookeeper' ? pick(r).cpu.zookeeper : NaN), 2, false);
+    row(`burst, ${label}: CPU per request, nodepool-server (ms)`, (r) => pick(r).cpu.server, 2);
+    row(`burst, ${label}: CPU per request, the bench as consumer (ms)`, (r) => pick(r).cpu.bench, 2);
+    row(`burst, ${label}: CPU per request, rest of the machine (ms)`, (r) => pick(r).cpu.rest, 2);
   }
   for (const [label, pick] of [['interval 0.05 s', (r: StoreRun) => r.fastLat], ['interval 1 s (default)', (r: StoreRun) => r.defaultLat]] as const) {
     row(`${SEQUENTIAL} sequential, ${label}: p50 latency (ms)`, (r) => pct(pick(r), 50));

@@ -1,18 +1,28 @@
 /**
  * A watched copy of parts of the ZooKeeper tree, so list calls (planner passes, pool workers)
- * read memory instead of ZooKeeper. Every cached node carries a one-shot watch (data, children
- * or both, as `shape` says); a watch that fires re-reads that one node and re-arms it, so an
- * unchanged tree costs no reads at all. After a connection loss the client re-registers the
- * watches itself (ZooKeeper then reports what changed meanwhile); after the session expired
- * the owner calls {@link TreeCache.rebind} and everything is read afresh.
+ * read memory instead of ZooKeeper. Each root carries one persistent recursive watch
+ * (ZooKeeper 3.6's addWatch, as Nodepool's and Zuul's own tree caches use): a create is read
+ * once, a data change is read once, a delete costs nothing, and an unchanged tree costs no reads
+ * at all. This client's own data writes cost nothing either: the reply to a write tells what
+ * the znode now holds, and the change event that comes just before it is not read back.
  *
- * Freshness: a watch event reaches this client before the answer to a write that caused it,
- * so once a write through the same client returned, {@link TreeCache.barrier} waits for the
- * reads that event started (and the reads those started). Writes through another client are
- * followed by {@link TreeCache.sync}: one round trip on this client first.
+ * Order is what makes that exact: one connection delivers watch events and replies in the order
+ * ZooKeeper applied the changes, and the client library calls back from its socket handler in
+ * that order. So when our write's reply comes, every event before it is of a change at or before
+ * ours, and the written copy is current; an event that came while our write was on its way is
+ * held until the reply (read then only if the write failed).
+ *
+ * After a reconnect (same session) the client adds the watches again and the cache reads
+ * everything it holds once more (events of the time in between are lost); after the session
+ * expired the owner calls {@link TreeCache.rebind} and everything is read afresh.
+ *
+ * Freshness: once a write through the same client returned, the copy shows it (or {@link
+ * TreeCache.barrier} waits for the reads that its events started). Writes through another
+ * client are followed by {@link TreeCache.sync}: one round trip on this client first.
  */
 import { ZooKeeperError } from '../../errors.js';
-import { EVENT, type Stat, type ZkClient } from './zk-client.js';
+import type { WatchEvent } from './persistent-watch.js';
+import { EVENT, type Stat, type WriteObserver, type ZkClient } from './zk-client.js';
 
 /** What the cache keeps of one path. */
 export interface Shape {
@@ -34,6 +44,11 @@ export interface Entry {
 /** Longest pause between retries of a failed read. */
 const MAX_RETRY_MS = 2000;
 
+/** Whether `a` was written after `b` (by their mzxid: ZooKeeper's transaction order). */
+function newer(a: Stat, b: Stat | undefined): boolean {
+  return !b || Buffer.compare(a.mzxid as unknown as Buffer, b.mzxid as unknown as Buffer) > 0;
+}
+
 export class TreeCache {
   private readonly entries = new Map<string, Entry>();
   /** Outstanding reads per ticket; a read started by another read inherits its ticket. */
@@ -44,6 +59,10 @@ export class TreeCache {
   /** Goes up with every change of the copy (for indexes derived from it). */
   version = 0;
   private generation = 0;
+  /** This client's data writes on their way, per path. */
+  private readonly writing = new Map<string, number>();
+  /** Change events held until our write to the same path is answered: its ticket's end. */
+  private readonly held = new Map<string, { ticket: number; release: () => void }>();
 
   constructor(
     private client: ZkClient,
@@ -58,22 +77,36 @@ export class TreeCache {
     this.notify();
   }
 
-  /** Reads the roots and everything below them; resolves once the copy is complete. */
+  /**
+   * Watches the roots and reads everything below them; resolves once the copy is complete.
+   * Thrown: ZooKeeperError `UNIMPLEMENTED` from a ZooKeeper older than 3.6.
+   */
   async start(): Promise<void> {
+    const client = this.client;
+    client.observeWrites(this.writes);
+    client.on('connected', this.reread);
     const ticket = ++this.lastTicket;
+    // The watches go out before the reads, on the same connection: the reads see them in place.
+    const watching = this.roots.map((root) => client.addWatch(root, this.onEvent));
     for (const root of this.roots) {
       this.entries.set(root, {});
       this.load(root, ticket, this.generation);
     }
+    await Promise.all(watching);
     await this.barrier();
   }
 
   /** Drops everything and reads it again through `client` (the old session expired). */
   async rebind(client: ZkClient): Promise<void> {
+    this.client.off('connected', this.reread);
+    this.client.observeWrites(undefined);
     this.client = client;
     this.generation += 1;
     this.entries.clear();
     this.outstanding.clear();
+    this.writing.clear();
+    for (const h of this.held.values()) h.release();
+    this.held.clear();
     this.onChange();
     await this.start();
   }
@@ -113,32 +146,96 @@ export class TreeCache {
     await this.barrier();
   }
 
-  /** Stops re-arming watches and retrying reads. */
+  /** Stops reading and retrying. */
   close(): void {
     this.closed = true;
+    this.client.off('connected', this.reread);
+    for (const h of this.held.values()) h.release();
+    this.held.clear();
     for (const w of this.waiters) w.resolve();
     this.waiters = [];
   }
 
-  private readonly dataWatcher = (ev: { type: number; path: string }): void => {
+  private readonly onEvent = (ev: WatchEvent): void => {
     if (this.closed) return;
-    const ticket = ++this.lastTicket;
     if (ev.type === EVENT.deleted) this.remove(ev.path);
-    else if (ev.type === EVENT.dataChanged && this.entries.has(ev.path)) this.fetchData(ev.path, ticket, this.generation);
+    else if (ev.type === EVENT.created) this.created(ev.path);
+    else if (ev.type === EVENT.dataChanged) this.changed(ev.path);
   };
 
-  private readonly childWatcher = (ev: { type: number; path: string }): void => {
-    if (this.closed) return;
+  /** A znode appeared: kept when its parent is kept and lists it (lock contenders are not). */
+  private created(path: string): void {
+    const gen = this.generation;
+    if (this.roots.includes(path)) {
+      this.load(path, ++this.lastTicket, gen);
+      return;
+    }
+    const slash = path.lastIndexOf('/');
+    const parent = path.slice(0, slash);
+    const name = path.slice(slash + 1);
+    const pe = this.entries.get(parent);
+    const ps = this.shape(parent);
+    // A parent whose listing is still on its way: the listing includes this child.
+    if (!pe?.children || !ps?.children || (ps.accept && !ps.accept(name)) || pe.children.has(name)) return;
+    pe.children.add(name);
+    this.entries.set(path, {});
+    this.load(path, ++this.lastTicket, gen);
+    this.onChange();
+  }
+
+  /** A kept znode's data changed: read it, unless our own write to it is on its way (its reply tells). */
+  private changed(path: string): void {
+    if (!this.entries.has(path) || !this.shape(path)?.data) return;
     const ticket = ++this.lastTicket;
-    if (ev.type === EVENT.deleted) this.remove(ev.path);
-    else if (ev.type === EVENT.childrenChanged && this.entries.has(ev.path)) this.fetchChildren(ev.path, ticket, this.generation);
+    if (this.writing.has(path)) {
+      if (!this.held.has(path)) this.track(ticket, new Promise<void>((release) => this.held.set(path, { ticket, release })));
+      return;
+    }
+    this.fetchData(path, ticket, this.generation);
+  }
+
+  /** Our writes: the reply's copy goes into the cache; held events are read only after a failed write. */
+  private readonly writes: WriteObserver = {
+    sent: (path) => {
+      this.writing.set(path, (this.writing.get(path) ?? 0) + 1);
+    },
+    done: (path, written) => {
+      const left = (this.writing.get(path) ?? 1) - 1;
+      if (left > 0) this.writing.set(path, left);
+      else this.writing.delete(path);
+      const e = this.entries.get(path);
+      if (written && e && this.shape(path)?.data) this.apply(e, written.data, written.stat);
+      const h = this.held.get(path);
+      if (!h) return;
+      if (written) {
+        // Every event before this reply is of a change at or before our write: the copy is current.
+        this.held.delete(path);
+        h.release();
+      } else if (left <= 0) {
+        this.held.delete(path);
+        this.fetchData(path, h.ticket, this.generation);
+        h.release();
+      }
+    },
   };
 
-  private readonly existsWatcher = (ev: { type: number; path: string }): void => {
-    if (this.closed || ev.type !== EVENT.created || !this.roots.includes(ev.path)) return;
-    this.entries.set(ev.path, {});
-    this.load(ev.path, ++this.lastTicket, this.generation);
+  /** After a reconnect (same session, watches added again): everything kept is read again. */
+  private readonly reread = (): void => {
+    if (this.closed) return;
+    const ticket = ++this.lastTicket;
+    const gen = this.generation;
+    for (const path of [...this.entries.keys()]) {
+      if (this.entries.has(path)) this.load(path, ticket, gen);
+    }
   };
+
+  private apply(e: Entry, data: Buffer, stat: Stat): void {
+    if (!newer(stat, e.stat)) return;
+    e.data = data;
+    e.stat = stat;
+    e.memo = undefined;
+    this.onChange();
+  }
 
   private load(path: string, ticket: number, gen: number): void {
     const s = this.shape(path);
@@ -146,29 +243,27 @@ export class TreeCache {
     if (s?.children) this.fetchChildren(path, ticket, gen);
   }
 
+  // Reads are applied from the reply callback (inOrder), in wire order with the watch events:
+  // an event that came behind a reply is then handled after it, never before.
   private fetchData(path: string, ticket: number, gen: number, attempt = 0): void {
-    this.track(ticket, this.client.getData(path, this.dataWatcher).then((got) => {
+    this.track(ticket, this.client.getData(path, (got) => {
       const e = this.entries.get(path);
       if (gen !== this.generation || !e) return;
       if (!got) { this.remove(path); return; }
-      e.data = got.data;
-      e.stat = got.stat;
-      e.memo = undefined;
-      this.onChange();
-    }, () => this.retry(() => this.fetchData(path, ticket, gen, attempt + 1), ticket, gen, attempt)));
+      this.apply(e, got.data, got.stat);
+    }).catch(() => this.retry(() => this.fetchData(path, ticket, gen, attempt + 1), ticket, gen, attempt)));
   }
 
   private fetchChildren(path: string, ticket: number, gen: number, attempt = 0): void {
-    this.track(ticket, this.client.getChildren(path, this.childWatcher).then((names) => {
+    this.track(ticket, this.client.getChildren(path, (names) => {
       const e = this.entries.get(path);
       if (gen !== this.generation || !e) return;
       if (!names) {
+        // A root that does not exist (yet): its watch reports its creation.
         if (this.roots.includes(path)) {
           this.removeBelow(path);
           e.children = new Set();
-          this.track(ticket, this.client.exists(path, this.existsWatcher).then((stat) => {
-            if (stat && gen === this.generation) this.fetchChildren(path, ticket, gen);
-          }, () => this.retry(() => this.fetchChildren(path, ticket, gen, attempt + 1), ticket, gen, attempt)));
+          this.onChange();
         } else {
           this.remove(path);
         }
@@ -186,7 +281,7 @@ export class TreeCache {
         this.load(child, ticket, gen);
       }
       this.onChange();
-    }, () => this.retry(() => this.fetchChildren(path, ticket, gen, attempt + 1), ticket, gen, attempt)));
+    }).catch(() => this.retry(() => this.fetchChildren(path, ticket, gen, attempt + 1), ticket, gen, attempt)));
   }
 
   /** Retries a failed read later (connection loss: the client is reconnecting), under the same ticket. */

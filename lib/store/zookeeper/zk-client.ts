@@ -8,6 +8,7 @@
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import { ZooKeeperError } from '../../errors.js';
+import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
 
 /** Create modes, as ZooKeeper numbers them. */
 export const MODE = {
@@ -41,6 +42,16 @@ export interface OpResult {
   path?: string | undefined;
   /** A set's new stat. */
   stat?: Stat | undefined;
+}
+
+/**
+ * Told of this client's data writes (setData, and the sets of a multi): `sent` as one goes out,
+ * `done` with what it wrote (undefined when it failed) from the library's reply callback, which
+ * runs in wire order with the watch events (before any event that came after the reply).
+ */
+export interface WriteObserver {
+  sent(path: string): void;
+  done(path: string, written: { data: Buffer; stat: Stat } | undefined): void;
 }
 
 /** Counts the reads of one store (every client of it adds to the same counter). */
@@ -129,9 +140,14 @@ export class ZkClient extends EventEmitter {
   private closing: Promise<void> | undefined;
   private readonly heartbeat: NodeJS.Timeout;
   private watchdog: NodeJS.Timeout | undefined;
+  private readonly persistent: PersistentWatches;
+  /** Paths with a persistent recursive watch (added again after every reconnect). */
+  private readonly watchedRoots = new Set<string>();
+  private writeObserver: WriteObserver | undefined;
 
   private constructor(private readonly client: zookeeper.Client, private readonly opts: ZkClientOptions) {
     super();
+    this.persistent = new PersistentWatches(client);
     client.on('disconnected', () => {
       if (this.state === 'connected') {
         this.state = 'disconnected';
@@ -144,6 +160,9 @@ export class ZkClient extends EventEmitter {
       this.stopWatchdog();
       if (this.state === 'disconnected') {
         this.state = 'connected';
+        // Persistent watches belong to the connection: added again before anyone hears of the
+        // reconnect (the server answers in order, so reads sent after this see them in place).
+        for (const root of this.watchedRoots) this.persistent.add(root, () => undefined);
         this.emit('connected');
       }
     });
@@ -217,23 +236,24 @@ export class ZkClient extends EventEmitter {
     return this.state === 'expired';
   }
 
-  /** The node's data and stat; undefined when there is none. */
-  getData(path: string, watcher?: Watcher): Promise<{ data: Buffer; stat: Stat } | undefined> {
+  /**
+   * The node's data and stat; undefined when there is none. `inOrder` gets the same answer from
+   * the library's reply callback, in wire order with watch events and other replies (the
+   * promise settles a microtask later, after events that came behind the reply).
+   */
+  getData(path: string, inOrder?: (got: { data: Buffer; stat: Stat } | undefined) => void): Promise<{ data: Buffer; stat: Stat } | undefined> {
     this.opts.reads.count += 1;
     return this.call(`reading ${path}`, path, (cb) => {
-      const done = (e: unknown, data: Buffer, stat: Stat): void => cb(e, { data: data ?? Buffer.alloc(0), stat });
-      if (watcher) this.client.getData(path, watcher, done);
-      else this.client.getData(path, done);
-    }, true);
+      this.client.getData(path, (e: unknown, data: Buffer, stat: Stat) => cb(e, { data: data ?? Buffer.alloc(0), stat }));
+    }, true, inOrder);
   }
 
-  /** The node's children (unsorted); undefined when there is no node. */
-  getChildren(path: string, watcher?: Watcher): Promise<string[] | undefined> {
+  /** The node's children (unsorted); undefined when there is no node. `inOrder`: as getData's. */
+  getChildren(path: string, inOrder?: (children: string[] | undefined) => void): Promise<string[] | undefined> {
     this.opts.reads.count += 1;
     return this.call(`listing ${path}`, path, (cb) => {
-      if (watcher) this.client.getChildren(path, watcher, (e, children) => cb(e, children));
-      else this.client.getChildren(path, (e, children) => cb(e, children));
-    }, true);
+      this.client.getChildren(path, (e, children) => cb(e, children));
+    }, true, inOrder);
   }
 
   /** The node's stat; undefined when there is no node (the watcher then fires on creation). */
@@ -246,6 +266,33 @@ export class ZkClient extends EventEmitter {
     }, false);
   }
 
+  /**
+   * Adds a persistent recursive watch on `path` (it need not exist): `listener` hears of every
+   * create, delete and data change at or below it until the session ends, and the watch is
+   * added again after each reconnect (events of the time in between are lost: the reconnect's
+   * `connected` event tells the owner to read again). Thrown: ZooKeeperError `UNIMPLEMENTED`
+   * from a server older than ZooKeeper 3.6.
+   */
+  async addWatch(path: string, listener: (event: WatchEvent) => void): Promise<void> {
+    // Listening first: the events that follow the server's answer in the same socket read are
+    // handed out before the answer's promise settles.
+    if (!this.watchedRoots.has(path)) {
+      this.watchedRoots.add(path);
+      this.persistent.listen(path, listener);
+    }
+    await this.call(`watching ${path}`, path, (cb) => this.persistent.add(path, (e) => cb(e, undefined)), false).catch((err: unknown) => {
+      if (err instanceof ZooKeeperError && err.code === 'UNIMPLEMENTED') {
+        throw new ZooKeeperError('UNIMPLEMENTED', `watching ${path}: this ZooKeeper server has no persistent watches (addWatch); ZooKeeper 3.6 or later is needed`, path, { cause: err });
+      }
+      throw err;
+    });
+  }
+
+  /** Sets (or clears) the observer of this client's data writes. */
+  observeWrites(observer: WriteObserver | undefined): void {
+    this.writeObserver = observer;
+  }
+
   /** Creates a node; returns its path (with the sequence suffix for sequential modes). */
   create(path: string, data: Buffer, mode: number = MODE.persistent): Promise<string> {
     return this.call(`creating ${path}`, path, (cb) => this.client.create(path, data, mode, (e, p) => cb(e, p)), false);
@@ -253,7 +300,19 @@ export class ZkClient extends EventEmitter {
 
   /** Sets data at `version` (-1: any). */
   setData(path: string, data: Buffer, version = -1): Promise<Stat> {
-    return this.call(`writing ${path}`, path, (cb) => this.client.setData(path, data, version, (e, stat) => cb(e, stat)), false);
+    return this.call(`writing ${path}`, path, (cb) => {
+      const observer = this.writeObserver;
+      observer?.sent(path);
+      try {
+        this.client.setData(path, data, version, (e, stat) => {
+          observer?.done(path, e ? undefined : { data, stat });
+          cb(e, stat);
+        });
+      } catch (err) {
+        observer?.done(path, undefined);
+        throw err;
+      }
+    }, false);
   }
 
   /** Removes a node at `version` (-1: any). */
@@ -282,6 +341,14 @@ export class ZkClient extends EventEmitter {
    */
   multi(ops: readonly Op[], what: string): Promise<OpResult[]> {
     return this.call(what, undefined, (cb) => {
+      const observer = this.writeObserver;
+      const sets = ops.flatMap((o, i) => (o.op === 'set' ? [{ i, path: o.path, data: o.data }] : []));
+      const tell = (results?: Array<{ stat?: Stat }>): void => {
+        for (const s of sets) {
+          const stat = results?.[s.i]?.stat;
+          observer?.done(s.path, stat ? { data: s.data, stat } : undefined);
+        }
+      };
       const tx = this.client.transaction();
       for (const o of ops) {
         if (o.op === 'create') tx.create(o.path, o.data ?? Buffer.alloc(0), o.mode ?? MODE.persistent);
@@ -292,13 +359,24 @@ export class ZkClient extends EventEmitter {
         // mean "any version": put the version asked for back on the queued operation.
         if (o.op !== 'create') exactVersion(tx, o.version);
       }
-      tx.commit((e, results: Array<{ type: number; err?: number; path?: string; stat?: Stat }> | undefined) => {
-        if (!e) { cb(null, (results ?? []).map((r) => ({ path: r.path, stat: r.stat }))); return; }
-        const failed = (results ?? []).findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== zookeeper.Exception.RUNTIME_INCONSISTENCY);
-        const path = failed >= 0 ? ops[failed]?.path : undefined;
-        cb(zkError(e, what, path), []);
-      });
+      if (observer) for (const s of sets) observer.sent(s.path);
+      try {
+        this.commit(tx, ops, what, (e, results) => { tell(e ? undefined : results); cb(e, results); });
+      } catch (err) {
+        tell(undefined);
+        throw err;
+      }
     }, false);
+  }
+
+  /** Commits `tx`; its results (or the error of the op that failed) to `cb`, from the reply callback. */
+  private commit(tx: zookeeper.Transaction, ops: readonly Op[], what: string, cb: (err: unknown, results: OpResult[]) => void): void {
+    tx.commit((e, results: Array<{ type: number; err?: number; path?: string; stat?: Stat }> | undefined) => {
+      if (!e) { cb(null, (results ?? []).map((r) => ({ path: r.path, stat: r.stat }))); return; }
+      const failed = (results ?? []).findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== zookeeper.Exception.RUNTIME_INCONSISTENCY);
+      const path = failed >= 0 ? ops[failed]?.path : undefined;
+      cb(zkError(e, what, path), []);
+    });
   }
 
   /**
@@ -345,7 +423,8 @@ export class ZkClient extends EventEmitter {
     return this.closing;
   }
 
-  private call<T>(what: string, path: string | undefined, start: (cb: (err: unknown, value: T) => void) => void, noNodeIsUndefined: boolean): Promise<T> {
+  private call<T>(what: string, path: string | undefined, start: (cb: (err: unknown, value: T) => void) => void, noNodeIsUndefined: boolean,
+    inOrder?: (value: T) => void): Promise<T> {
     if (this.state === 'closed') return Promise.reject(new ZooKeeperError('CONNECTION_LOSS', `${what}: the ZooKeeper session is closed`, path));
     if (this.state === 'expired') return Promise.reject(new ZooKeeperError('SESSION_EXPIRED', `${what}: the ZooKeeper session expired`, path));
     const timeoutMs = this.opts.opTimeoutMs ?? Math.max(this.sessionTimeoutMs, 5000);
@@ -358,10 +437,9 @@ export class ZkClient extends EventEmitter {
           clearTimeout(timer);
           const code = (err as { code?: unknown } | null)?.code;
           if (!err || (code !== zookeeper.Exception.CONNECTION_LOSS && code !== zookeeper.Exception.SESSION_EXPIRED)) this.lastHeard = Date.now();
-          if (!err) { resolve(value); return; }
+          if (!err) { inOrder?.(value); resolve(value); return; }
           const mapped = zkError(err, what, path);
-          if (noNodeIsUndefined && mapped.code === 'NO_NODE') resolve(undefined as T);
-          else reject(mapped);
+          if (noNodeIsUndefined && mapped.code === 'NO_NODE') { inOrder?.(undefined as T); resolve(undefined as T); } else reject(mapped);
         });
       } catch (err) {
         clearTimeout(timer);

@@ -193,6 +193,61 @@ void describe('ZooKeeperStore', () => {
     await waitFor(async () => (await store.listUploads({ states: ['ready'] })).length === 1, { timeoutMs: 2000, what: 'the cache to see the update', intervalMs: 5 });
   });
 
+  void it('reads a change by another handle once, its own writes and lock contenders not at all (persistent watches)', async () => {
+    const store = await open();
+    const writer = await open();
+    const s = await session(writer);
+    const r = await store.createRequest({ labels: ['small'], requestor: 'zuul' });
+    const n = await writer.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
+    await waitFor(async () => (await store.listNodes()).length === 1 && (await store.listRequests()).length === 1, { timeoutMs: 5000, what: 'the cache to fill', intervalMs: 10 });
+
+    // Our own writes: the reply stands in for the change event; the copy shows them at once.
+    let reads = store.readCount();
+    await store.updateRequest(r.id, { state: 'pending' });
+    assert.equal((await store.listRequests())[0]?.state, 'pending');
+    await store.updateRequest(r.id, { declinedBy: ['elsewhere'] });
+    assert.deepEqual((await store.listRequests())[0]?.declinedBy, ['elsewhere']);
+    await store.updateNode(n.id, { holdReason: 'ours' });
+    assert.equal((await store.listNodes())[0]?.holdReason, 'ours');
+    assert.equal(store.readCount() - reads, 1, 'one read: the node update (not under our lock) reads before it writes; the cache reads nothing back');
+
+    // Another handle's lock and unlock (contenders below the node): events only, no reads.
+    reads = store.readCount();
+    assert.equal(await writer.tryLock(`node:${n.id}`, s.id), true);
+    assert.equal(await writer.unlock(`node:${n.id}`, s.id), true);
+    await writer.createRequest({ labels: ['small'], requestor: 'zuul' });
+    await waitFor(async () => (await store.listRequests()).length === 2, { timeoutMs: 5000, what: 'the new request in the cache', intervalMs: 5 });
+    assert.equal(store.readCount() - reads, 1, 'the lock contenders cost nothing; the new request is read once');
+
+    // Another handle's change of a node: read once.
+    reads = store.readCount();
+    await writer.updateNode(n.id, { holdReason: 'theirs' });
+    await waitFor(async () => (await store.listNodes())[0]?.holdReason === 'theirs', { timeoutMs: 5000, what: 'the change in the cache', intervalMs: 5 });
+    assert.equal(store.readCount() - reads, 1);
+  });
+
+  void it('ends with both caches equal to ZooKeeper after two handles race conditional writes on the same records', async () => {
+    const a = await open();
+    const b = await open();
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await a.createRequest({ labels: ['small'], requestor: 'zuul' })).id);
+    // Each handle appends its mark to declinedBy, many times, at once: writes of one handle are in
+    // flight while the other's change events arrive.
+    const race = (store: ZooKeeperStore, mark: string): Promise<unknown> => Promise.all(ids.flatMap((id) => Array.from({ length: 12 }, async (_, k) => {
+      const cur = await store.getRequest(id);
+      await store.updateRequest(id, { declinedBy: [...(cur?.declinedBy ?? []), `${mark}${k}`] });
+    })));
+    await Promise.all([race(a, 'a'), race(b, 'b')]);
+    const truth = new Map<string, unknown>();
+    for (const id of ids) truth.set(id, (await a.getRequest(id))?.declinedBy);
+    for (const store of [a, b]) {
+      await waitFor(async () => {
+        const listed = await store.listRequests();
+        return listed.length === ids.length && listed.every((r) => JSON.stringify(r.declinedBy) === JSON.stringify(truth.get(r.id)));
+      }, { timeoutMs: 5000, what: 'the cache to equal what ZooKeeper holds', intervalMs: 20 });
+    }
+  });
+
   void it('catches up on what changed while its connection was down, and reads everything afresh after its own session expired', async () => {
     const writer = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.port, chroot }] });
     stores.push(writer);
