@@ -125,9 +125,8 @@ export class ZkNodes {
     if (filter.states?.length === 0) return [];
     const { layout, cache } = this.ctx;
     const out: NodeRecord[] = [];
-    for (const id of cache.children(layout.nodes)) {
-      const entry = cache.get(`${layout.nodes}/${id}`);
-      if (!entry?.data || entry.data.length === 0) continue;
+    for (const { name: id, entry } of cache.childEntries(layout.nodes)) {
+      if (!entry.data || entry.data.length === 0) continue;
       let rec = entry.memo as NodeRecord | undefined;
       if (!rec) {
         rec = nodeFromJson(id, decode(entry.data, `node ${id}`));

@@ -92,12 +92,12 @@ export class ZkRequests {
     if (filter.states?.length === 0) return [];
     const { layout, cache } = this.ctx;
     const out: NodeRequestRecord[] = [];
-    for (const id of cache.children(layout.requests)) {
-      const m = REQUEST_ID_RE.exec(id);
-      const entry = cache.get(`${layout.requests}/${id}`);
-      if (!m || !entry?.data || !entry.stat) continue;
+    for (const { name: id, entry } of cache.childEntries(layout.requests)) {
+      if (!entry.data || !entry.stat) continue;
       let rec = entry.memo as NodeRequestRecord | undefined;
       if (!rec) {
+        const m = REQUEST_ID_RE.exec(id);
+        if (!m) continue;
         rec = requestFromJson(id, Number(m[1]), ownerOf(entry.stat.ephemeralOwner), decode(entry.data, `node request ${id}`));
         entry.memo = rec;
       }

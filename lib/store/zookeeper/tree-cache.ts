@@ -37,6 +37,8 @@ export interface Entry {
   data?: Buffer;
   stat?: Stat;
   children?: Set<string>;
+  /** The children sorted, with their entries (built on demand, dropped when `children` changes). */
+  listed?: ReadonlyArray<{ name: string; entry: Entry }>;
   /** Whatever the reader derived from `data` (dropped when the data changes). */
   memo?: unknown;
 }
@@ -118,8 +120,25 @@ export class TreeCache {
 
   /** Cached children of `path`, sorted. */
   children(path: string): string[] {
-    const c = this.entries.get(path)?.children;
-    return c ? [...c].sort() : [];
+    return this.childEntries(path).map((c) => c.name);
+  }
+
+  /**
+   * Cached children of `path`, sorted, each with its entry: kept between calls until a child
+   * comes or goes (a pool worker lists the requests at every pass, and a burst has thousands).
+   */
+  childEntries(path: string): ReadonlyArray<{ name: string; entry: Entry }> {
+    const e = this.entries.get(path);
+    if (!e?.children) return [];
+    if (!e.listed) {
+      const listed: Array<{ name: string; entry: Entry }> = [];
+      for (const name of [...e.children].sort()) {
+        const entry = this.entries.get(`${path}/${name}`);
+        if (entry) listed.push({ name, entry });
+      }
+      e.listed = listed;
+    }
+    return e.listed;
   }
 
   /**
@@ -178,6 +197,7 @@ export class TreeCache {
     // A parent whose listing is still on its way: the listing includes this child.
     if (!pe?.children || !ps?.children || (ps.accept && !ps.accept(name)) || pe.children.has(name)) return;
     pe.children.add(name);
+    pe.listed = undefined;
     this.entries.set(path, {});
     this.load(path, ++this.lastTicket, gen);
     this.onChange();
@@ -263,6 +283,7 @@ export class TreeCache {
         if (this.roots.includes(path)) {
           this.removeBelow(path);
           e.children = new Set();
+          e.listed = undefined;
           this.onChange();
         } else {
           this.remove(path);
@@ -274,6 +295,7 @@ export class TreeCache {
       const before = e.children ?? new Set<string>();
       for (const name of before) if (!kept.has(name)) this.remove(`${path}/${name}`);
       e.children = kept;
+      e.listed = undefined;
       for (const name of kept) {
         if (before.has(name)) continue;
         const child = `${path}/${name}`;
@@ -327,13 +349,15 @@ export class TreeCache {
       this.removeBelow(path);
       const e = this.entries.get(path) as Entry;
       e.children = new Set();
+      e.listed = undefined;
       this.onChange();
       return;
     }
     this.removeBelow(path);
     this.entries.delete(path);
     const slash = path.lastIndexOf('/');
-    this.entries.get(path.slice(0, slash))?.children?.delete(path.slice(slash + 1));
+    const parent = this.entries.get(path.slice(0, slash));
+    if (parent?.children?.delete(path.slice(slash + 1))) parent.listed = undefined;
     this.onChange();
   }
 
