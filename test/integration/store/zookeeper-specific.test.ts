@@ -262,6 +262,13 @@ void describe('ZooKeeperStore', () => {
     await writer.createBuild({ diskimage: 'debian', formats: [] });
     proxy.thaw();
     await waitFor(async () => (await reader.listBuilds()).length === 2, { timeoutMs: 5000, what: 'the reader to see the build made while it was cut off', intervalMs: 10 });
+    // The persistent watches were added again on the new connection: later changes are heard, with one read each.
+    const reads = reader.readCount();
+    const b3 = await writer.createBuild({ diskimage: 'debian', formats: [] });
+    await waitFor(async () => (await reader.listBuilds()).length === 3, { timeoutMs: 5000, what: 'the reader to hear of a build made after the reconnect', intervalMs: 10 });
+    await writer.updateBuild(b3.id, { state: 'ready' });
+    await waitFor(async () => (await reader.listBuilds({ states: ['ready'] })).length === 1, { timeoutMs: 5000, what: 'the reader to hear of a change after the reconnect', intervalMs: 10 });
+    assert.equal(reader.readCount() - reads, 3, 'the new build read once (its data and its children), its change once');
 
     // A long cut: ZooKeeper expires the reader's main session; its watches are gone with it.
     proxy.freeze(main);
@@ -269,11 +276,11 @@ void describe('ZooKeeperStore', () => {
     await writer.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
     await delay(1000 + 800); // past the 1 s session timeout the server granted
     proxy.thaw();
-    await waitFor(async () => (await reader.listBuilds()).length === 3 && (await reader.listNodes()).length === 1,
+    await waitFor(async () => (await reader.listBuilds()).length === 4 && (await reader.listNodes()).length === 1,
       { timeoutMs: 10_000, what: 'the reader to read the tree again under a new session', intervalMs: 20 });
     assert.notEqual(proxy.sessions()[0], main, 'a new main session');
     await writer.createBuild({ diskimage: 'debian', formats: [] });
-    await waitFor(async () => (await reader.listBuilds()).length === 4, { timeoutMs: 5000, what: 'watches to work again', intervalMs: 10 });
+    await waitFor(async () => (await reader.listBuilds()).length === 5, { timeoutMs: 5000, what: 'watches to work again', intervalMs: 10 });
   });
 
   void it('is what openStore opens when zookeeper-servers is set, honouring zookeeper-timeout', async () => {
