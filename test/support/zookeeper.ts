@@ -240,7 +240,7 @@ async function makeCertificates(dir: string): Promise<ZooKeeperTlsFiles> {
 }
 
 /** Request opcodes of the ZooKeeper protocol (for {@link FreezeProxy.freezeOnRequest}). */
-export const OPCODE = { create: 1, delete: 2, exists: 3, getData: 4, setData: 5, getChildren2: 12, multi: 14 } as const;
+export const OPCODE = { create: 1, delete: 2, exists: 3, getData: 4, setData: 5, getChildren2: 12, multi: 14, addWatch: 106 } as const;
 
 /** One proxied connection and the session it carries (hex, once known). */
 interface Pair {

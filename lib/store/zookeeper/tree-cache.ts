@@ -89,7 +89,12 @@ export class TreeCache {
     client.on('connected', this.reread);
     const ticket = ++this.lastTicket;
     // The watches go out before the reads, on the same connection: the reads see them in place.
-    const watching = this.roots.map((root) => client.addWatch(root, this.onEvent));
+    // A watch lost with the connection is added again by the client when it reconnects (and the
+    // copy is read again then), so only a refusal (an old server) fails the start.
+    const watching = this.roots.map((root) => client.addWatch(root, this.onEvent).catch((err: unknown) => {
+      if (err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT')) return;
+      throw err;
+    }));
     for (const root of this.roots) {
       this.entries.set(root, {});
       this.load(root, ticket, this.generation);

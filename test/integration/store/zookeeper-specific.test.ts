@@ -226,6 +226,19 @@ void describe('ZooKeeperStore', () => {
     assert.equal(store.readCount() - reads, 1);
   });
 
+  void it('opens when the connection is lost while its watches are being added, and hears changes after the reconnect', async () => {
+    const writer = await open();
+    await writer.createBuild({ diskimage: 'debian', formats: [] });
+    proxy.freezeOnRequest(OPCODE.addWatch, 'before'); // the first of the cache's watches is held, and everything after it
+    const opening = open();
+    await delay(300);
+    proxy.thaw(); // the held connection is cut; the client reconnects to the same session
+    const reader = await opening;
+    assert.equal((await reader.listBuilds()).length, 1);
+    await writer.createBuild({ diskimage: 'debian', formats: [] });
+    await waitFor(async () => (await reader.listBuilds()).length === 2, { timeoutMs: 5000, what: 'the reader to hear of a build made after the reconnect', intervalMs: 10 });
+  });
+
   void it('ends with both caches equal to ZooKeeper after two handles race conditional writes on the same records', async () => {
     const a = await open();
     const b = await open();
