@@ -23,11 +23,9 @@ export const EVENT = {
   created: zookeeper.Event.NODE_CREATED,
   deleted: zookeeper.Event.NODE_DELETED,
   dataChanged: zookeeper.Event.NODE_DATA_CHANGED,
-  childrenChanged: zookeeper.Event.NODE_CHILDREN_CHANGED,
 } as const;
 
 export type Stat = zookeeper.Stat;
-export type Watcher = (event: zookeeper.Event) => void;
 
 /** One operation of a {@link ZkClient.multi} transaction. */
 export type Op =
@@ -256,13 +254,12 @@ export class ZkClient extends EventEmitter {
     }, true, inOrder);
   }
 
-  /** The node's stat; undefined when there is no node (the watcher then fires on creation). */
-  exists(path: string, watcher?: Watcher): Promise<Stat | undefined> {
+  /** The node's stat; undefined when there is no node. */
+  exists(path: string): Promise<Stat | undefined> {
     this.opts.reads.count += 1;
     return this.call(`checking ${path}`, path, (cb) => {
       const done = (e: unknown, stat: Stat): void => cb(e, stat ?? undefined);
-      if (watcher) this.client.exists(path, watcher, done);
-      else this.client.exists(path, done);
+      this.client.exists(path, done);
     }, false);
   }
 
