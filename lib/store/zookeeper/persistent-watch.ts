@@ -108,11 +108,6 @@ export class PersistentWatches {
     this.listeners.push({ root, fn });
   }
 
-  /** Removes the listeners (not the server's watches: those go with the connection). */
-  clear(): void {
-    this.listeners.length = 0;
-  }
-
   /** Sends addWatch for `path`; `done` hears the server's answer (an error code, or null). */
   add(path: string, done: (err: unknown) => void): void {
     this.cm.queue(addWatchRequest(path), done);

@@ -8,17 +8,15 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseConfig } from '../../../../lib/config/load.js';
-import { OpenStackImageService } from '../../../../lib/drivers/openstack/glance-image-service.js';
 import { KeystoneSession } from '../../../../lib/drivers/openstack/keystone.js';
 import { NovaClient } from '../../../../lib/drivers/openstack/nova.js';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { CloudError } from '../../../../lib/errors.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
-import { silentLogger } from '../../../../lib/log.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
 import { ScriptedCloud } from '../../../support/scripted-cloud.js';
+import { startScriptedProvider, type ScriptedProvider } from '../../../support/scripted-provider.js';
 
 async function rejectsWith(p: Promise<unknown>, message: string | RegExp): Promise<void> {
   await assert.rejects(p, (err: unknown) => {
@@ -115,7 +113,7 @@ describe('an openstack launch against a cloud answering garbage', () => {
   let dir: string;
   let store: SqliteStore;
   let provider: OpenStackProvider;
-  let svc: OpenStackImageService | undefined;
+  let scripted: ScriptedProvider;
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-nova-garbage-'));
@@ -132,7 +130,7 @@ describe('an openstack launch against a cloud answering garbage', () => {
     cloud.answer('GET', /^\/v2\.1\/flavors\/detail$/, { body: FLAVORS });
     cloud.answer('GET', /^\/v2\.0\/networks$/, { body: NETWORKS });
     cloud.answer('DELETE', /^\/v2\.1\/servers\/s1$/, { status: 204 });
-    const config = parseConfig([
+    scripted = await startScriptedProvider(cloud, store, [
       'labels: [{name: tiny}]',
       'providers:',
       '  - {name: scripted, cloud: scripted, launch-retries: 1, launch-timeout: 10,',
@@ -140,19 +138,11 @@ describe('an openstack launch against a cloud answering garbage', () => {
       '     pools: [{name: main, networks: [private], host-key-checking: false, labels: [{name: tiny, cloud-image: cirros, flavor-name: m1.tiny}]}]}',
       '',
     ].join('\n'), path.join(dir, 'nodepool.yaml'));
-    const pc = config.providers[0];
-    assert.equal(pc?.driver, 'openstack');
-    provider = new OpenStackProvider(pc, {
-      store, log: silentLogger(), clock: Date.now, config, sessionId: () => 'unused',
-      imageServices: async () => (svc ??= await OpenStackImageService.create(cloud.creds())),
-    }, { deleteTimeoutMs: 2000 });
-    await provider.start();
+    provider = scripted.provider;
   });
 
   afterEach(async () => {
-    await provider.stop();
-    svc?.close();
-    svc = undefined;
+    await scripted.stop();
     await cloud.stop();
   });
 

@@ -10,14 +10,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseConfig } from '../../../../lib/config/load.js';
-import { OpenStackImageService } from '../../../../lib/drivers/openstack/glance-image-service.js';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
-import { silentLogger } from '../../../../lib/log.js';
 import { validationAllocation, type NodeRecord, type UploadRecord } from '../../../../lib/store/models.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
 import { ScriptedCloud } from '../../../support/scripted-cloud.js';
+import { startScriptedProvider, type ScriptedProvider } from '../../../support/scripted-provider.js';
 
 /** A 127.0.0.1 port nothing listens on (bound, then closed). */
 function closedPort(): Promise<number> {
@@ -34,7 +32,7 @@ describe('openstack: a launch pinned to an upload', () => {
   let store: SqliteStore;
   let cloud: ScriptedCloud;
   let provider: OpenStackProvider;
-  let svc: OpenStackImageService | undefined;
+  let scripted: ScriptedProvider;
   let older: UploadRecord;
   let validating: UploadRecord;
 
@@ -65,7 +63,7 @@ describe('openstack: a launch pinned to an upload', () => {
       : { body: { server: { id: 's1', name: 'n1', status: 'ACTIVE', metadata: {}, addresses: { private: [{ addr: '127.0.0.1', version: 4 }] } } } }));
     cloud.answer('POST', /^\/v2\.1\/servers\/s1\/action$/, { body: { output: 'SeaBIOS\nBooting from Hard Disk...\nNo bootable device.\n' } });
     cloud.answer('DELETE', /^\/v2\.1\/servers\/s1$/, { status: 204 });
-    const config = parseConfig([
+    scripted = await startScriptedProvider(cloud, store, [
       'labels: [{name: tiny}]',
       'diskimages: [{name: deb}]',
       'providers:',
@@ -74,19 +72,11 @@ describe('openstack: a launch pinned to an upload', () => {
       '     pools: [{name: main, networks: [private], labels: [{name: tiny, diskimage: deb, flavor-name: m1.tiny}]}]}',
       '',
     ].join('\n'), path.join(dir, 'nodepool.yaml'));
-    const pc = config.providers[0];
-    assert.equal(pc?.driver, 'openstack');
-    provider = new OpenStackProvider(pc, {
-      store, log: silentLogger(), clock: Date.now, config, sessionId: () => 'unused',
-      imageServices: async () => (svc ??= await OpenStackImageService.create(cloud.creds())),
-    }, { deleteTimeoutMs: 2000 });
-    await provider.start();
+    provider = scripted.provider;
   });
 
   afterEach(async () => {
-    await provider.stop();
-    svc?.close();
-    svc = undefined;
+    await scripted.stop();
     await cloud.stop();
   });
 
