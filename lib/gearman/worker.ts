@@ -22,6 +22,8 @@ interface ServerState {
   grabbing: boolean;
   /** When the outstanding grab was sent (for the watchdog). */
   grabSentAt: number;
+  /** Functions unregistered while a job of theirs runs on this connection: CANT_DO waits for its end. */
+  cantDoPending: Set<string>;
 }
 
 /** Argument-less packets sent once or twice per job: encoded once (never mutated). */
@@ -36,6 +38,8 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   private readonly concurrency: number;
   private readonly servers: ServerState[];
   private readonly handlers = new Map<string, JobHandler>();
+  /** Unregistered functions whose CANT_DO waits for running jobs; `resolve` runs once all are sent. */
+  private readonly draining = new Map<string, { done: Promise<void>; resolve: () => void }>();
   private readonly jobs = new Set<RunningJob>();
   private state: 'created' | 'running' | 'stopping' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
@@ -55,7 +59,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     this.grabTimeoutMs = opts.grabTimeoutMs ?? 30_000;
     this.servers = opts.servers.map((server) => {
       const conn = new GearmanConnection({ server, log: this.log, ...(opts.reconnect ? { reconnect: opts.reconnect } : {}) });
-      const st: ServerState = { conn, awake: false, grabbing: false, grabSentAt: 0 };
+      const st: ServerState = { conn, awake: false, grabbing: false, grabSentAt: 0, cantDoPending: new Set() };
       conn.on('connected', () => this.onConnected(st));
       conn.on('disconnected', (reason) => this.onDisconnected(st, reason));
       conn.on('packet', (p) => this.onPacket(st, p));
@@ -63,24 +67,65 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     });
   }
 
-  /** Registers (or replaces) a handler: CAN_DO now on every connected server, and after every reconnect. */
+  /**
+   * Registers (or replaces) a handler: CAN_DO now on every connected server, and after every
+   * reconnect. A function still draining from {@link unregister} is taken back as it is.
+   */
   register(name: string, handler: JobHandler): void {
     const isNew = !this.handlers.has(name);
     this.handlers.set(name, handler);
     if (!isNew) return;
-    this.log.info('registering gearman function', { function: name });
+    const draining = this.draining.get(name);
+    this.log.info('registering gearman function', { function: name, ...(draining ? { wasDraining: true } : {}) });
+    if (draining) {
+      // the unregister is superseded: whoever waits for it stops waiting
+      this.draining.delete(name);
+      draining.resolve();
+    }
     for (const s of this.servers) {
+      // never CANT_DOed there: still registered with that server
+      if (s.cantDoPending.delete(name)) continue;
       // CAN_DO does not wake a sleeping worker even when jobs are queued: grab explicitly
       if (s.conn.send(encode(T.CAN_DO, [name]))) s.awake = true;
     }
     this.pump();
   }
 
-  /** Unregisters: CANT_DO on every connected server. Jobs already running continue. */
-  unregister(name: string): void {
-    if (!this.handlers.delete(name)) return;
-    this.log.info('unregistering gearman function', { function: name });
-    for (const s of this.servers) s.conn.send(encode(T.CANT_DO, [name]));
+  /**
+   * Unregisters: no new job of `name` is run here from now on, and CANT_DO goes to each server
+   * once no job of `name` from that server runs here any more. Jobs already running continue and
+   * report their own outcome: gearmand fails (or, without a retry limit, requeues) a job whose
+   * worker CANT_DOes its function while holding it, so the CANT_DO waits for the job's end.
+   * A job of `name` that a server assigns meanwhile (GRAB_JOB cannot name functions) is failed
+   * at once, saying the function is being unregistered here. Resolves once every CANT_DO is sent.
+   */
+  unregister(name: string): Promise<void> {
+    if (!this.handlers.delete(name)) return this.draining.get(name)?.done ?? Promise.resolve();
+    let pending = false;
+    for (const s of this.servers) {
+      if (this.runsJobOf(s, name)) {
+        s.cantDoPending.add(name);
+        pending = true;
+      } else {
+        s.conn.send(encode(T.CANT_DO, [name]));
+      }
+    }
+    if (!pending) {
+      this.log.info('unregistering gearman function', { function: name });
+      return Promise.resolve();
+    }
+    this.log.info('unregistering gearman function once its running jobs end', {
+      function: name, jobs: [...this.jobs].filter((j) => j.info.functionName === name).map((j) => j.handle),
+    });
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => { resolve = r; });
+    this.draining.set(name, { done, resolve });
+    return done;
+  }
+
+  /** True while `name` is unregistered but a job of it still runs here (its CANT_DO waits). */
+  isDraining(name: string): boolean {
+    return this.draining.has(name);
   }
 
   /** True when `name` is registered. */
@@ -96,6 +141,13 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   /** Jobs whose handler has not settled yet. */
   inFlight(): number {
     return this.jobs.size;
+  }
+
+  /** Jobs of `name` whose handler has not settled yet. */
+  inFlightOf(name: string): number {
+    let n = 0;
+    for (const j of this.jobs) if (j.info.functionName === name) n += 1;
+    return n;
   }
 
   /** Number of servers currently connected. */
@@ -134,6 +186,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
       }
       if (this.watchdog) clearInterval(this.watchdog);
       await Promise.all(this.servers.map((s) => s.conn.close()));
+      for (const s of this.servers) this.dropPendingCantDo(s);
       this.state = 'stopped';
       this.notifyIdle();
       this.log.info('gearman worker stopped');
@@ -202,6 +255,8 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   private onConnected(s: ServerState): void {
     s.grabbing = false;
     s.awake = true;
+    // RESET_ABILITIES below drops every function, draining ones too: nothing left to CANT_DO
+    this.dropPendingCantDo(s);
     s.conn.send(encode(T.RESET_ABILITIES));
     if (this.clientId !== undefined) s.conn.send(encode(T.SET_CLIENT_ID, [this.clientId]));
     for (const name of this.handlers.keys()) s.conn.send(encode(T.CAN_DO, [name]));
@@ -213,6 +268,8 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   private onDisconnected(s: ServerState, reason: Error): void {
     s.grabbing = false;
     s.awake = false;
+    // the server forgets this worker's functions with the connection
+    this.dropPendingCantDo(s);
     for (const j of this.jobs) {
       if (j.conn === s.conn) j.abort(reason);
     }
@@ -272,8 +329,11 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     this.jobs.add(job);
     if (this.log.isDebugEnabled()) job.log().debug('job assigned', { unique, bytes: data.length });
     this.safeEmit('job:start', job.info);
-    const handler = this.handlers.get(functionName);
-    if (!handler) job.log().warn('job for a function not registered here; failing it');
+    let handler = this.handlers.get(functionName);
+    if (!handler && s.cantDoPending.has(functionName)) {
+      job.log().warn('job for a function being unregistered here; failing it');
+      handler = () => Promise.resolve({ type: 'fail', message: `${functionName} is being unregistered on ${this.clientId ?? 'this worker'}: not taking new jobs of it` });
+    } else if (!handler) job.log().warn('job for a function not registered here; failing it');
     // the handler starts after this packet is handled, as a microtask (not inside the socket callback)
     queueMicrotask(() => {
       void job.run(handler).then((outcome) => this.jobEnded(job, outcome));
@@ -288,6 +348,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
         delivered = job.finish(outcome);
       } finally {
         this.jobs.delete(job);
+        this.sendPendingCantDo(job);
         this.notifyIdle();
       }
       this.safeEmit('job:end', job.info, outcome, delivered);
@@ -295,6 +356,36 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     } catch (err) {
       this.log.error('job bookkeeping failed', { job: job.handle, error: coerceError(err).stack });
     }
+  }
+
+  private runsJobOf(s: ServerState, name: string): boolean {
+    for (const j of this.jobs) if (j.conn === s.conn && j.info.functionName === name) return true;
+    return false;
+  }
+
+  /** After `job`'s terminal packet: the CANT_DO its function waited for, if no other job of it runs there. */
+  private sendPendingCantDo(job: RunningJob): void {
+    const name = job.info.functionName;
+    const s = this.servers.find((x) => x.conn === job.conn);
+    if (!s?.cantDoPending.has(name) || this.runsJobOf(s, name)) return;
+    s.cantDoPending.delete(name);
+    s.conn.send(encode(T.CANT_DO, [name]));
+    this.settleDraining(name);
+  }
+
+  private dropPendingCantDo(s: ServerState): void {
+    const names = [...s.cantDoPending];
+    s.cantDoPending.clear();
+    for (const name of names) this.settleDraining(name);
+  }
+
+  /** Ends the drain of `name` once no server still waits to CANT_DO it. */
+  private settleDraining(name: string): void {
+    const d = this.draining.get(name);
+    if (!d || this.servers.some((x) => x.cantDoPending.has(name))) return;
+    this.draining.delete(name);
+    this.log.info('unregistered gearman function after its running jobs ended', { function: name });
+    d.resolve();
   }
 
   private safeEmit<K extends keyof GearmanWorkerEvents>(event: K, ...args: GearmanWorkerEvents[K]): void {
