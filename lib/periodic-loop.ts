@@ -1,8 +1,10 @@
 /**
  * The one helper behind every periodic loop of the daemons (image lifecycle, pool workers,
  * deleter, cleanup, min-ready): run a pass, wait the interval (less when nudged, more after
- * failures, with capped exponential backoff), count consecutive failures and keep the last
- * error, so health and the CLI can tell "passes succeed" from "the process is up".
+ * failures, with capped exponential backoff that a nudge does not cut short), count
+ * consecutive failures and keep the last error, and record since when the current pass runs
+ * against the loop's bound, so health and the CLI can tell "passes succeed" from "the
+ * process is up" and from "a pass hangs".
  */
 import { EventEmitter } from 'node:events';
 import { coerceError } from './errors.js';
@@ -22,6 +24,32 @@ export interface LoopHealth {
   lastSuccess: number | null;
   /** Message of the newest failure while failures continue; null after a success. */
   lastError: string | null;
+  /**
+   * Epoch ms the pass in progress started; null between passes. (Optional only because
+   * heartbeats written by older servers lack it; a PeriodicLoop always sets it.)
+   */
+  runningSince?: number | null;
+  /** How long one pass may run before health calls the loop stuck (ms; absent from older servers). */
+  deadlineMs?: number;
+}
+
+/** The least pass deadline of a loop without its own: 5 minutes. */
+export const MIN_PASS_DEADLINE_MS = 5 * 60_000;
+
+/** The default pass deadline: ten intervals, and at least {@link MIN_PASS_DEADLINE_MS}. */
+export function defaultPassDeadlineMs(intervalMs: number): number {
+  return Math.max(10 * intervalMs, MIN_PASS_DEADLINE_MS);
+}
+
+/**
+ * Whether a loop is stuck: the running time (ms) of its pass in progress when that pass has
+ * run longer than the loop's deadline, else null (also between passes and for records of
+ * older servers). Pure.
+ */
+export function stuckForMs(h: LoopHealth, now: number): number | null {
+  if (h.runningSince === null || h.runningSince === undefined || h.deadlineMs === undefined) return null;
+  const running = now - h.runningSince;
+  return running > h.deadlineMs ? running : null;
 }
 
 /** Options of {@link PeriodicLoop}. */
@@ -34,6 +62,12 @@ export interface PeriodicLoopOptions {
   pass: () => Promise<boolean | void>;
   /** Wait after the n-th consecutive failure: max(interval, initialMs × 2^(n-1) capped at maxMs, ±20 %). */
   backoff?: { initialMs: number; maxMs: number };
+  /**
+   * How long one pass may run before health reports the loop stuck (read at each pass start;
+   * default {@link defaultPassDeadlineMs} of the interval). The pass is not interrupted: a
+   * hung pass is for an operator to see, not for the loop to abandon half done.
+   */
+  passDeadlineMs?: () => number;
   /** Epoch ms (default Date.now). */
   clock?: () => number;
   /** Called after every pass, failed or not (the server refreshes its heartbeat from it). */
@@ -56,13 +90,18 @@ export class PeriodicLoop extends EventEmitter<PeriodicLoopEvents> {
   private stopping: Promise<void> | undefined;
   private nudged = false;
   private endWait: (() => void) | undefined;
+  /** Whether a nudge may end the current wait (not during a failure backoff). */
+  private nudgeable = false;
   private readonly clock: () => number;
   private readonly record: LoopHealth;
 
   constructor(private readonly opts: PeriodicLoopOptions) {
     super();
     this.clock = opts.clock ?? Date.now;
-    this.record = { name: opts.name, passes: 0, consecutiveFailures: 0, lastPass: null, lastSuccess: null, lastError: null };
+    this.record = {
+      name: opts.name, passes: 0, consecutiveFailures: 0, lastPass: null, lastSuccess: null, lastError: null,
+      runningSince: null, deadlineMs: this.deadline(),
+    };
   }
 
   get name(): string {
@@ -81,10 +120,14 @@ export class PeriodicLoop extends EventEmitter<PeriodicLoopEvents> {
     this.current = this.run();
   }
 
-  /** Ends the current wait (or, during a pass, skips the next one) so a pass runs now. */
+  /**
+   * Ends the current idle wait (or, during a pass, skips the next one) so a pass runs now. A
+   * wait that backs off after failed passes stands: a nudge during it only skips whatever of
+   * the interval is left after the backoff.
+   */
   nudge(): void {
     this.nudged = true;
-    this.endWait?.();
+    if (this.nudgeable) this.endWait?.();
   }
 
   /** Lets the pass in progress finish and stops. Idempotent. */
@@ -109,19 +152,29 @@ export class PeriodicLoop extends EventEmitter<PeriodicLoopEvents> {
       if (this.state !== 'running') break;
       const failures = this.record.consecutiveFailures;
       if (failures === 0 && (more || this.nudged)) continue;
-      let delay = this.opts.intervalMs();
+      let idle = this.opts.intervalMs();
       if (failures > 0) {
         const b = this.opts.backoff ?? DEFAULT_BACKOFF;
-        delay = Math.max(delay, backoffDelay(failures - 1, b.initialMs, b.maxMs));
+        const backoff = backoffDelay(failures - 1, b.initialMs, b.maxMs);
+        // A failing loop must not retry at every store change: the backoff is waited out whole.
+        await this.wait(backoff, false);
+        if (this.state !== 'running' || this.nudged) continue;
+        idle = Math.max(0, idle - backoff);
       }
-      await this.wait(delay);
+      if (idle > 0) await this.wait(idle, true);
     }
+  }
+
+  private deadline(): number {
+    return this.opts.passDeadlineMs?.() ?? defaultPassDeadlineMs(this.opts.intervalMs());
   }
 
   /** Runs one pass and records its outcome; returns whether the pass asked for another at once. */
   private async runPass(): Promise<boolean> {
     let more = false;
     let failure: Error | undefined;
+    this.record.runningSince = this.clock();
+    this.record.deadlineMs = this.deadline();
     try {
       more = (await this.opts.pass()) === true;
     } catch (raw) {
@@ -131,6 +184,7 @@ export class PeriodicLoop extends EventEmitter<PeriodicLoopEvents> {
     const r = this.record;
     r.passes += 1;
     r.lastPass = now;
+    r.runningSince = null;
     if (failure) {
       r.consecutiveFailures += 1;
       r.lastError = failure.message;
@@ -147,16 +201,18 @@ export class PeriodicLoop extends EventEmitter<PeriodicLoopEvents> {
     return more;
   }
 
-  /** Waits `ms`; a nudge or stop ends it early. */
-  private wait(ms: number): Promise<void> {
+  /** Waits `ms`; stop ends it early, and so does a nudge when `nudgeable`. */
+  private wait(ms: number, nudgeable: boolean): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         this.endWait = undefined;
+        this.nudgeable = false;
         resolve();
       };
       const timer = setTimeout(done, ms);
       this.endWait = done;
+      this.nudgeable = nudgeable;
     });
   }
 }

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { PeriodicLoop, type LoopHealth } from '../../lib/periodic-loop.js';
+import { defaultPassDeadlineMs, PeriodicLoop, stuckForMs, type LoopHealth } from '../../lib/periodic-loop.js';
+import { waitFor } from '../../lib/lifecycle.js';
 import { testLogger } from '../support/test-log.js';
 
 /** Collects `n` events of a loop (bounded). */
@@ -98,5 +99,70 @@ describe('PeriodicLoop', () => {
     assert.ok(Date.now() - t0 < 1000);
     assert.equal(passes, 2);
     assert.throws(() => loop.start(), /cannot start from state stopped/);
+  });
+
+  it('does not let a nudge cut a failure backoff short, but ends an idle wait at once', async () => {
+    let calls = 0;
+    const loop = new PeriodicLoop({
+      name: 'failing', log: testLogger(), intervalMs: () => 60_000, backoff: { initialMs: 600, maxMs: 600 },
+      pass: async () => {
+        calls += 1;
+        if (calls <= 2) throw new Error(`boom ${calls}`);
+      },
+    });
+    loop.start();
+    const [first] = await events(loop, 1);
+    assert.equal(first?.ok, false);
+    // A failing pool worker nudged by every store change: nudge it often during its backoffs.
+    const nudger = setInterval(() => loop.nudge(), 10);
+    let seen: Array<{ ok: boolean; at: number }>;
+    try {
+      seen = await events(loop, 2, 5000);
+    } finally {
+      clearInterval(nudger);
+    }
+    const gaps = seen.map((e, i) => e.at - (i === 0 ? first?.at ?? 0 : (seen[i - 1] as { at: number }).at));
+    assert.deepEqual(seen.map((e) => e.ok), [false, true]);
+    for (const gap of gaps) {
+      assert.ok(gap >= 470, `each backoff (600 ms − 20 % jitter) stood against nudges, gaps ${gaps.join(', ')} ms`);
+      assert.ok(gap < 2000, `a nudge during a backoff skips the rest of the 60 s interval, gaps ${gaps.join(', ')} ms`);
+    }
+    // Passes succeed again: the loop idles for its 60 s interval, and one nudge ends that wait.
+    const t0 = Date.now();
+    loop.nudge();
+    await events(loop, 1, 2000);
+    assert.ok(Date.now() - t0 < 1000);
+    await loop.stop();
+  });
+
+  it('records since when a pass runs and reports it stuck past its deadline; only its own pass clears it', async () => {
+    let release: (() => void) | undefined;
+    let calls = 0;
+    const stuck = new PeriodicLoop({
+      name: 'hangs', log: testLogger(), intervalMs: () => 10, passDeadlineMs: () => 200,
+      pass: () => {
+        calls += 1;
+        return calls === 2 ? new Promise<void>((r) => { release = r; }) : Promise.resolve();
+      },
+    });
+    const other = new PeriodicLoop({ name: 'fine', log: testLogger(), intervalMs: () => 10, pass: async () => undefined });
+    assert.equal(stuck.health.runningSince, null);
+    assert.equal(stuck.health.deadlineMs, 200);
+    assert.equal(other.health.deadlineMs, defaultPassDeadlineMs(10));
+    stuck.start();
+    other.start();
+    await waitFor(() => release !== undefined, { timeoutMs: 2000, what: 'the second pass to hang', intervalMs: 5 });
+    const since = stuck.health.runningSince;
+    assert.ok(typeof since === 'number');
+    assert.equal(stuckForMs(stuck.health, Date.now()), null, 'not stuck before its deadline');
+    await waitFor(() => stuckForMs(stuck.health, Date.now()) !== null, { timeoutMs: 2000, what: 'the loop to be stuck', intervalMs: 10 });
+    await events(other, 3, 2000);
+    assert.equal(stuck.health.runningSince, since, "another loop's passes do not refresh the stuck loop's record");
+    assert.equal(stuckForMs(other.health, Date.now()), null);
+    (release as () => void)();
+    await events(stuck, 1, 2000);
+    assert.equal(stuckForMs(stuck.health, Date.now()), null);
+    await Promise.all([stuck.stop(), other.stop()]);
+    assert.equal(stuck.health.runningSince, null);
   });
 });
