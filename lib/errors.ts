@@ -115,6 +115,17 @@ export class StateConflictError extends StoreError {
   }
 }
 
+/**
+ * Thrown when a stored record does not parse or does not validate (bad JSON, an unknown state,
+ * no time, a field of the wrong type). Lists skip such records and name them in `listCorrupt`;
+ * reading or updating one throws this; deleting it works as for any record.
+ */
+export class CorruptRecordError extends StoreError {
+  constructor(readonly kind: string, readonly recordId: string, readonly reason: string) {
+    super(`${kind} ${recordId} is corrupt: ${reason}`);
+  }
+}
+
 /** Thrown by a node launch when the cloud is over quota: the node becomes `aborted` and is retried, not failed. */
 export class QuotaExceededError extends NodepoolError {}
 

@@ -5,6 +5,8 @@
  *
  * The interface is split by entity so nodes, requests and locks join it later as siblings.
  */
+import type { Logger } from '../log.js';
+import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
@@ -131,8 +133,19 @@ export interface SessionStore {
   listLaunchers(): Promise<LauncherRecord[]>;
 }
 
+/**
+ * Records that do not parse or validate (lib/store/corrupt.ts). The list calls above skip them
+ * (a corrupt pause still pauses: its existence is the intent); `get` and `update` of one throw
+ * CorruptRecordError; the ordinary delete calls (deleteBuild, deleteUpload, deleteNode,
+ * deleteRequest, setPause(…, false)) remove them.
+ */
+export interface CorruptStore {
+  /** Corrupt records by kind (builds, uploads, pauses, build requests, nodes, requests, launchers), then id. */
+  listCorrupt(filter?: CorruptFilter): Promise<CorruptRecord[]>;
+}
+
 /** Everything one state store offers. */
-export interface Store extends BuildStore, UploadStore, IntentStore, NodeStore, NodeRequestStore, SessionStore {
+export interface Store extends BuildStore, UploadStore, IntentStore, NodeStore, NodeRequestStore, SessionStore, CorruptStore {
   /**
    * Calls `listener` soon after the store changed in a way a launcher should look at: a node
    * request created (or put back to requested) through this handle, or any write by another
@@ -173,4 +186,12 @@ export interface LockOptions {
 export interface StoreOptions {
   /** The clock for `stateTime`, `created` and the like (default Date.now). */
   clock?: () => number;
+  /** Where corrupt records are reported, once per version (default: not logged). */
+  log?: Logger;
+  /**
+   * Opened for a read-only command (`list`, `dib-image-list`, …): opening creates nothing in a
+   * ZooKeeper tree (no `launchers`, `sessions`, `sequences`, `locks`, `status`); a directory
+   * that is missing reads as empty. (SQLite still creates its schema: one file, no tree.)
+   */
+  readOnly?: boolean;
 }

@@ -8,6 +8,8 @@ import { StateConflictError } from '../../lib/errors.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { ids, lapseByClock, storeError, T0, type StoreHarness } from './store-helpers.js';
+import type { Spoil } from './spoil.js';
+import { corruptRecordContract } from './store-corrupt.contract.js';
 import { nodeStoreContract } from './store-nodes.contract.js';
 
 /**
@@ -15,7 +17,11 @@ import { nodeStoreContract } from './store-nodes.contract.js';
  * A backend whose server expires sessions itself (ZooKeeper) also returns `lapseSession`,
  * which has a session expire for real; the others lapse sessions by moving the clock.
  */
-export type OpenTestStore = (clock: () => number) => Promise<{ store: Store; cleanup(): Promise<void>; lapseSession?(id: string): Promise<void> }>;
+export type OpenTestStore = (clock: () => number) => Promise<{
+  store: Store; cleanup(): Promise<void>; lapseSession?(id: string): Promise<void>;
+  /** Writes corrupt records straight into the backend (test/contract/spoil.ts). */
+  spoil: Spoil;
+}>;
 
 /** Registers the store contract suite for one backend. */
 export function storeContract(name: string, open: OpenTestStore): void {
@@ -24,6 +30,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
     let store: Store;
     let cleanup: () => Promise<void>;
     let lapseSession: ((id: string) => Promise<void>) | undefined;
+    let spoil: Spoil;
 
     beforeEach(async () => {
       now = T0;
@@ -31,6 +38,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
       store = opened.store;
       cleanup = () => opened.cleanup();
       lapseSession = opened.lapseSession?.bind(opened);
+      spoil = opened.spoil;
     });
     afterEach(() => cleanup());
 

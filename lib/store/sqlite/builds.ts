@@ -5,10 +5,11 @@
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId } from '../../images/image-file.js';
+import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
-  buildFromRow, checkBuildState, placeholders, toJson, toJsonOrNull, type BuildRow,
+  buildFromRow, checkBuildState, checkedRows, corruptRows, placeholders, toJson, toJsonOrNull, type BuildRow,
 } from './rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
@@ -30,7 +31,8 @@ export class SqliteBuilds {
   private readonly updateTx: (id: string, patch: BuildPatch, expect: readonly BuildState[] | undefined) => BuildRecord | undefined;
   private readonly deleteTx: (id: string) => boolean;
 
-  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences) {
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
+    private readonly corruptLog = new CorruptLog(undefined)) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], BuildRow>('SELECT * FROM builds WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
@@ -67,7 +69,13 @@ export class SqliteBuilds {
     }
     const where = whereClause(parts);
     const rows = this.stmts.get(`SELECT * FROM builds${where.sql} ORDER BY diskimage, id`).all(...where.params) as BuildRow[];
-    return rows.map(buildFromRow);
+    return checkedRows(rows, buildFromRow, this.corruptLog, (r) => ({ diskimage: r.diskimage }));
+  }
+
+  /** The builds whose rows do not validate, by diskimage then id. */
+  corrupt(): CorruptRecord[] {
+    const rows = this.stmts.get('SELECT * FROM builds ORDER BY diskimage, id').all() as BuildRow[];
+    return corruptRows(rows, buildFromRow, (r) => ({ diskimage: r.diskimage }));
   }
 
   /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */
@@ -93,6 +101,7 @@ export class SqliteBuilds {
   private updateNow(id: string, patch: BuildPatch, expect: readonly BuildState[] | undefined): BuildRecord | undefined {
     const row = this.getStmt.get(id);
     if (!row) return undefined;
+    buildFromRow(row); // a corrupt build is not updated (CorruptRecordError), only deleted
     if (expect && !expect.includes(row.state as BuildState)) {
       throw new StateConflictError(id, row.state, `build ${id} is ${row.state}, expected ${expect.join(' or ') || 'no state at all'}`);
     }

@@ -3,9 +3,17 @@
  * Each operation is one statement, so none needs an explicit transaction.
  */
 import type Database from 'better-sqlite3';
-import { StoreError } from '../../errors.js';
+import { CorruptRecordError, StoreError } from '../../errors.js';
+import { corruptOf, CorruptLog, Fields, type CorruptRecord } from '../corrupt.js';
 import type { BuildRequest, PauseRecord } from '../models.js';
-import { fromJson, pauseFromRow, toJson, WHOLE_DISKIMAGE, type PauseRow } from './rows.js';
+import { checkedRows, corruptRows, fromJson, pauseFromRow, toJson, WHOLE_DISKIMAGE, type PauseRow } from './rows.js';
+
+/** A build request row. Thrown: CorruptRecordError when `requested` is not a time. */
+function buildRequestFromRow(r: BuildRequest): BuildRequest {
+  const f: Fields = new Fields(r as unknown as Record<string, unknown>, 'build-request', r.diskimage);
+  if (typeof r.requested !== 'number' || !Number.isFinite(r.requested)) f.fail('requested is not a time');
+  return { diskimage: r.diskimage, requested: r.requested };
+}
 
 interface StatusRow {
   value: string;
@@ -23,17 +31,18 @@ export class SqliteIntents {
   private readonly putStatusStmt: Database.Statement<[string, string, number]>;
   private readonly getStatusStmt: Database.Statement<[string], StatusRow>;
 
-  constructor(db: Database.Database, private readonly clock: () => number) {
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly corruptLog = new CorruptLog(undefined)) {
     this.requestStmt = db.prepare<[string, number], BuildRequest>(`
       INSERT INTO build_requests (diskimage, requested) VALUES (?, ?)
       ON CONFLICT (diskimage) DO UPDATE SET requested = excluded.requested
       RETURNING diskimage, requested`);
     this.listRequestsStmt = db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage');
     this.clearRequestStmt = db.prepare<[string, number]>('DELETE FROM build_requests WHERE diskimage = ? AND requested <= ?');
-    // Pausing what is already paused keeps `since`; a new reason replaces the old one.
+    // Pausing what is already paused keeps `since` (a corrupt one is replaced); a new reason replaces the old one.
     this.pauseStmt = db.prepare<[string, string, number, string | null]>(`
       INSERT INTO pauses (diskimage, provider, since, reason) VALUES (?, ?, ?, ?)
-      ON CONFLICT (diskimage, provider) DO UPDATE SET reason = coalesce(excluded.reason, reason)`);
+      ON CONFLICT (diskimage, provider) DO UPDATE SET reason = coalesce(excluded.reason, reason),
+        since = CASE WHEN typeof(since) IN ('integer', 'real') THEN since ELSE excluded.since END`);
     this.unpauseStmt = db.prepare<[string, string]>('DELETE FROM pauses WHERE diskimage = ? AND provider = ?');
     this.listPausesStmt = db.prepare<[], PauseRow>('SELECT * FROM pauses ORDER BY diskimage, provider');
     this.putStatusStmt = db.prepare<[string, string, number]>(`
@@ -51,7 +60,7 @@ export class SqliteIntents {
 
   /** Every build request, by diskimage. */
   listBuildRequests(): BuildRequest[] {
-    return this.listRequestsStmt.all().map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
+    return checkedRows(this.listRequestsStmt.all(), buildRequestFromRow, this.corruptLog, (r) => ({ diskimage: r.diskimage }));
   }
 
   /** Removes the request when it was made at or before `requestedUpTo`. */
@@ -67,9 +76,29 @@ export class SqliteIntents {
     else this.unpauseStmt.run(diskimage, key);
   }
 
-  /** Every pause, by diskimage then provider (diskimage-wide first). */
+  /**
+   * Every pause, by diskimage then provider (diskimage-wide first). A corrupt one still pauses
+   * (its row is the operator's intent), with `since` 0 and a reason saying it is corrupt.
+   */
   listPauses(): PauseRecord[] {
-    return this.listPausesStmt.all().map(pauseFromRow);
+    return this.listPausesStmt.all().map((r) => {
+      try {
+        return pauseFromRow(r);
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        const c = corruptOf(err, { diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider });
+        this.corruptLog.report(c, JSON.stringify(r));
+        return { diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider, since: 0, reason: `corrupt pause record (${c.reason})` };
+      }
+    });
+  }
+
+  /** Corrupt build requests and pauses, by diskimage. */
+  corrupt(): CorruptRecord[] {
+    return [
+      ...corruptRows(this.listRequestsStmt.all(), buildRequestFromRow, (r) => ({ diskimage: r.diskimage })),
+      ...corruptRows(this.listPausesStmt.all(), pauseFromRow, (r) => ({ diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider })),
+    ];
   }
 
   /** Stores `value` as JSON under `key`, stamped with the clock. */

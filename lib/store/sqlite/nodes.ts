@@ -6,10 +6,11 @@
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { nodeLock } from '../lock-names.js';
+import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
-  checkNodeState, checkStringList, NODE_COLUMNS, nodeColumnValue, nodeFromRow, placeholders,
+  checkedRows, checkNodeState, checkStringList, corruptRows, NODE_COLUMNS, nodeColumnValue, nodeFromRow, placeholders,
   type NodeFields, type NodeRow,
 } from './rows.js';
 import type { Sequences } from './sequences.js';
@@ -61,7 +62,8 @@ export class SqliteNodes {
   private readonly updateTx: (id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => NodeRecord | undefined;
   private readonly deleteTx: (id: string) => boolean;
 
-  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences) {
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
+    private readonly corruptLog = new CorruptLog(undefined)) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], NodeRow>('SELECT * FROM nodes WHERE id = ?');
     const columns = FIELDS.map((f) => NODE_COLUMNS[f][0]);
@@ -103,7 +105,12 @@ export class SqliteNodes {
     if (filter.label !== undefined) parts.push(['EXISTS (SELECT 1 FROM json_each(nodes.labels) WHERE json_each.value = ?)', filter.label]);
     const where = whereClause(parts);
     const rows = this.stmts.get(`SELECT * FROM nodes${where.sql} ORDER BY id`).all(...where.params) as NodeRow[];
-    return rows.map(nodeFromRow);
+    return checkedRows(rows, nodeFromRow, this.corruptLog);
+  }
+
+  /** The nodes whose rows do not validate, by id. */
+  corrupt(): CorruptRecord[] {
+    return corruptRows(this.stmts.get('SELECT * FROM nodes ORDER BY id').all() as NodeRow[], nodeFromRow);
   }
 
   /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */
@@ -129,6 +136,7 @@ export class SqliteNodes {
   private updateNow(id: string, patch: NodePatch, expect: readonly NodeState[] | undefined): NodeRecord | undefined {
     const row = this.getStmt.get(id);
     if (!row) return undefined;
+    nodeFromRow(row); // a corrupt record is not updated (CorruptRecordError), only deleted
     if (expect && !expect.includes(row.state as NodeState)) {
       throw new StateConflictError(id, row.state, `node ${id} is ${row.state}, expected ${expect.join(' or ') || 'no state at all'}`);
     }

@@ -5,11 +5,12 @@
  */
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
+import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
 import type { ExpectState } from '../store.js';
 import { requestLock } from '../lock-names.js';
 import {
-  checkRequestState, checkStringList, placeholders, requestFromRow, toJson, type NodeRequestRow,
+  checkedRows, checkRequestState, checkStringList, corruptRows, placeholders, requestFromRow, toJson, type NodeRequestRow,
 } from './rows.js';
 import type { Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
@@ -43,7 +44,8 @@ export class SqliteRequests {
   private readonly updateTx: (id: string, patch: NodeRequestPatch, expect: readonly RequestState[] | undefined) => NodeRequestRecord | undefined;
   private readonly deleteTx: (id: string) => boolean;
 
-  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences) {
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
+    private readonly corruptLog = new CorruptLog(undefined)) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], NodeRequestRow>('SELECT * FROM node_requests WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
@@ -81,7 +83,12 @@ export class SqliteRequests {
     if (filter.requestor !== undefined) parts.push(['requestor = ?', filter.requestor]);
     const where = whereClause(parts);
     const rows = this.stmts.get(`SELECT * FROM node_requests${where.sql} ORDER BY id`).all(...where.params) as NodeRequestRow[];
-    return rows.map(requestFromRow);
+    return checkedRows(rows, requestFromRow, this.corruptLog);
+  }
+
+  /** The requests whose rows do not validate, by id. */
+  corrupt(): CorruptRecord[] {
+    return corruptRows(this.stmts.get('SELECT * FROM node_requests ORDER BY id').all() as NodeRequestRow[], requestFromRow);
   }
 
   /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */
@@ -110,6 +117,7 @@ export class SqliteRequests {
   private updateNow(id: string, patch: NodeRequestPatch, expect: readonly RequestState[] | undefined): NodeRequestRecord | undefined {
     const row = this.getStmt.get(id);
     if (!row) return undefined;
+    requestFromRow(row); // a corrupt record is not updated (CorruptRecordError), only deleted
     if (expect && !expect.includes(row.state as RequestState)) {
       throw new StateConflictError(id, row.state, `node request ${id} is ${row.state}, expected ${expect.join(' or ') || 'no state at all'}`);
     }

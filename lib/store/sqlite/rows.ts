@@ -2,7 +2,8 @@
  * Row ↔ record mapping for the SQLite store: snake_case columns, JSON kept as TEXT. Every
  * mapping builds a fresh object, so no record handed out shares state with another.
  */
-import { StoreError } from '../../errors.js';
+import { CorruptRecordError, StoreError } from '../../errors.js';
+import { corruptOf, Fields, parseJson, type CorruptKind, type CorruptLog, type CorruptRecord } from '../corrupt.js';
 import {
   BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES,
   type BuildRecord, type BuildState, type ImageFileInfo, type JobProgress, type LauncherRecord,
@@ -79,51 +80,143 @@ export function toJsonOrNull(value: unknown, what: string): string | null {
   return value === null ? null : toJson(value, what);
 }
 
-/** Maps a `builds` row to a fresh record. */
+/**
+ * Checked reads of a row's columns (SQLite keeps any value in any column, and another writer
+ * may have written one): JSON columns must parse into the expected shape, states be known,
+ * times be numbers. Thrown: CorruptRecordError.
+ */
+class Columns {
+  private readonly f: Fields;
+
+  constructor(private readonly row: object, readonly kind: CorruptKind, readonly id: string) {
+    this.f = new Fields(row as Record<string, unknown>, kind, id);
+  }
+
+  /** A state column from `states`. */
+  state<S extends string>(states: readonly S[]): S {
+    return this.f.state('state', states);
+  }
+
+  /** A time column (epoch ms). */
+  time(col: string): number {
+    const v = (this.row as Record<string, unknown>)[col];
+    if (typeof v !== 'number' || !Number.isFinite(v)) this.f.fail(`${col} is ${v === null ? 'null' : typeof v}, expected a time`);
+    return v;
+  }
+
+  /** A JSON column read with `check` (which gets Fields over `{ value }`). */
+  json<T>(col: string, check: (f: Fields, key: 'value') => T): T {
+    const text = (this.row as Record<string, unknown>)[col];
+    if (typeof text !== 'string') return check(new Fields({ value: text }, this.kind, this.id), 'value');
+    const value = parseJson(text, this.kind, this.id, col);
+    return check(new Fields({ value }, this.kind, this.id), 'value');
+  }
+
+  /** A JSON column holding a list of strings. */
+  strList(col: string): string[] {
+    return this.json(col, (f, k) => [...f.strList(k, true)]);
+  }
+}
+
+/** Checked progress: null, or an object with a numerator and a denominator. */
+function progressCol<T>(c: Columns, col: string): T | null {
+  return c.json(col, (f, k) => {
+    const p = f.optObject(k);
+    if (p === null) return null;
+    if (typeof p.numerator !== 'number' || typeof p.denominator !== 'number') f.fail(`${col} has no numerator and denominator`);
+    return p as unknown as T;
+  });
+}
+
+/** Maps a `builds` row to a fresh record. Thrown: CorruptRecordError. */
 export function buildFromRow(r: BuildRow): BuildRecord {
-  const what = `build ${r.id}`;
+  const c = new Columns(r, 'build', r.id);
   return {
     id: r.id,
     diskimage: r.diskimage,
-    state: r.state as BuildState,
-    stateTime: r.state_time,
-    created: r.created,
+    state: c.state(BUILD_STATES) as BuildState,
+    stateTime: c.time('state_time'),
+    created: c.time('created'),
     builderHostname: r.builder_hostname,
     builderId: r.builder_id,
-    formats: fromJson<string[]>(r.formats, `${what} formats`),
-    files: fromJson<ImageFileInfo[]>(r.files, `${what} files`),
+    formats: c.strList('formats'),
+    files: c.json('files', (f, k) => {
+      const files = f.objectList(k);
+      for (const file of files) {
+        if (typeof file.format !== 'string' || typeof file.size !== 'number' || typeof file.sha256 !== 'string') f.fail('files holds an entry without format, size and sha256');
+      }
+      return files as unknown as ImageFileInfo[];
+    }),
     reason: r.reason,
-    progress: r.progress === null ? null : fromJson<JobProgress>(r.progress, `${what} progress`),
+    progress: progressCol<JobProgress>(c, 'progress'),
   };
 }
 
-/** Maps an `uploads` row to a fresh record. */
+/** Maps an `uploads` row to a fresh record. Thrown: CorruptRecordError. */
 export function uploadFromRow(r: UploadRow): UploadRecord {
+  const c = new Columns(r, 'upload', r.id);
   return {
     id: r.id,
     buildId: r.build_id,
     diskimage: r.diskimage,
     provider: r.provider,
     imageName: r.image_name,
-    state: r.state as UploadState,
-    stateTime: r.state_time,
-    created: r.created,
+    state: c.state(UPLOAD_STATES) as UploadState,
+    stateTime: c.time('state_time'),
+    created: c.time('created'),
     externalId: r.external_id,
     externalName: r.external_name,
     format: r.format,
     reason: r.reason,
-    progress: r.progress === null ? null : fromJson<UploadProgress>(r.progress, `upload ${r.id} progress`),
+    progress: progressCol<UploadProgress>(c, 'progress'),
   };
 }
 
-/** Maps a `pauses` row to a fresh record. */
+/** The id a pause is listed under: `<diskimage>` or `<diskimage>/<provider>`. */
+export const pauseRowId = (r: PauseRow): string => (r.provider === WHOLE_DISKIMAGE ? r.diskimage : `${r.diskimage}/${r.provider}`);
+
+/** Maps a `pauses` row to a fresh record. Thrown: CorruptRecordError. */
 export function pauseFromRow(r: PauseRow): PauseRecord {
+  const c = new Columns(r, 'pause', pauseRowId(r));
   return {
     diskimage: r.diskimage,
     provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider,
-    since: r.since,
+    since: c.time('since'),
     reason: r.reason,
   };
+}
+
+/**
+ * Maps rows with `map`, leaving out corrupt ones (reported to `log` once per row content).
+ * `where` adds the diskimage and provider to a corrupt record's description.
+ */
+export function checkedRows<R extends object, T>(rows: readonly R[], map: (r: R) => T, log: CorruptLog,
+  where: (r: R) => { diskimage?: string; provider?: string | null } = () => ({})): T[] {
+  const out: T[] = [];
+  for (const r of rows) {
+    try {
+      out.push(map(r));
+    } catch (err) {
+      if (!(err instanceof CorruptRecordError)) throw err;
+      log.report(corruptOf(err, where(r)), JSON.stringify(r));
+    }
+  }
+  return out;
+}
+
+/** The corrupt ones among `rows`. */
+export function corruptRows<R extends object>(rows: readonly R[], map: (r: R) => unknown,
+  where: (r: R) => { diskimage?: string; provider?: string | null } = () => ({})): CorruptRecord[] {
+  const out: CorruptRecord[] = [];
+  for (const r of rows) {
+    try {
+      map(r);
+    } catch (err) {
+      if (!(err instanceof CorruptRecordError)) throw err;
+      out.push(corruptOf(err, where(r)));
+    }
+  }
+  return out;
 }
 
 /** Thrown: StoreError when `state` is not a build state (the CLI may pass operator input). */
@@ -226,17 +319,17 @@ export function nodeColumnValue(field: keyof NodeFields, value: unknown, what: s
   throw new StoreError(`${what} ${field}: expected a string, number or null, got ${typeof value}`);
 }
 
-/** Maps a `nodes` row to a fresh record. */
+/** Maps a `nodes` row to a fresh record. Thrown: CorruptRecordError. */
 export function nodeFromRow(r: NodeRow): NodeRecord {
-  const what = `node ${r.id}`;
+  const c = new Columns(r, 'node', r.id);
   return {
     id: r.id,
-    state: r.state as NodeState,
-    stateTime: r.state_time,
-    created: r.created,
+    state: c.state(NODE_STATES) as NodeState,
+    stateTime: c.time('state_time'),
+    created: c.time('created'),
     provider: r.provider,
     pool: r.pool,
-    labels: fromJson<string[]>(r.labels, `${what} labels`),
+    labels: c.strList('labels'),
     launcher: r.launcher,
     allocatedTo: r.allocated_to,
     hostname: r.hostname,
@@ -247,14 +340,18 @@ export function nodeFromRow(r: NodeRow): NodeRecord {
     connectionType: r.connection_type,
     connectionPort: r.connection_port,
     username: r.username,
-    hostKeys: fromJson<string[]>(r.host_keys, `${what} hostKeys`),
+    hostKeys: c.strList('host_keys'),
     externalId: r.external_id,
     cloud: r.cloud,
     region: r.region,
     az: r.az,
     image: r.image,
-    resources: r.resources === null ? null : fromJson<NodeResources>(r.resources, `${what} resources`),
-    attributes: fromJson<Record<string, string>>(r.attributes, `${what} attributes`),
+    resources: c.json('resources', (f, k) => f.optObject(k) as NodeResources | null),
+    attributes: c.json('attributes', (f, k) => {
+      const a = f.optObject(k);
+      if (a === null) f.fail('attributes is not an object');
+      return a as Record<string, string>;
+    }),
     reason: r.reason,
     holdReason: r.hold_reason,
     holdExpiration: r.hold_expiration,
@@ -281,21 +378,21 @@ export interface NodeRequestRow {
   requestor_session: string | null;
 }
 
-/** Maps a `node_requests` row to a fresh record. */
+/** Maps a `node_requests` row to a fresh record. Thrown: CorruptRecordError. */
 export function requestFromRow(r: NodeRequestRow): NodeRequestRecord {
-  const what = `node request ${r.id}`;
+  const c = new Columns(r, 'request', r.id);
   return {
     id: r.id,
     priority: r.priority,
-    state: r.state as RequestState,
-    stateTime: r.state_time,
-    created: r.created,
-    labels: fromJson<string[]>(r.labels, `${what} labels`),
+    state: c.state(REQUEST_STATES) as RequestState,
+    stateTime: c.time('state_time'),
+    created: c.time('created'),
+    labels: c.strList('labels'),
     requestor: r.requestor,
     reuse: r.reuse !== 0,
     provider: r.provider,
-    declinedBy: fromJson<string[]>(r.declined_by, `${what} declinedBy`),
-    nodes: fromJson<string[]>(r.nodes, `${what} nodes`),
+    declinedBy: c.strList('declined_by'),
+    nodes: c.strList('nodes'),
     reason: r.reason,
     requestorSession: r.requestor_session,
   };
@@ -340,14 +437,15 @@ export interface LauncherRow {
   registered: number;
 }
 
-/** Maps a `launchers` row to a fresh record. */
+/** Maps a `launchers` row to a fresh record. Thrown: CorruptRecordError. */
 export function launcherFromRow(r: LauncherRow): LauncherRecord {
+  const c = new Columns(r, 'launcher', r.id);
   return {
     id: r.id,
     sessionId: r.session_id,
     provider: r.provider,
     pool: r.pool,
-    supportedLabels: fromJson<string[]>(r.supported_labels, `launcher ${r.id} supportedLabels`),
+    supportedLabels: c.strList('supported_labels'),
     registered: r.registered,
   };
 }

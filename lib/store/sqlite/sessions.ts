@@ -4,12 +4,13 @@
  * it removes its locks, its launchers and the requests it made ephemeral, in one transaction.
  */
 import { randomUUID } from 'node:crypto';
+import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import type { LauncherRecord, SessionRecord } from '../models.js';
 import { REQUEST_LOCK_PREFIX } from '../lock-names.js';
 import {
-  checkStringList, launcherFromRow, sessionFromRow, toJson, type LauncherRow, type SessionRow,
+  checkedRows, checkStringList, corruptRows, launcherFromRow, sessionFromRow, toJson, type LauncherRow, type SessionRow,
 } from './rows.js';
 import type { NewSession, ReapCounts } from '../store.js';
 
@@ -46,7 +47,7 @@ export class SqliteSessions {
   private readonly reapTx: () => ReapCounts;
   private readonly registerTx: (input: Omit<LauncherRecord, 'registered'>) => LauncherRecord;
 
-  constructor(db: Database.Database, private readonly clock: () => number) {
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly corruptLog = new CorruptLog(undefined)) {
     this.insertStmt = db.prepare(`
       INSERT INTO sessions (id, owner, hostname, pid, created, renewed, ttl_ms) VALUES (?, ?, ?, ?, ?, ?, ?)`);
     this.renewStmt = db.prepare<[number, string]>('UPDATE sessions SET renewed = ? WHERE id = ?');
@@ -138,7 +139,12 @@ export class SqliteSessions {
 
   /** Launchers whose session is live, by id. */
   listLaunchers(): LauncherRecord[] {
-    return this.listLaunchersStmt.all(this.clock()).map(launcherFromRow);
+    return checkedRows(this.listLaunchersStmt.all(this.clock()), launcherFromRow, this.corruptLog);
+  }
+
+  /** Registrations of live launchers whose rows do not validate, by id. */
+  corruptLaunchers(): CorruptRecord[] {
+    return corruptRows(this.listLaunchersStmt.all(this.clock()), launcherFromRow);
   }
 
   private closeNow(id: string): void {

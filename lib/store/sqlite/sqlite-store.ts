@@ -6,7 +6,9 @@
  */
 import Database from 'better-sqlite3';
 import { coerceError, StoreError } from '../../errors.js';
+import { CorruptLog, sortCorrupt, type CorruptFilter, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
+import type { Logger } from '../../log.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
@@ -82,7 +84,7 @@ export class SqliteStore implements Store, ImageDataStore {
       db.pragma('synchronous = NORMAL');
       db.pragma('foreign_keys = ON');
       migrate(db, file);
-      return new SqliteStore(file, db, opts.clock ?? Date.now);
+      return new SqliteStore(file, db, opts.clock ?? Date.now, opts.log);
     } catch (err) {
       db.close();
       if (err instanceof StoreError) throw err;
@@ -265,6 +267,17 @@ export class SqliteStore implements Store, ImageDataStore {
 
   importImageData(data: ImageData): Promise<ImportCounts> {
     return this.guard('importing image data', () => this.imageData.import(data));
+  }
+
+  /** Rows that do not validate (lib/store/corrupt.ts). */
+  listCorrupt(filter: CorruptFilter = {}): Promise<CorruptRecord[]> {
+    return this.guard('listing corrupt records', () => {
+      const all = [
+        ...this.builds.corrupt(), ...this.uploads.corrupt(), ...this.intents.corrupt(), ...this.nodes.corrupt(),
+        ...this.requests.corrupt(), ...this.sessions.corruptLaunchers(),
+      ];
+      return sortCorrupt(filter.kinds ? all.filter((c) => filter.kinds?.includes(c.kind)) : all);
+    });
   }
 
   onChange(listener: () => void): () => void {

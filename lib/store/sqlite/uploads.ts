@@ -4,10 +4,11 @@
  */
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
+import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
-  checkUploadState, placeholders, toJsonOrNull, uploadFromRow, type UploadRow,
+  checkUploadState, checkedRows, corruptRows, placeholders, toJsonOrNull, uploadFromRow, type UploadRow,
 } from './rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
@@ -35,7 +36,8 @@ export class SqliteUploads {
   private readonly createTx: (input: NewUpload) => UploadRecord;
   private readonly updateTx: (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => UploadRecord | undefined;
 
-  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences) {
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
+    private readonly corruptLog = new CorruptLog(undefined)) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], UploadRow>('SELECT * FROM uploads WHERE id = ?');
     this.buildDiskimageStmt = db.prepare<[string], string>('SELECT diskimage FROM builds WHERE id = ?').pluck();
@@ -73,7 +75,13 @@ export class SqliteUploads {
     }
     const where = whereClause(parts);
     const rows = this.stmts.get(`SELECT * FROM uploads${where.sql} ORDER BY diskimage, provider, id`).all(...where.params) as UploadRow[];
-    return rows.map(uploadFromRow);
+    return checkedRows(rows, uploadFromRow, this.corruptLog, (r) => ({ diskimage: r.diskimage, provider: r.provider }));
+  }
+
+  /** The uploads whose rows do not validate, by diskimage, provider, then id. */
+  corrupt(): CorruptRecord[] {
+    const rows = this.stmts.get('SELECT * FROM uploads ORDER BY diskimage, provider, id').all() as UploadRow[];
+    return corruptRows(rows, uploadFromRow, (r) => ({ diskimage: r.diskimage, provider: r.provider }));
   }
 
   /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */
@@ -100,6 +108,7 @@ export class SqliteUploads {
   private updateNow(id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined): UploadRecord | undefined {
     const row = this.getStmt.get(id);
     if (!row) return undefined;
+    uploadFromRow(row); // a corrupt record is not updated (CorruptRecordError), only deleted
     if (expect && !expect.includes(row.state as UploadState)) {
       throw new StateConflictError(id, row.state, `upload ${id} is ${row.state}, expected ${expect.join(' or ') || 'no state at all'}`);
     }

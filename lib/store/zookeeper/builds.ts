@@ -5,12 +5,14 @@
  */
 import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
+import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
 import { checkBuildState } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
+import { corruptEntry, memoized } from './checked.js';
 import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE } from './layout.js';
-import { copyBuild, buildFromJson, buildJson, decode, encode, toMs, type Json } from './records.js';
+import { copyBuild, buildFromJson, buildJson, decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { Op } from './zk-client.js';
 
@@ -56,7 +58,7 @@ export class ZkBuilds {
       const ops: Op[] = [{ op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(buildJson(made), `build ${id}`) }];
       if (input.servesRequestsUpTo !== undefined) {
         const req = await client.getData(layout.requestBuild(input.diskimage));
-        if (req && requestedAt(decode(req.data, 'build request'), req.stat.ctime) <= input.servesRequestsUpTo) {
+        if (req && requestedAtOf(req.data, req.stat.ctime) <= input.servesRequestsUpTo) {
           ops.push({ op: 'remove', path: layout.requestBuild(input.diskimage), version: req.stat.version });
         }
       }
@@ -71,7 +73,7 @@ export class ZkBuilds {
     if (!parts) return undefined;
     const got = await this.ctx.main().getData(this.ctx.layout.build(parts.diskimage, parts.seq));
     if (!got || got.data.length === 0) return undefined;
-    return buildFromJson(id, parts.diskimage, decode(got.data, `build ${id}`));
+    return buildFromJson(id, parts.diskimage, decodeRecord(got.data, 'build', id));
   }
 
   /** From the cache: builds by diskimage, then id. */
@@ -80,9 +82,20 @@ export class ZkBuilds {
     if (filter.states?.length === 0) return [];
     const out: BuildRecord[] = [];
     for (const { id, diskimage, entry } of this.cached(filter.diskimage)) {
-      const rec = memoBuild(entry, id, diskimage);
+      const rec = memoBuild(entry, id, diskimage, this.ctx.corrupt);
       if (!rec || (filter.states && !filter.states.includes(rec.state))) continue;
       out.push(copyBuild(rec));
+    }
+    return out;
+  }
+
+  /** From the cache: the corrupt builds (of one diskimage, or all), by diskimage then id. */
+  corrupt(diskimage?: string): CorruptRecord[] {
+    const out: CorruptRecord[] = [];
+    for (const { id, diskimage: d, entry } of this.cached(diskimage)) {
+      memoBuild(entry, id, d, this.ctx.corrupt);
+      const c = corruptEntry(entry);
+      if (c) out.push(c);
     }
     return out;
   }
@@ -147,14 +160,11 @@ export function maxSeq(names: Iterable<string>): number {
   return max;
 }
 
-/** The record of a cached build entry, parsed once per data version. */
-export function memoBuild(entry: Entry, id: string, diskimage: string): BuildRecord | undefined {
-  if (!entry.data || entry.data.length === 0) return undefined;
-  const memo = entry.memo as BuildRecord | undefined;
-  if (memo) return memo;
-  const rec = buildFromJson(id, diskimage, decode(entry.data, `build ${id}`));
-  entry.memo = rec;
-  return rec;
+/** The record of a cached build entry, parsed once per data version; undefined when corrupt. */
+export function memoBuild(entry: Entry, id: string, diskimage: string, log: CorruptLog): BuildRecord | undefined {
+  const data = entry.data;
+  if (!data || data.length === 0) return undefined;
+  return memoized(entry, log, () => buildFromJson(id, diskimage, decodeRecord(data, 'build', id)), { diskimage });
 }
 
 /** When a build request was made: our `requested`, or the znode's creation for Nodepool's empty marker. */
@@ -185,4 +195,13 @@ export function mergeJson(cur: Json, ours: Json, owned: readonly string[] = ['bu
   const next: Json = { ...cur, ...ours };
   for (const k of owned) if (!(k in ours)) delete next[k];
   return next;
+}
+
+/** When a build request was made, from its raw data; a corrupt one counts as made at its creation. */
+export function requestedAtOf(data: Buffer, ctime: Buffer): number {
+  try {
+    return requestedAt(decode(data, 'build request'), ctime);
+  } catch {
+    return statTime(ctime);
+  }
 }

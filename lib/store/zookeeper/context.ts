@@ -5,6 +5,7 @@
  * safe to repeat after a lost connection.
  */
 import { ZooKeeperError } from '../../errors.js';
+import type { CorruptLog } from '../corrupt.js';
 import type { Layout } from './layout.js';
 import { decode, encode, type Json } from './records.js';
 import type { Sequences } from './sequences.js';
@@ -25,6 +26,8 @@ export interface ZkContext {
   wroteElsewhere(): void;
   /** A number that goes up at every call: orders events of this handle (a lock taken, a read sent). */
   tick(): number;
+  /** Where corrupt records are reported (once per version). */
+  readonly corrupt: CorruptLog;
 }
 
 /** Attempts of a read-modify-write that other writers keep beating. */

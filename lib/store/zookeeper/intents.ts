@@ -4,11 +4,20 @@
  * an empty marker; an empty one is read as made at its creation), this project's per-provider
  * pauses under `…/provider-pauses/<provider>`, and status values under `/nodepool/status/`.
  */
-import { StoreError, ZooKeeperError } from '../../errors.js';
+import { CorruptRecordError, StoreError, ZooKeeperError } from '../../errors.js';
+import { Fields, type CorruptRecord } from '../corrupt.js';
 import type { BuildRequest, PauseRecord } from '../models.js';
-import { requestedAt } from './builds.js';
+import { requestedAtOf } from './builds.js';
+import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
-import { decode, encode, pauseFromJson, pauseJson, statTime, toMs, toSeconds } from './records.js';
+import { decode, decodeRecord, encode, pauseFromJson, pauseId, pauseJson, statTime, toMs, toSeconds, type Json } from './records.js';
+import type { Entry } from './tree-cache.js';
+
+/** A build request's record. Thrown: CorruptRecordError when `requested` is not a time. */
+export function buildRequestFromJson(diskimage: string, j: Json, ctime: Buffer): BuildRequest {
+  const f: Fields = new Fields(j, 'build-request', diskimage);
+  return { diskimage, requested: f.optSeconds('requested') ?? statTime(ctime) };
+}
 
 /** Intents of one store handle. */
 export class ZkIntents {
@@ -28,7 +37,54 @@ export class ZkIntents {
     const out: BuildRequest[] = [];
     for (const d of cache.children(layout.images)) {
       const e = cache.get(`${layout.images}/${d}/request-build`);
-      if (e?.data && e.stat) out.push({ diskimage: d, requested: requestedAt(decode(e.data, `build request of ${d}`), e.stat.ctime) });
+      const rec = e && this.memoRequest(d, e);
+      if (rec) out.push({ ...rec });
+    }
+    return out;
+  }
+
+  private memoRequest(diskimage: string, e: Entry): BuildRequest | undefined {
+    const { data, stat } = e;
+    if (!data || !stat) return undefined;
+    return memoized(e, this.ctx.corrupt, () => buildRequestFromJson(diskimage, decodeRecord(data, 'build-request', diskimage), stat.ctime), { diskimage });
+  }
+
+  /**
+   * A pause: corrupt or not, the znode's existence is the operator's intent (Nodepool's pause is
+   * an empty marker), so a corrupt one still pauses, with `since` its creation and a reason
+   * saying it is corrupt; it is also named by {@link corrupt}.
+   */
+  private memoPause(diskimage: string, provider: string | null, e: Entry): PauseRecord | undefined {
+    const { data, stat } = e;
+    if (!data || !stat) return undefined;
+    const rec = memoized(e, this.ctx.corrupt, () => pauseFromJson(diskimage, provider, decodeRecord(data, 'pause', pauseId(diskimage, provider)), statTime(stat.ctime)),
+      { diskimage, provider });
+    if (rec) return rec;
+    const c = corruptEntry(e);
+    return { diskimage, provider, since: statTime(stat.ctime), reason: `corrupt pause record (${c?.reason ?? 'unreadable'})` };
+  }
+
+  /** From the cache (call ctx.fresh() first): corrupt pauses and build requests, by diskimage. */
+  corrupt(): CorruptRecord[] {
+    const { layout, cache } = this.ctx;
+    const out: CorruptRecord[] = [];
+    const add = (e: Entry | undefined): void => {
+      const c = e && corruptEntry(e);
+      if (c) out.push(c);
+    };
+    for (const d of cache.children(layout.images)) {
+      const req = cache.get(`${layout.images}/${d}/request-build`);
+      if (req) this.memoRequest(d, req);
+      add(req);
+      const whole = cache.get(`${layout.images}/${d}/pause`);
+      if (whole) this.memoPause(d, null, whole);
+      add(whole);
+      const dir = `${layout.images}/${d}/provider-pauses`;
+      for (const p of cache.children(dir)) {
+        const e = cache.get(`${dir}/${p}`);
+        if (e) this.memoPause(d, p, e);
+        add(e);
+      }
     }
     return out;
   }
@@ -38,7 +94,7 @@ export class ZkIntents {
     const path = this.ctx.layout.requestBuild(diskimage);
     for (let attempt = 1; attempt <= 50; attempt++) {
       const got = await client.getData(path);
-      if (!got || requestedAt(decode(got.data, `build request of ${diskimage}`), got.stat.ctime) > requestedUpTo) return;
+      if (!got || requestedAtOf(got.data, got.stat.ctime) > requestedUpTo) return;
       try {
         await client.remove(path, got.stat.version);
         return;
@@ -67,7 +123,14 @@ export class ZkIntents {
     const since = this.ctx.clock();
     // Pausing what is paused keeps `since`; a new reason replaces the old one.
     const kept = await updateJson(client, path, `pause of ${diskimage}`, (cur, stat) => {
-      const old = pauseFromJson(diskimage, provider, cur, statTime(stat.ctime));
+      let old: PauseRecord;
+      try {
+        old = pauseFromJson(diskimage, provider, cur, statTime(stat.ctime));
+      } catch (err) {
+        // A corrupt pause is replaced by a good one.
+        if (!(err instanceof CorruptRecordError)) throw err;
+        return pauseJson({ since: statTime(stat.ctime), reason: reason ?? null });
+      }
       if (reason === undefined && cur.since !== undefined) return null;
       return { ...cur, ...pauseJson({ since: old.since, reason: reason ?? old.reason }) };
     });
@@ -89,11 +152,13 @@ export class ZkIntents {
     const out: PauseRecord[] = [];
     for (const d of cache.children(layout.images)) {
       const whole = cache.get(`${layout.images}/${d}/pause`);
-      if (whole?.data && whole.stat) out.push(pauseFromJson(d, null, decode(whole.data, `pause of ${d}`), statTime(whole.stat.ctime)));
+      const w = whole && this.memoPause(d, null, whole);
+      if (w) out.push({ ...w });
       const dir = `${layout.images}/${d}/provider-pauses`;
       for (const p of cache.children(dir)) {
         const e = cache.get(`${dir}/${p}`);
-        if (e?.data && e.stat) out.push(pauseFromJson(d, p, decode(e.data, `pause of ${d} on ${p}`), statTime(e.stat.ctime)));
+        const r = e && this.memoPause(d, p, e);
+        if (r) out.push({ ...r });
       }
     }
     return out;
@@ -132,3 +197,4 @@ export class ZkIntents {
     throw new StoreError(`writing ${path}: it kept appearing and vanishing`);
   }
 }
+

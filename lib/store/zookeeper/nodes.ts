@@ -7,13 +7,15 @@
  * under that lock, guarded by its lock contender (see guardedRead).
  */
 import { StateConflictError, StoreError } from '../../errors.js';
+import type { CorruptRecord } from '../corrupt.js';
 import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
 import { checkNodeState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
+import { corruptEntry, memoized } from './checked.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
 import { LOCK_DIR, seq10 } from './layout.js';
-import { copyNode, decode, encode, nodeFromJson, nodeJson } from './records.js';
+import { copyNode, decodeRecord, encode, nodeFromJson, nodeJson } from './records.js';
 import type { Op, Stat } from './zk-client.js';
 
 /** Filter of {@link ZkNodes.list}. */
@@ -94,7 +96,7 @@ export class ZkNodes {
       return undefined;
     }
     this.keep(path, got.data, got.stat, tick);
-    return nodeFromJson(id, decode(got.data, `node ${id}`));
+    return nodeFromJson(id, decodeRecord(got.data, 'node', id));
   }
 
   private keep(path: string, data: Buffer, stat: Stat, tick: number): void {
@@ -126,18 +128,29 @@ export class ZkNodes {
     const { layout, cache } = this.ctx;
     const out: NodeRecord[] = [];
     for (const { name: id, entry } of cache.childEntries(layout.nodes)) {
-      if (!entry.data || entry.data.length === 0) continue;
-      let rec = entry.memo as NodeRecord | undefined;
-      if (!rec) {
-        rec = nodeFromJson(id, decode(entry.data, `node ${id}`));
-        entry.memo = rec;
-      }
+      const data = entry.data;
+      if (!data || data.length === 0) continue;
+      const rec = memoized(entry, this.ctx.corrupt, () => nodeFromJson(id, decodeRecord(data, 'node', id)));
+      if (!rec) continue;
       if (filter.provider !== undefined && rec.provider !== filter.provider) continue;
       if (filter.pool !== undefined && rec.pool !== filter.pool) continue;
       if (filter.allocatedTo !== undefined && rec.allocatedTo !== filter.allocatedTo) continue;
       if (filter.states && !filter.states.includes(rec.state)) continue;
       if (filter.label !== undefined && !rec.labels.includes(filter.label)) continue;
       out.push(copyNode(rec));
+    }
+    return out;
+  }
+
+  /** From the cache (call ctx.fresh() first): the corrupt nodes, by id. */
+  corrupt(): CorruptRecord[] {
+    const out: CorruptRecord[] = [];
+    for (const { name: id, entry } of this.ctx.cache.childEntries(this.ctx.layout.nodes)) {
+      const data = entry.data;
+      if (!data || data.length === 0) continue;
+      memoized(entry, this.ctx.corrupt, () => nodeFromJson(id, decodeRecord(data, 'node', id)));
+      const c = corruptEntry(entry);
+      if (c) out.push(c);
     }
     return out;
   }

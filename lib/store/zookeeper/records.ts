@@ -6,10 +6,12 @@
  * Nodepool's is renamed. Ids, diskimage, build and provider come from the path; the session
  * of an ephemeral record is its znode's owner.
  */
-import { StoreError } from '../../errors.js';
-import type {
-  BuildRecord, BuildState, ImageFileInfo, JobProgress, LauncherRecord, NodeRecord, NodeRequestRecord, NodeResources,
-  NodeState, PauseRecord, RequestState, SessionRecord, UploadProgress, UploadRecord, UploadState,
+import { CorruptRecordError, StoreError } from '../../errors.js';
+import { Fields, type CorruptKind } from '../corrupt.js';
+import {
+  BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES,
+  type BuildRecord, type ImageFileInfo, type JobProgress, type LauncherRecord, type NodeRecord, type NodeRequestRecord,
+  type NodeResources, type PauseRecord, type SessionRecord, type UploadProgress, type UploadRecord,
 } from '../models.js';
 
 /** A JSON object as stored in a znode. */
@@ -32,6 +34,22 @@ export function encode(value: unknown, what: string): Buffer {
   return Buffer.from(text);
 }
 
+/**
+ * Parses a record's JSON object (empty data is `{}`). Thrown: CorruptRecordError when it is not
+ * a JSON object.
+ */
+export function decodeRecord(data: Buffer, kind: CorruptKind, id: string): Json {
+  if (data.length === 0) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(data.toString('utf8'));
+  } catch {
+    throw new CorruptRecordError(kind, id, 'its data is not valid JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CorruptRecordError(kind, id, 'its data is JSON but not an object');
+  return v as Json;
+}
+
 /** Parses a znode's JSON object; empty data is `{}`. Thrown: StoreError for anything else. */
 export function decode(data: Buffer, what: string): Json {
   if (data.length === 0) return {};
@@ -47,6 +65,23 @@ export function decode(data: Buffer, what: string): Json {
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 const strList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+/**
+ * When a record was created: `created_time`, else (Nodepool writes none for builds and uploads;
+ * Zuul may leave a request's null) `state_time`. Thrown: CorruptRecordError when neither is a
+ * number, or either holds something else.
+ */
+function createdOf(f: Fields, stateTime: number): number {
+  return f.optSeconds('created_time') ?? stateTime;
+}
+
+/** Checked progress (`{numerator, denominator, …}`), or null. */
+function progressOf<T extends JobProgress>(f: Fields): T | null {
+  const p = f.optObject('progress');
+  if (p === null) return null;
+  if (typeof p.numerator !== 'number' || typeof p.denominator !== 'number') f.fail('progress has no numerator and denominator');
+  return clone(p) as unknown as T;
+}
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** A build's JSON. */
@@ -62,19 +97,28 @@ export function buildJson(b: BuildRecord): Json {
   return j;
 }
 
+/** Thrown: CorruptRecordError when the JSON is not a build's. */
 export function buildFromJson(id: string, diskimage: string, j: Json): BuildRecord {
+  const f: Fields = new Fields(j, 'build', id);
+  const state = f.state('state', BUILD_STATES);
+  const stateTime = f.seconds('state_time');
+  const formats = f.optStr('formats');
+  const files = f.objectList('files');
+  for (const file of files) {
+    if (typeof file.format !== 'string' || typeof file.size !== 'number' || typeof file.sha256 !== 'string') f.fail('files holds an entry without format, size and sha256');
+  }
   return {
     id,
     diskimage,
-    state: (str(j.state) ?? 'building') as BuildState,
-    stateTime: toMs(j.state_time),
-    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
-    builderHostname: str(j.builder),
-    builderId: str(j.builder_id),
-    formats: typeof j.formats === 'string' && j.formats !== '' ? j.formats.split(',') : [],
-    files: Array.isArray(j.files) ? clone(j.files as ImageFileInfo[]) : [],
-    reason: str(j.reason),
-    progress: j.progress ? clone(j.progress as JobProgress) : null,
+    state,
+    stateTime,
+    created: createdOf(f, stateTime),
+    builderHostname: f.optStr('builder'),
+    builderId: f.optStr('builder_id'),
+    formats: formats !== null && formats !== '' ? formats.split(',') : [],
+    files: clone(files as unknown as ImageFileInfo[]),
+    reason: f.optStr('reason'),
+    progress: progressOf<JobProgress>(f),
   };
 }
 
@@ -93,21 +137,25 @@ export function uploadJson(u: UploadRecord): Json {
   };
 }
 
+/** Thrown: CorruptRecordError when the JSON is not an upload's. */
 export function uploadFromJson(where: { id: string; buildId: string; diskimage: string; provider: string }, j: Json): UploadRecord {
+  const f: Fields = new Fields(j, 'upload', where.id);
+  const state = f.state('state', UPLOAD_STATES);
+  const stateTime = f.seconds('state_time');
   return {
     id: where.id,
     buildId: where.buildId,
     diskimage: where.diskimage,
     provider: where.provider,
-    imageName: str(j.image_name) ?? where.diskimage,
-    state: (str(j.state) ?? 'uploading') as UploadState,
-    stateTime: toMs(j.state_time),
-    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
-    externalId: str(j.external_id),
-    externalName: str(j.external_name),
-    format: str(j.format),
-    reason: str(j.reason),
-    progress: j.progress ? clone(j.progress as UploadProgress) : null,
+    imageName: f.optStr('image_name') ?? where.diskimage,
+    state,
+    stateTime,
+    created: createdOf(f, stateTime),
+    externalId: f.optStr('external_id'),
+    externalName: f.optStr('external_name'),
+    format: f.optStr('format'),
+    reason: f.optStr('reason'),
+    progress: progressOf<UploadProgress>(f),
   };
 }
 
@@ -160,16 +208,31 @@ function holdExpirationOf(j: Json): number | null {
   return null;
 }
 
+/**
+ * Thrown: CorruptRecordError when the JSON is not a node's (Nodepool always writes
+ * `created_time`, `provider` and `type` for a node, so those are required).
+ */
 export function nodeFromJson(id: string, j: Json): NodeRecord {
-  const port = typeof j.connection_port === 'number' ? j.connection_port : typeof j.ssh_port === 'number' ? j.ssh_port : 22;
+  const f: Fields = new Fields(j, 'node', id);
+  const port = f.optNumber('connection_port') ?? f.optNumber('ssh_port') ?? 22;
+  const state = f.state('state', NODE_STATES);
+  const stateTime = f.seconds('state_time');
+  const created = f.seconds('created_time');
+  const provider = f.optStr('provider');
+  if (provider === null) f.fail('no provider');
+  const labels = typeof j.type === 'string' ? [j.type] : f.strList('type', true);
+  f.optObject('resources');
+  f.optObject('attributes');
+  f.optStr('allocated_to');
+  f.optNumber('hold_expires_at');
   return {
     id,
-    state: (str(j.state) ?? 'building') as NodeState,
-    stateTime: toMs(j.state_time),
-    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
-    provider: str(j.provider) ?? '',
+    state,
+    stateTime,
+    created,
+    provider,
     pool: str(j.pool) ?? '',
-    labels: typeof j.type === 'string' ? [j.type] : strList(j.type),
+    labels,
     launcher: str(j.launcher),
     allocatedTo: str(j.allocated_to),
     hostname: str(j.hostname),
@@ -217,20 +280,28 @@ export function requestJson(r: NodeRequestRecord): Json {
   };
 }
 
+/**
+ * Thrown: CorruptRecordError when the JSON is not a node request's. A `created_time` that is
+ * absent or null (Zuul's before it sets one) reads as `state_time`; {@link requestJson}'s
+ * caller keeps it as it was (see ZkRequests.update).
+ */
 export function requestFromJson(id: string, priority: number, ephemeralOwner: string | null, j: Json): NodeRequestRecord {
+  const f: Fields = new Fields(j, 'request', id);
+  const state = f.state('state', REQUEST_STATES);
+  const stateTime = f.seconds('state_time');
   return {
     id,
     priority,
-    state: (str(j.state) ?? 'requested') as RequestState,
-    stateTime: toMs(j.state_time),
-    created: j.created_time === undefined ? toMs(j.state_time) : toMs(j.created_time),
-    labels: strList(j.node_types),
-    requestor: str(j.requestor) ?? '',
-    reuse: j.reuse !== false,
-    provider: str(j.provider),
-    declinedBy: strList(j.declined_by),
-    nodes: strList(j.nodes),
-    reason: str(j.reason),
+    state,
+    stateTime,
+    created: createdOf(f, stateTime),
+    labels: f.strList('node_types', true),
+    requestor: f.optStr('requestor') ?? '',
+    reuse: f.optBool('reuse') !== false,
+    provider: f.optStr('provider'),
+    declinedBy: f.strList('declined_by'),
+    nodes: f.strList('nodes'),
+    reason: f.optStr('reason'),
     requestorSession: ephemeralOwner,
   };
 }
@@ -240,13 +311,15 @@ export function launcherJson(l: LauncherRecord): Json {
   return { id: l.id, provider_name: l.provider, supported_labels: l.supportedLabels, pool: l.pool, registered_time: toSeconds(l.registered) };
 }
 
+/** Thrown: CorruptRecordError when the JSON is not a launcher's. */
 export function launcherFromJson(id: string, sessionId: string, j: Json): LauncherRecord {
+  const f: Fields = new Fields(j, 'launcher', id);
   return {
     id,
     sessionId,
-    provider: str(j.provider_name) ?? '',
-    pool: str(j.pool) ?? '',
-    supportedLabels: strList(j.supported_labels),
+    provider: f.optStr('provider_name') ?? '',
+    pool: f.optStr('pool') ?? '',
+    supportedLabels: f.strList('supported_labels'),
     registered: toMs(j.registered_time),
   };
 }
@@ -274,8 +347,13 @@ export function pauseJson(p: Omit<PauseRecord, 'diskimage' | 'provider'>): Json 
   return { since: toSeconds(p.since), reason: p.reason };
 }
 
+/** The id a pause is listed under: `<diskimage>` or `<diskimage>/<provider>`. */
+export const pauseId = (diskimage: string, provider: string | null): string => (provider === null ? diskimage : `${diskimage}/${provider}`);
+
+/** Thrown: CorruptRecordError when the JSON is not a pause's. */
 export function pauseFromJson(diskimage: string, provider: string | null, j: Json, ctimeMs: number): PauseRecord {
-  return { diskimage, provider, since: j.since === undefined ? ctimeMs : toMs(j.since), reason: str(j.reason) };
+  const f: Fields = new Fields(j, 'pause', pauseId(diskimage, provider));
+  return { diskimage, provider, since: f.optSeconds('since') ?? ctimeMs, reason: f.optStr('reason') };
 }
 
 /** A ZooKeeper stat time (8-byte big-endian ms) as a number. */

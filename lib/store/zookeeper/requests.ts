@@ -8,12 +8,15 @@
  * which is all the contract promises.
  */
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
+import type { CorruptRecord } from '../corrupt.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
 import { checkRequestState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
+import { corruptEntry, memoized } from './checked.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
 import { REQUEST_ID_RE } from './layout.js';
-import { copyRequest, decode, encode, ownerOf, requestFromJson, requestJson } from './records.js';
+import { copyRequest, decodeRecord, encode, ownerOf, requestFromJson, requestJson, type Json } from './records.js';
+import type { Entry } from './tree-cache.js';
 import { MODE, type Stat, type ZkClient } from './zk-client.js';
 
 /** Priority of a request that names none. */
@@ -83,7 +86,7 @@ export class ZkRequests {
       return undefined;
     }
     this.keep(path, got.data, got.stat);
-    return requestFromJson(id, Number(m[1]), ownerOf(got.stat.ephemeralOwner), decode(got.data, `node request ${id}`));
+    return requestFromJson(id, Number(m[1]), ownerOf(got.stat.ephemeralOwner), decodeRecord(got.data, 'request', id));
   }
 
   /** From the cache, by id (priority, then age). */
@@ -93,19 +96,32 @@ export class ZkRequests {
     const { layout, cache } = this.ctx;
     const out: NodeRequestRecord[] = [];
     for (const { name: id, entry } of cache.childEntries(layout.requests)) {
-      if (!entry.data || !entry.stat) continue;
-      let rec = entry.memo as NodeRequestRecord | undefined;
-      if (!rec) {
-        const m = REQUEST_ID_RE.exec(id);
-        if (!m) continue;
-        rec = requestFromJson(id, Number(m[1]), ownerOf(entry.stat.ephemeralOwner), decode(entry.data, `node request ${id}`));
-        entry.memo = rec;
-      }
+      const rec = this.memo(id, entry);
+      if (!rec) continue;
       if (filter.states && !filter.states.includes(rec.state)) continue;
       if (filter.requestor !== undefined && rec.requestor !== filter.requestor) continue;
       out.push(copyRequest(rec));
     }
     return out;
+  }
+
+  /** From the cache (call ctx.fresh() first): the corrupt requests, by id. */
+  corrupt(): CorruptRecord[] {
+    const out: CorruptRecord[] = [];
+    for (const { name: id, entry } of this.ctx.cache.childEntries(this.ctx.layout.requests)) {
+      this.memo(id, entry);
+      const c = corruptEntry(entry);
+      if (c) out.push(c);
+    }
+    return out;
+  }
+
+  /** The record of a cached request, parsed once per data version; undefined when corrupt or not a request. */
+  private memo(id: string, entry: Entry): NodeRequestRecord | undefined {
+    const { data, stat } = entry;
+    const m = REQUEST_ID_RE.exec(id);
+    if (!data || !stat || !m) return undefined;
+    return memoized(entry, this.ctx.corrupt, () => requestFromJson(id, Number(m[1]), ownerOf(stat.ephemeralOwner), decodeRecord(data, 'request', id)));
   }
 
   async update(id: string, patch: NodeRequestPatch, opts: ExpectState<RequestState> = {}): Promise<NodeRequestRecord | undefined> {
@@ -131,7 +147,7 @@ export class ZkRequests {
       if (patch.declinedBy !== undefined) next.declinedBy = [...patch.declinedBy];
       if (patch.nodes !== undefined) next.nodes = [...patch.nodes];
       if (patch.reason !== undefined) next.reason = patch.reason;
-      return { ...cur, ...requestJson(next) };
+      return keepCreatedTime(cur, { ...cur, ...requestJson(next) });
     }, this.newest(path));
     if (!done) {
       this.known.delete(path);
@@ -183,4 +199,14 @@ export class ZkRequests {
     this.known.delete(layout.request(id));
     return removeTree(client, layout.request(id), `deleting node request ${id}`, async (ops) => (ops.length ? [...await removeTreeOps(client, lockPath), ...ops] : ops));
   }
+}
+
+/**
+ * A request's `created_time` as its writer left it when that was absent or null (Zuul's before
+ * it sets one): an update does not make one up (it used to write 0).
+ */
+function keepCreatedTime(cur: Json, next: Json): Json {
+  if (cur.created_time === undefined) delete next.created_time;
+  else if (cur.created_time === null) next.created_time = null;
+  return next;
 }

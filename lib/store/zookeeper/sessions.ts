@@ -11,7 +11,10 @@ import { StoreError, ZooKeeperError } from '../../errors.js';
 import type { LauncherRecord, SessionRecord } from '../models.js';
 import { checkStringList } from '../sqlite/rows.js';
 import type { ZkContext } from './context.js';
-import { decode, encode, launcherFromJson, launcherJson, ownerOf, sessionFromJson, sessionJson } from './records.js';
+import { corruptEntry, memoized } from './checked.js';
+import type { CorruptRecord } from '../corrupt.js';
+import { decode, decodeRecord, encode, launcherFromJson, launcherJson, ownerOf, sessionFromJson, sessionJson } from './records.js';
+import type { Entry } from './tree-cache.js';
 import { MODE, type ZkClient } from './zk-client.js';
 import type { NewSession, ReapCounts } from '../store.js';
 
@@ -171,9 +174,29 @@ export class ZkSessions {
     const out: LauncherRecord[] = [];
     for (const id of cache.children(layout.launchers)) {
       const e = cache.get(`${layout.launchers}/${id}`);
-      if (!e?.data || !e.stat) continue;
-      out.push(launcherFromJson(id, ownerOf(e.stat.ephemeralOwner) ?? '', decode(e.data, `launcher ${id}`)));
+      const rec = e && this.memoLauncher(id, e);
+      if (rec) out.push({ ...rec, supportedLabels: [...rec.supportedLabels] });
     }
     return out;
+  }
+
+  /** From the cache (call ctx.fresh() first): corrupt launcher registrations, by id. */
+  corruptLaunchers(): CorruptRecord[] {
+    const { layout, cache } = this.ctx;
+    const out: CorruptRecord[] = [];
+    for (const id of cache.children(layout.launchers)) {
+      const e = cache.get(`${layout.launchers}/${id}`);
+      if (!e) continue;
+      this.memoLauncher(id, e);
+      const c = corruptEntry(e);
+      if (c) out.push(c);
+    }
+    return out;
+  }
+
+  private memoLauncher(id: string, e: Entry): LauncherRecord | undefined {
+    const { data, stat } = e;
+    if (!data || !stat) return undefined;
+    return memoized(e, this.ctx.corrupt, () => launcherFromJson(id, ownerOf(stat.ephemeralOwner) ?? '', decodeRecord(data, 'launcher', id)));
   }
 }

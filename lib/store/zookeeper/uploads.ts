@@ -4,13 +4,15 @@
  * cache keeps an index from id to path.
  */
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
+import type { CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import { checkUploadState } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
+import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE, seq10 } from './layout.js';
-import { copyUpload, decode, encode, uploadFromJson, uploadJson } from './records.js';
+import { copyUpload, decodeRecord, encode, uploadFromJson, uploadJson } from './records.js';
 import type { Entry } from './tree-cache.js';
 
 /** Filter of {@link ZkUploads.list}. */
@@ -85,7 +87,7 @@ export class ZkUploads {
     if (!place) return undefined;
     const got = await this.ctx.main().getData(place.path);
     if (!got) return undefined;
-    return uploadFromJson(place, decode(got.data, `upload ${id}`));
+    return uploadFromJson(place, decodeRecord(got.data, 'upload', id));
   }
 
   /** From the cache: uploads by diskimage, provider, then id. */
@@ -101,6 +103,18 @@ export class ZkUploads {
       out.push(copyUpload(rec));
     }
     return out.sort((a, b) => cmp(a.diskimage, b.diskimage) || cmp(a.provider, b.provider) || cmp(a.id, b.id));
+  }
+
+  /** From the cache: the corrupt uploads, by diskimage, build, provider, then id. */
+  corrupt(): CorruptRecord[] {
+    const out: CorruptRecord[] = [];
+    for (const place of this.places()) {
+      this.memo(place);
+      const entry = this.ctx.cache.get(place.path);
+      const c = entry && corruptEntry(entry);
+      if (c) out.push(c);
+    }
+    return out;
   }
 
   async update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): Promise<UploadRecord | undefined> {
@@ -176,11 +190,9 @@ export class ZkUploads {
   private memo(place: UploadPlace): UploadRecord | undefined {
     const entry: Entry | undefined = this.ctx.cache.get(place.path);
     if (!entry?.data || entry.data.length === 0) return undefined;
-    const memo = entry.memo as UploadRecord | undefined;
-    if (memo) return memo;
-    const rec = uploadFromJson(place, decode(entry.data, `upload ${place.id}`));
-    entry.memo = rec;
-    return rec;
+    const data = entry.data;
+    return memoized(entry, this.ctx.corrupt, () => uploadFromJson(place, decodeRecord(data, 'upload', place.id)),
+      { diskimage: place.diskimage, provider: place.provider });
   }
 }
 

@@ -5,6 +5,7 @@
  * belong to no store session) plus one session per store session it opened (sessions.ts).
  */
 import { coerceError, StoreError } from '../../errors.js';
+import { CorruptLog, sortCorrupt, type CorruptFilter, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
@@ -86,6 +87,7 @@ export class ZooKeeperStore implements Store, ImageDataStore {
       fresh: () => this.fresh(),
       wroteElsewhere: () => { this.syncNeeded = true; },
       tick: () => ++this.ticks,
+      corrupt: new CorruptLog(opts.log?.child({ component: 'store' })),
     };
     this.builds = new ZkBuilds(ctx);
     this.uploads = new ZkUploads(ctx, this.builds);
@@ -118,7 +120,8 @@ export class ZooKeeperStore implements Store, ImageDataStore {
     try {
       main = await ZkClient.connect({ hosts, sessionTimeoutMs: opts.sessionTimeoutMs ?? 10_000, reads, connectTimeoutMs: opts.connectTimeoutMs });
       const present = new Set(await main.getChildren(layout.root) ?? []);
-      for (const dir of layout.dirs) if (!present.has(dir.slice(layout.root.length + 1))) await main.mkdirp(dir);
+      // A read-only handle (a listing command) leaves the tree as it found it; missing parts read as empty.
+      if (!opts.readOnly) for (const dir of layout.dirs) if (!present.has(dir.slice(layout.root.length + 1))) await main.mkdirp(dir);
       const store = new ZooKeeperStore(main, layout, hosts, tunnel, reads, opts);
       await store.cache.start();
       return store;
@@ -330,6 +333,18 @@ export class ZooKeeperStore implements Store, ImageDataStore {
   /** Writes image data in bounded transactions, removed again on a failure (lib/store/zookeeper/image-data.ts). */
   importImageData(data: ImageData): Promise<ImportCounts> {
     return this.guard('importing image data', () => this.imageData.import(data));
+  }
+
+  /** From the cache: records that do not parse or validate. */
+  listCorrupt(filter: CorruptFilter = {}): Promise<CorruptRecord[]> {
+    return this.guard('listing corrupt records', async () => {
+      await this.fresh();
+      const all = [
+        ...this.builds.corrupt(), ...this.uploads.corrupt(), ...this.intents.corrupt(), ...this.nodes.corrupt(),
+        ...this.requests.corrupt(), ...this.sessions.corruptLaunchers(),
+      ];
+      return sortCorrupt(filter.kinds ? all.filter((c) => filter.kinds?.includes(c.kind)) : all);
+    });
   }
 
   onChange(listener: () => void): () => void {

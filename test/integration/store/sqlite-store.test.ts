@@ -12,6 +12,7 @@ import { waitFor } from '../../../lib/lifecycle.js';
 import { openStore, storePath } from '../../../lib/store/open-store.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../../../lib/store/sqlite/migrations.js';
 import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
+import { sqliteSpoiler } from '../../contract/spoil.js';
 import { storeContract } from '../../contract/store.contract.js';
 import { runningProcesses, startProcess, stopAllProcesses } from '../../support/processes.js';
 
@@ -26,6 +27,7 @@ storeContract('sqlite', async (clock) => {
   const store = await SqliteStore.open(path.join(dir, 'nodepool.db'), { clock });
   return {
     store,
+    spoil: sqliteSpoiler(store.file),
     async cleanup() {
       await store.close();
       await rm(dir, { recursive: true, force: true });

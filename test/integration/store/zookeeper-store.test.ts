@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
+import { zkSpoiler } from '../../contract/spoil.js';
 import { storeContract } from '../../contract/store.contract.js';
 import { runningProcesses } from '../../support/processes.js';
 import { expireSession, FreezeProxy, startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
@@ -30,6 +31,7 @@ storeContract('zookeeper', async (clock) => {
   const store = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: proxy.port, chroot: `/contract-${randomUUID()}` }], clock });
   return {
     store,
+    spoil: zkSpoiler(`127.0.0.1:${zk.port}`, store.layout),
     cleanup: () => store.close(),
     async lapseSession(id: string) {
       const creds = store.sessionCredentials(id);

@@ -1,0 +1,90 @@
+/**
+ * Spoiling stored records the way a bug, a half-written file or another ZooKeeper client
+ * would: straight into a ZooKeeper tree or a SQLite file, past the store's own checks. The
+ * store contract's corrupt-record cases and the corrupt-records fault suite use these.
+ */
+import Database from 'better-sqlite3';
+import type { Layout } from '../../lib/store/zookeeper/layout.js';
+import { ReadCounter, ZkClient } from '../../lib/store/zookeeper/zk-client.js';
+
+/** What to spoil; uploads name their build and provider (where ZooKeeper keeps them). */
+export type SpoilTarget =
+  | { kind: 'build'; id: string }
+  | { kind: 'upload'; id: string; buildId: string; provider: string }
+  | { kind: 'node'; id: string }
+  | { kind: 'request'; id: string }
+  | { kind: 'pause'; diskimage: string; provider: string | null };
+
+/**
+ * How: `garbage` (data that is not JSON: `{"state": "ready", garbage`), `unknown-state` (a
+ * state no version knows), `no-time` (the record's times removed, or not numbers).
+ */
+export type SpoilHow = 'garbage' | 'unknown-state' | 'no-time';
+
+/** Spoils one record. */
+export type Spoil = (target: SpoilTarget, how: SpoilHow) => Promise<void>;
+
+/** The text the issue found in a build record. */
+export const GARBAGE = '{"state": "ready", garbage';
+
+const splitBuild = (id: string): { diskimage: string; seq: string } => ({ diskimage: id.slice(0, -11), seq: id.slice(-10) });
+
+/** The znode of a target. */
+function zkPath(layout: Layout, t: SpoilTarget): string {
+  switch (t.kind) {
+    case 'build': { const b = splitBuild(t.id); return layout.build(b.diskimage, b.seq); }
+    case 'upload': { const b = splitBuild(t.buildId); return `${layout.providerImages(b.diskimage, b.seq, t.provider)}/${t.id}`; }
+    case 'node': return layout.node(t.id);
+    case 'request': return layout.request(t.id);
+    case 'pause': return t.provider === null ? layout.pause(t.diskimage) : layout.providerPause(t.diskimage, t.provider);
+  }
+}
+
+/** A spoiler for the ZooKeeper tree of `layout` on `hosts` (its own connection, closed after each use). */
+export function zkSpoiler(hosts: string, layout: Layout): Spoil {
+  return async (target, how) => {
+    const client = await ZkClient.connect({ hosts, sessionTimeoutMs: 10_000, reads: new ReadCounter() });
+    try {
+      const path = zkPath(layout, target);
+      let data: Buffer;
+      if (how === 'garbage') {
+        data = Buffer.from(GARBAGE);
+      } else {
+        const got = await client.getData(path);
+        if (!got) throw new Error(`${path} does not exist`);
+        const j = JSON.parse(got.data.toString('utf8') || '{}') as Record<string, unknown>;
+        if (how === 'unknown-state') j.state = 'exploded';
+        else if (target.kind === 'pause') j.since = 'yesterday';
+        else { delete j.created_time; delete j.state_time; }
+        data = Buffer.from(JSON.stringify(j));
+      }
+      await client.setData(path, data);
+    } finally {
+      await client.close();
+    }
+  };
+}
+
+/** A spoiler for the SQLite store in `file` (its own connection). */
+export function sqliteSpoiler(file: string): Spoil {
+  return async (target, how) => {
+    const db = new Database(file, { timeout: 5000 });
+    try {
+      const table = { build: 'builds', upload: 'uploads', node: 'nodes', request: 'node_requests', pause: 'pauses' }[target.kind];
+      const where = target.kind === 'pause' ? 'diskimage = ? AND provider = ?' : 'id = ?';
+      const key = target.kind === 'pause' ? [target.diskimage, target.provider ?? ''] : [target.id];
+      const column = target.kind === 'pause' ? (how === 'no-time' ? 'since' : 'reason')
+        : how === 'unknown-state' ? 'state'
+          : how === 'no-time' ? 'created'
+            : { build: 'files', upload: 'progress', node: 'labels', request: 'labels' }[target.kind];
+      const value = how === 'unknown-state' ? 'exploded' : how === 'no-time' ? 'never' : GARBAGE;
+      // A pause row has no JSON column: only its time can be spoiled.
+      const set = target.kind === 'pause' && how !== 'no-time' ? 'since = \'never\'' : `${column} = ?`;
+      const params = set.endsWith('?') ? [value, ...key] : key;
+      const changed = db.prepare(`UPDATE ${table} SET ${set} WHERE ${where}`).run(...params).changes;
+      if (changed !== 1) throw new Error(`no ${target.kind} row to spoil`);
+    } finally {
+      db.close();
+    }
+  };
+}
