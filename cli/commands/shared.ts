@@ -155,7 +155,7 @@ export async function readServerLiveness(store: Store, now: number): Promise<Ser
 /** Warns on stderr when no server is running or its passes fail: the status shown may be out of date. */
 export function warnUnlessServerWell(out: CommandOutput, server: ServerLiveness): void {
   if (!server.alive) out.err(`warning: ${serverDownText(server)}; the status shown may be out of date\n`);
-  else if (server.failing) out.err(`warning: ${serverFailingText(server)}; the status shown may be out of date\n`);
+  else if (server.failing || server.stuck) out.err(`warning: ${serverFailingText(server)}; the status shown may be out of date\n`);
 }
 
 /** Finds a configured diskimage. Thrown: CommandFailure (exit 3) naming the config file. */

@@ -1,8 +1,9 @@
 /**
  * Whether a nodepool-server is alive, judged from the heartbeat it refreshes in the store on
- * every lifecycle pass. Pure; the CLI and the web status share the wording.
+ * every lifecycle pass, and whether its loops are healthy (passes failing, a pass running past
+ * its bound). Pure; the CLI and the web status share the wording.
  */
-import type { LoopHealth } from '../periodic-loop.js';
+import { stuckForMs, type LoopHealth } from '../periodic-loop.js';
 import { formatAge } from './age.js';
 
 /** The heartbeat value the server publishes under `SERVER_HEARTBEAT_KEY`. */
@@ -36,11 +37,40 @@ export interface ServerLiveness {
    * …)`, joined by `; `; null when every pass succeeds (or the server is not alive).
    */
   failing: string | null;
+  /**
+   * Loops whose pass runs past its bound, as `deleter: pass running for 00:00:12:00, past
+   * its bound of 00:00:05:00`, joined by `; `; null when none is (or the server is not alive).
+   */
+  stuck: string | null;
+}
+
+/** A loop whose pass in progress has run longer than its bound. */
+export interface StuckLoop {
+  loop: string;
+  /** Epoch ms the pass started. */
+  runningSince: number;
+  runningMs: number;
+  deadlineMs: number;
+}
+
+/** The loops whose pass has run past its bound at `now` (see `stuckForMs`). */
+export function stuckLoops(loops: readonly LoopHealth[], now: number): StuckLoop[] {
+  const stuck: StuckLoop[] = [];
+  for (const l of loops) {
+    const runningMs = stuckForMs(l, now);
+    if (runningMs !== null) stuck.push({ loop: l.name, runningSince: l.runningSince as number, runningMs, deadlineMs: l.deadlineMs as number });
+  }
+  return stuck;
+}
+
+/** `deleter: pass running for 00:00:12:00, past its bound of 00:00:05:00`. */
+export function stuckLoopText(s: StuckLoop): string {
+  return `${s.loop}: pass running for ${formatAge(s.runningMs)}, past its bound of ${formatAge(s.deadlineMs)}`;
 }
 
 /** Judges a heartbeat: alive when refreshed within {@link HEARTBEAT_MISSES_ALLOWED} × its interval. */
 export function serverLiveness(hb: StoredHeartbeat | undefined, now: number): ServerLiveness {
-  if (!hb) return { alive: false, lastSeen: 'last seen: never', failing: null };
+  if (!hb) return { alive: false, lastSeen: 'last seen: never', failing: null, stuck: null };
   const interval = Number(hb.value?.interval);
   const limitMs = HEARTBEAT_MISSES_ALLOWED * (Number.isFinite(interval) && interval > 0 ? interval : 10) * 1000;
   const who = hb.value?.hostname ? `, pid ${hb.value.pid} on ${hb.value.hostname}` : '';
@@ -48,12 +78,24 @@ export function serverLiveness(hb: StoredHeartbeat | undefined, now: number): Se
   const loops = Array.isArray(hb.value?.loops) ? hb.value.loops : [];
   const failing = loops.filter((l) => l.consecutiveFailures > 0)
     .map((l) => `${l.name}: ${l.consecutiveFailures} failed pass${l.consecutiveFailures === 1 ? '' : 'es'} in a row (last: ${l.lastError ?? 'unknown error'})`);
-  return { alive, lastSeen: `last seen ${formatAge(now - hb.updated)} ago${who}`, failing: alive && failing.length ? failing.join('; ') : null };
+  const stuck = stuckLoops(loops, now).map(stuckLoopText);
+  return {
+    alive, lastSeen: `last seen ${formatAge(now - hb.updated)} ago${who}`,
+    failing: alive && failing.length ? failing.join('; ') : null,
+    stuck: alive && stuck.length ? stuck.join('; ') : null,
+  };
 }
 
-/** `nodepool-server is running but its passes fail: …`, or null when they succeed. */
+/**
+ * `nodepool-server is running but its passes fail: …` and/or `… a pass is stuck: …`, or null
+ * when passes succeed and none runs past its bound.
+ */
 export function serverFailingText(l: ServerLiveness): string | null {
-  return l.failing === null ? null : `nodepool-server is running but its passes fail: ${l.failing}`;
+  const parts = [
+    ...(l.failing === null ? [] : [`its passes fail: ${l.failing}`]),
+    ...(l.stuck === null ? [] : [`a pass is stuck: ${l.stuck}`]),
+  ];
+  return parts.length ? `nodepool-server is running but ${parts.join('; and ')}` : null;
 }
 
 /** `no nodepool-server is running (last seen …)`. */

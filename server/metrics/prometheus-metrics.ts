@@ -36,6 +36,8 @@ interface Snapshot {
   requests: NodeRequestRecord[];
   loops: LoopHealth[];
   limits: Array<{ provider: string; resource: string; limit: number }>;
+  /** Epoch ms the snapshot was read. */
+  at: number;
 }
 
 /** Build durations: minutes to the 8 h default build-timeout. */
@@ -145,7 +147,7 @@ export class PrometheusMetrics implements MetricsSink {
     const [builds, uploads, nodes, requests, limits] = await Promise.all([
       store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(), this.deps.resourceLimits?.() ?? [],
     ]);
-    return { config: this.deps.config(), builds, uploads, nodes, requests, loops: this.deps.loops(), limits };
+    return { config: this.deps.config(), builds, uploads, nodes, requests, loops: this.deps.loops(), limits, at: Date.now() };
   }
 
   private snapshot(): Promise<Snapshot> {
@@ -202,6 +204,9 @@ export class PrometheusMetrics implements MetricsSink {
     });
     gauge('nodepool_loop_failures', "Consecutive failed passes of each of the server's loops (0 once a pass succeeds)", ['loop'], (g, s) => {
       for (const l of s.loops) g.set({ loop: l.name }, l.consecutiveFailures);
+    });
+    gauge('nodepool_loop_pass_running_seconds', "How long each loop's pass in progress has run (0 between passes); alert when it passes the loop's bound", ['loop'], (g, s) => {
+      for (const l of s.loops) g.set({ loop: l.name }, l.runningSince ? Math.max(0, s.at - l.runningSince) / 1000 : 0);
     });
     gauge('nodepool_loop_last_success_timestamp_seconds', "When each loop's last successful pass ended (epoch seconds; absent before the first)", ['loop'], (g, s) => {
       for (const l of s.loops) if (l.lastSuccess !== null) g.set({ loop: l.name }, l.lastSuccess / 1000);

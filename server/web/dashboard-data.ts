@@ -1,7 +1,7 @@
 /**
  * What the dashboard (`/`) shows, as one JSON document it polls (`/dashboard.json`): builds
  * with state and age, uploads with their live transfer, nodes counted by provider, label and
- * state and listed, requests, and the loops whose passes fail; uploads in validation and why
+ * state and listed, requests, and the loops whose passes fail or hang; uploads in validation and why
  * uploads failed (whole reasons, console tails included), and the upload targets that need
  * attention. Made from the store with the CLI's presenters, so ages, transfers and attention
  * lines read as in `image-list` and `list`.
@@ -20,6 +20,8 @@ export interface DashboardData {
   ready: boolean;
   started: boolean;
   failing: ReadinessReport['failing'];
+  /** Loops whose pass runs past its bound. */
+  stuck: ReadinessReport['stuck'];
   builds: Array<{ id: string; diskimage: string; state: string; age: string; reason: string | null }>;
   uploads: Array<{
     id: string; buildId: string; provider: string; diskimage: string; state: string; age: string;
@@ -47,7 +49,7 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
   ]);
   const now = src.clock();
   const age = (t: number): string => formatAge(now - t);
-  const report = readinessReport(started, loops);
+  const report = readinessReport(started, loops, now);
   const counts = new Map<string, { provider: string; label: string; states: Record<string, number> }>();
   for (const n of nodes) {
     for (const label of n.labels) {
@@ -58,7 +60,7 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
     }
   }
   return {
-    generated: now, ready: report.ready, started, failing: report.failing,
+    generated: now, ready: report.ready, started, failing: report.failing, stuck: report.stuck,
     builds: builds.map((b) => ({ id: b.id, diskimage: b.diskimage, state: b.state, age: age(b.stateTime), reason: b.reason })),
     uploads: uploads.map((u) => {
       const t = uploadTransfer(u, now);

@@ -44,9 +44,9 @@ function reasonCell(r) { const td = el('td', undefined, 'reason'); if (r) td.app
 function list(id, items) { const ul = document.getElementById(id); ul.replaceChildren(...items.map((i) => el('li', i))); }
 function draw(d) {
   const status = document.getElementById('status');
-  status.textContent = d.ready ? 'all loops pass' : (d.started ? d.failing.length + ' loop(s) failing' : 'starting');
+  status.textContent = d.ready ? 'all loops pass' : (d.started ? d.failing.length + ' loop(s) failing' + (d.stuck.length ? ', ' + d.stuck.length + ' stuck' : '') : 'starting');
   status.className = d.ready ? 'ok' : 'bad';
-  table('failing', ['Loop', 'Failed passes in a row', 'Last error'], d.failing, (f) => [f.loop, f.consecutiveFailures, f.lastError || '']);
+  table('failing', ['Loop', 'Failed passes in a row', 'Last error'], d.failing.concat(d.stuck.map((s) => ({ loop: s.loop, consecutiveFailures: 0, lastError: 'pass running for ' + Math.round(s.runningMs / 1000) + ' s, past its bound of ' + Math.round(s.deadlineMs / 1000) + ' s' }))), (f) => [f.loop, f.consecutiveFailures, f.lastError || '']);
   table('builds', ['Build', 'Diskimage', 'State', 'Age', 'Reason'], d.builds, (b) => [b.id, b.diskimage, stateCell(b.state), b.age, b.reason || '']);
   table('uploads', ['Upload', 'Build', 'Provider', 'State', 'Age', 'Progress', 'Reason'], d.uploads, (u) => [u.id, u.buildId, u.provider, stateCell(u.state), u.age, progressCell(u), reasonCell(u.reason)]);
   list('upload-attention', d.uploadAttention);

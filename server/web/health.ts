@@ -1,8 +1,9 @@
 /**
  * What `/ready` and `/health/ready` answer, from the server's start state and its loops'
- * health (lib/periodic-loop.ts records every pass). Pure.
+ * health (lib/periodic-loop.ts records every pass and since when one runs). Pure.
  */
 import type { LoopHealth } from '../../lib/periodic-loop.js';
+import { stuckLoops, stuckLoopText, type StuckLoop } from '../../lib/status/server.js';
 
 /** The readiness verdict of `/health/ready`. */
 export interface ReadinessReport {
@@ -11,6 +12,8 @@ export interface ReadinessReport {
   started: boolean;
   /** Loops whose last pass failed, with their last error. */
   failing: Array<{ loop: string; consecutiveFailures: number; lastError: string | null; lastSuccess: number | null }>;
+  /** Loops whose pass in progress has run longer than its bound. */
+  stuck: StuckLoop[];
   /** Every loop's health. */
   loops: LoopHealth[];
   /** One line per reason it is not ready; `ok` when ready. */
@@ -18,10 +21,10 @@ export interface ReadinessReport {
 }
 
 /**
- * Ready once the providers have started and every loop's last pass succeeded (a loop that
- * has not run a pass yet does not count against it).
+ * Ready once the providers have started, every loop's last pass succeeded (a loop that has
+ * not run a pass yet does not count against it) and no loop's pass runs past its bound at `now`.
  */
-export function readinessReport(started: boolean, loops: readonly LoopHealth[]): ReadinessReport {
+export function readinessReport(started: boolean, loops: readonly LoopHealth[], now: number): ReadinessReport {
   const failing = loops.filter((l) => l.consecutiveFailures > 0).map((l) => ({
     loop: l.name, consecutiveFailures: l.consecutiveFailures, lastError: l.lastError, lastSuccess: l.lastSuccess,
   }));
@@ -30,6 +33,8 @@ export function readinessReport(started: boolean, loops: readonly LoopHealth[]):
   for (const f of failing) {
     lines.push(`${f.loop}: ${f.consecutiveFailures} failed pass${f.consecutiveFailures === 1 ? '' : 'es'} in a row (last: ${f.lastError ?? 'unknown error'})`);
   }
-  const ready = started && failing.length === 0;
-  return { ready, started, failing, loops: [...loops], text: ready ? 'ok' : lines.join('\n') };
+  const stuck = stuckLoops(loops, now);
+  lines.push(...stuck.map(stuckLoopText));
+  const ready = started && failing.length === 0 && stuck.length === 0;
+  return { ready, started, failing, stuck, loops: [...loops], text: ready ? 'ok' : lines.join('\n') };
 }

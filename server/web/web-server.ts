@@ -121,7 +121,7 @@ export class WebServer {
       case '/ready':
         return this.opts.started() ? text(200, 'ready') : text(500, 'not ready: not every provider has started yet');
       case '/health/ready': {
-        const report = readinessReport(this.opts.started(), this.opts.loops());
+        const report = readinessReport(this.opts.started(), this.opts.loops(), Date.now());
         const status = report.ready ? 200 : 503;
         return format === 'json' ? json(status, report) : text(status, report.text);
       }

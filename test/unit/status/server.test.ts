@@ -38,4 +38,18 @@ describe('serverLiveness', () => {
     assert.equal(serverFailingText(serverLiveness(heartbeat(1000), NOW)), null, 'an older server without loops');
     assert.equal(serverLiveness({ ...hb, updated: NOW - 60_000 }, NOW).failing, null, 'a dead server is reported as down instead');
   });
+
+  it('names a loop whose pass runs past its bound, whichever loop refreshed the heartbeat', () => {
+    const loop = (name: string, runningSince: number | null) => ({
+      name, passes: 9, consecutiveFailures: 0, lastPass: NOW - 1000, lastSuccess: NOW - 1000, lastError: null, runningSince, deadlineMs: 300_000,
+    });
+    // The heartbeat is one second old (the cleanup loop's passes refresh it); the deleter's pass hangs for 12 minutes.
+    const hb = { ...heartbeat(1000), value: { ...heartbeat(1000).value, loops: [loop('deleter', NOW - 12 * 60_000), loop('cleanup', null)] } };
+    const l = serverLiveness(hb, NOW);
+    assert.equal(l.alive, true);
+    assert.equal(l.failing, null);
+    assert.equal(serverFailingText(l), 'nodepool-server is running but a pass is stuck: deleter: pass running for 00:00:12:00, past its bound of 00:00:05:00');
+    const busy = { ...hb, value: { ...hb.value, loops: [loop('deleter', NOW - 60_000)] } };
+    assert.equal(serverFailingText(serverLiveness(busy, NOW)), null, 'a pass within its bound is only busy');
+  });
 });
