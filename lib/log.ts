@@ -3,6 +3,7 @@
  * `log.child({ component })`, jobs add `{ job, diskimage, buildId }`.
  */
 import winston from 'winston';
+import { processSecrets, type SecretRegistry } from './redact.js';
 
 export type Logger = winston.Logger;
 
@@ -15,6 +16,33 @@ export interface RootLoggerOptions {
   stream?: NodeJS.WritableStream;
   /** Extra metadata on every line, e.g. `{ process: 'nodepool-builder' }`. */
   defaultMeta?: Record<string, unknown>;
+  /** Secrets no line may carry (default: the process's, {@link processSecrets}). */
+  secrets?: SecretRegistry;
+}
+
+/** A copy of `v` with every known secret in its strings replaced (depth-bounded; cycles end as they are). */
+function scrubValue(v: unknown, secrets: SecretRegistry, depth: number): unknown {
+  if (typeof v === 'string') return secrets.scrub(v);
+  if (depth > 6 || typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) return v.map((x) => scrubValue(x, secrets, depth + 1));
+  if (v instanceof Error) return secrets.scrub(v.stack ?? v.message);
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = scrubValue(x, secrets, depth + 1);
+  return out;
+}
+
+/**
+ * A winston format that replaces every known secret (a clouds.yaml password, a Keystone
+ * token) in a line's message and metadata with `<redacted>`: the last guard, whatever path
+ * a secret took into an error message.
+ */
+export function scrubSecrets(secrets: SecretRegistry = processSecrets): winston.Logform.Format {
+  return winston.format((info) => {
+    if (secrets.size === 0) return info;
+    const rec = info as unknown as Record<string, unknown>;
+    for (const key of Object.keys(rec)) rec[key] = scrubValue(rec[key], secrets, 0);
+    return info;
+  })();
 }
 
 const pretty = winston.format.printf((info) => {
@@ -26,9 +54,10 @@ const pretty = winston.format.printf((info) => {
 
 /** Builds the process's root logger. */
 export function createRootLogger(opts: RootLoggerOptions = {}): Logger {
+  const scrub = scrubSecrets(opts.secrets);
   const format = opts.format === 'json'
-    ? winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), winston.format.json())
-    : winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), pretty);
+    ? winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), scrub, winston.format.json())
+    : winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), scrub, pretty);
   return winston.createLogger({
     level: opts.level ?? 'info',
     format,

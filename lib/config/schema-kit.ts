@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { ConfigProblem } from '../errors.js';
+import { isSecretPath } from '../redact.js';
 
 /** Collects problems while a document is parsed. */
 export class Problems {
@@ -20,17 +21,31 @@ export interface Schema<T> {
   parse(value: unknown, path: string, problems: Problems): T | undefined;
 }
 
-/** Renders a found value for messages: `"two"`, `42`, `a list`, `nothing`. */
-export function describeValue(v: unknown): string {
+/**
+ * Renders a found value for messages: `"two"`, `42`, `a list`, `nothing`. At a secret key
+ * path (`…password`, `…secret…`, `…token`; see {@link isSecretPath}) only the kind of value
+ * is named (`a string`, `a number`), never the value.
+ */
+export function describeValue(v: unknown, path?: string): string {
   if (v === undefined || v === null) return 'nothing';
+  if (path !== undefined && isSecretPath(path)) return describeKind(v);
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 57) + '...' : v);
   return String(v);
 }
 
+/** The kind of a value, without the value: `a string`, `a number`, `true or false`, `a list`. */
+export function describeKind(v: unknown): string {
+  if (v === undefined || v === null) return 'nothing';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  if (typeof v === 'boolean') return 'true or false';
+  return `a ${typeof v}`;
+}
+
 function mismatch(problems: Problems, path: string, expected: string, got: unknown): undefined {
-  problems.add(path, `expected ${expected}, got ${describeValue(got)}`);
+  problems.add(path, `expected ${expected}, got ${describeValue(got, path)}`);
   return undefined;
 }
 
@@ -97,7 +112,7 @@ export function seconds(opts: { min: number; fractions?: boolean }): Schema<numb
     parse(v, path, p) {
       const n = base.parse(v, path, p);
       if (n === undefined || n <= MAX_TIMER_SECONDS) return n;
-      p.add(path, `expected at most ${MAX_TIMER_SECONDS} seconds (about 24.8 days, the longest delay Node's timers hold), got ${n}`);
+      p.add(path, `expected at most ${MAX_TIMER_SECONDS} seconds (about 24.8 days, the longest delay Node's timers hold), got ${describeValue(n, path)}`);
       return undefined;
     },
   };
@@ -242,9 +257,18 @@ export function object<F extends Fields>(fields: F, opts: { allowUnknown?: boole
       for (const [key, field] of Object.entries(fields)) {
         const sub = path ? `${path}.${key}` : key;
         const raw = src[key];
-        if (raw === undefined || raw === null) {
+        if (raw === undefined) {
           if (field.required) { p.add(sub, `expected ${field.schema.expected}, got nothing (required)`); ok = false; }
           else out[camel(key)] = field.default?.();
+          continue;
+        }
+        if (raw === null) {
+          // `providers:` with nothing under it (every entry commented out, a cut file) must not
+          // read as "no providers" and delete every image: an empty value is an error, as in
+          // Nodepool; leaving the key out is how a default is asked for.
+          const hint = field.required ? 'required' : 'leave the key out for the default';
+          p.add(sub, `expected ${field.schema.expected}, got an empty value (${hint})`);
+          ok = false;
           continue;
         }
         const parsed = field.schema.parse(raw, sub, p);
@@ -290,7 +314,7 @@ export function absolutePath(): Schema<string> {
       const out = s.parse(v, at, p);
       if (out === undefined) return undefined;
       if (!path.isAbsolute(out)) {
-        p.add(at, `expected an absolute path, got ${JSON.stringify(out)}`);
+        p.add(at, `expected an absolute path, got ${describeValue(out, at)}`);
         return undefined;
       }
       return path.normalize(out);

@@ -99,7 +99,7 @@ describe('faults: mutated config files through config-validate', () => {
       files.push(file);
       let v: Verdict;
       try {
-        v = judge(file, configValidate(file));
+        v = judge(file, await configValidate(file));
       } catch (err) {
         v = `crash: ${(err as Error).stack ?? String(err)}`.slice(0, 400);
       }

@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { ConfigError, type ConfigProblem } from '../../errors.js';
+import { isSecretKey, isSecretPath, processSecrets, type SecretRegistry } from '../../redact.js';
 
 /** Which endpoint of a catalog entry to use. */
 export type EndpointInterface = 'public' | 'internal' | 'admin';
@@ -79,7 +80,7 @@ export function standardSearchPaths(ctx: { env: Readonly<Record<string, string |
  */
 export async function loadCloud(name: string, opts: LoadCloudOptions = {}): Promise<CloudCredentials> {
   const { file, text } = await readCloudsYaml(opts);
-  return parseCloudsYaml(text, file, name);
+  return parseCloudsYaml(text, file, name, processSecrets);
 }
 
 async function readCloudsYaml(opts: LoadCloudOptions): Promise<{ file: string; text: string }> {
@@ -109,8 +110,12 @@ function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function describe(v: unknown): string {
+/** How a found value reads in a message; at a secret key path only its kind (`a number`), never the value. */
+function describe(v: unknown, at?: string): string {
   if (v === undefined) return 'undefined';
+  if (at !== undefined && isSecretPath(at) && v !== null) {
+    return Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a mapping' : `a ${typeof v}`;
+  }
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';
@@ -125,17 +130,31 @@ function normalizeKeys(o: Obj): Obj {
   return out;
 }
 
+/** Adds every scalar under a secret key of `v` (any depth) to `secrets`. */
+function rememberSecrets(v: unknown, secrets: SecretRegistry, underSecret = false): void {
+  if (Array.isArray(v)) v.forEach((x) => rememberSecrets(x, secrets, underSecret));
+  else if (isObj(v)) for (const [k, x] of Object.entries(v)) rememberSecrets(x, secrets, underSecret || isSecretKey(k));
+  else if (underSecret) secrets.add(v);
+}
+
 /**
- * Parses clouds.yaml text and returns cloud `name` (pure; `file` is only used in messages).
- * Thrown: {@link ConfigError} listing every problem found.
+ * Parses clouds.yaml text and returns cloud `name` (`file` is only used in messages). Every
+ * value under a secret key of the file (passwords, application credential secrets, tokens),
+ * valid or not, is added to `secrets` when given, so later messages can be scrubbed of it;
+ * no message names one. Thrown: {@link ConfigError} listing every problem found.
  */
-export function parseCloudsYaml(text: string, file: string, name: string): CloudCredentials {
+export function parseCloudsYaml(text: string, file: string, name: string, secrets?: SecretRegistry): CloudCredentials {
   let doc: unknown;
   try {
     doc = yaml.load(text, { filename: file });
   } catch (err) {
-    throw new ConfigError(file, [{ path: '', message: `invalid YAML: ${(err as Error).message}` }], { cause: err });
+    // js-yaml's message quotes the lines around the fault, which may hold a password: give
+    // the reason and the place only.
+    const e = err as { reason?: string; mark?: { line: number; column: number } };
+    const where = e.mark ? ` at line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
+    throw new ConfigError(file, [{ path: '', message: `invalid YAML${where}: ${e.reason ?? 'not YAML'}` }]);
   }
+  if (secrets) rememberSecrets(doc, secrets);
   if (!isObj(doc) || !isObj(doc.clouds)) {
     throw new ConfigError(file, [{ path: 'clouds', message: `expected a mapping, got ${describe(isObj(doc) ? doc.clouds : doc)}` }]);
   }
@@ -156,7 +175,7 @@ export function parseCloudsYaml(text: string, file: string, name: string): Cloud
     if (typeof v === 'string' && v !== '') return v;
     if (v === undefined && !required) return undefined;
     const hint = typeof v === 'number' ? ' (quote it in YAML)' : '';
-    problems.push({ path: `${at}.${key}`, message: `expected string, got ${v === '' ? 'an empty string' : describe(v)}${hint}` });
+    problems.push({ path: `${at}.${key}`, message: `expected string, got ${v === '' ? 'an empty string' : describe(v, `${at}.${key}`)}${hint}` });
     return undefined;
   };
   const authAt = `${base}.auth`;

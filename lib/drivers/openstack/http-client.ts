@@ -10,6 +10,10 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { CloudError, coerceError } from '../../errors.js';
 import { sleep } from '../../lifecycle.js';
+import { processSecrets, REDACTED, redactJson, type SecretRegistry } from '../../redact.js';
+
+/** Stands for a redacted secret while an error body is cut down to its message. */
+const MARK = '\u0000redacted\u0000';
 
 /** A response with its body read (bounded). */
 export interface HttpResponse {
@@ -72,36 +76,44 @@ export function callName(service: string | undefined, method: string, url: strin
   return `${service ?? 'OpenStack'} ${method} ${path}`;
 }
 
-/** The readable message of an OpenStack error body (JSON `error.message`, `message`, or HTML/text). Pure. */
-export function errorMessage(body: string): string {
+/**
+ * The readable message of an OpenStack error body (JSON `error.message`, `message`, or
+ * HTML/text), with secrets redacted (the values of secret keys, `password: x` pairs, and every
+ * secret in `secrets`, by default the process's), at most 500 characters. A Keystone or proxy
+ * that echoes the request would otherwise put the password in the message.
+ */
+export function errorMessage(body: string, secrets: SecretRegistry = processSecrets): string {
   let text = body.trim();
   try {
-    const j = JSON.parse(text) as Record<string, unknown>;
+    const j = redactJson(JSON.parse(text)) as Record<string, unknown>;
     const inner = (typeof j.error === 'object' && j.error ? j.error : j) as Record<string, unknown>;
     const nested = Object.values(j).find((v): v is Record<string, unknown> => typeof v === 'object' && v !== null && 'message' in v);
     const msg = inner.message ?? inner.title ?? nested?.message;
-    if (typeof msg === 'string' && msg) text = msg;
+    text = typeof msg === 'string' && msg ? msg : JSON.stringify(j);
   } catch {
     // not JSON: webob's text/plain or HTML
   }
+  // Redacted before the text is cut (so no part of a secret is left), with a marker that the
+  // tag stripping below leaves alone, turned into `<redacted>` at the end.
+  text = secrets.redact(text, MARK);
   // webob (Glance) writes "400 Bad Request", a blank line, then the message, whose later
   // lines (e.g. a jsonschema dump) are not worth a log line; in text/plain they are joined
   // with double spaces.
   const stripped = text.replace(/<title>[^<]*<\/title>/i, '').replace(/<br\s*\/?>/gi, '\n').replace(/<[^>]+>/g, '\n');
   const paragraphs = stripped.split(/\n[ \t]*\n/).map((p) => p.trim()).filter((p) => p && !/^\d{3}( [A-Za-z-]+)+$/.test(p));
   const first = (paragraphs[0] ?? '').split(/[ \t]*\n\s*|\s{2,}/)[0] ?? '';
-  return first.length > 500 ? `${first.slice(0, 500)}…` : first;
+  return (first.length > 500 ? `${first.slice(0, 500)}…` : first).replaceAll(MARK, REDACTED);
 }
 
-/** `cloud said: <the message of an error body>`, or `cloud said nothing`. Pure. */
-export function errorSaid(body: string): string {
-  const said = errorMessage(body);
+/** `cloud said: <the message of an error body>` (redacted, see {@link errorMessage}), or `cloud said nothing`. */
+export function errorSaid(body: string, secrets: SecretRegistry = processSecrets): string {
+  const said = errorMessage(body, secrets);
   return said ? `cloud said: ${said}` : 'cloud said nothing';
 }
 
-/** The {@link CloudError} of a status the caller did not expect: `Nova GET /v2.1/servers/x failed with 500; cloud said: …`. Pure. */
-export function statusError(res: Pick<HttpResponse, 'call' | 'status' | 'body'>): CloudError {
-  return new CloudError(`${res.call} failed with ${res.status}; ${errorSaid(res.body)}`, { status: res.status });
+/** The {@link CloudError} of a status the caller did not expect: `Nova GET /v2.1/servers/x failed with 500; cloud said: …` (redacted). */
+export function statusError(res: Pick<HttpResponse, 'call' | 'status' | 'body'>, secrets: SecretRegistry = processSecrets): CloudError {
+  return new CloudError(`${res.call} failed with ${res.status}; ${errorSaid(res.body, secrets)}`, { status: res.status });
 }
 
 /** One cloud's HTTP(S) connections. {@link close} ends them. */
@@ -242,7 +254,7 @@ function unwrap(err: unknown): Error {
 
 function transportError(label: string, err: Error): Error {
   if (err instanceof CloudError) return err;
-  const e = new CloudError(`${label} failed: ${err.message}`, { cause: err });
+  const e = new CloudError(processSecrets.scrub(`${label} failed: ${err.message}`), { cause: err });
   const code = (err as NodeJS.ErrnoException).code;
   return code && RESET_CODES.has(code) ? new ResetError(e) : e;
 }

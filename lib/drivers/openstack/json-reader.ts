@@ -6,23 +6,31 @@
  * cloud said: {"id":"abc"}`. Never a TypeError further in.
  */
 import { CloudError } from '../../errors.js';
+import { isSecretPath, processSecrets, quoteBody, type SecretRegistry } from '../../redact.js';
 import type { HttpResponse } from './http-client.js';
 
 /** Longest excerpt of a body quoted in a message. */
 const EXCERPT = 200;
 
-/** A short, one-line excerpt of what the cloud answered (tags stripped from HTML). Pure. */
-export function cloudSaid(body: string): string {
+/**
+ * A short, one-line excerpt of what the cloud answered (tags stripped from HTML), with
+ * secrets redacted (see {@link quoteBody}: secret keys' values, `password: x` pairs, and
+ * every secret in `secrets`, by default the process's).
+ */
+export function cloudSaid(body: string, secrets: SecretRegistry = processSecrets): string {
   let text = body.trim();
   if (!text) return 'cloud said nothing (empty body)';
   if (/^\s*</.test(text)) text = text.replace(/<(script|style)\b[^>]*>[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ');
-  text = text.replace(/\s+/g, ' ').trim();
-  return `cloud said: ${text.length > EXCERPT ? `${text.slice(0, EXCERPT)}…` : text}`;
+  return `cloud said: ${quoteBody(text, { max: EXCERPT, secrets })}`;
 }
 
-/** How a value reads in a message: `undefined`, `null`, `number 5`, `string "x"`, `array`, `object`. Pure. */
-export function describeValue(v: unknown): string {
+/**
+ * How a value reads in a message: `undefined`, `null`, `number 5`, `string "x"`, `array`,
+ * `object`; at a secret field path (`token.secret`) only its kind (`a string`). Pure.
+ */
+export function describeValue(v: unknown, path?: string): string {
   if (v === undefined || v === null) return String(v);
+  if (path !== undefined && isSecretPath(path) && typeof v !== 'object') return `a ${typeof v}`;
   if (Array.isArray(v)) return 'array';
   if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
   if (typeof v === 'object') return 'object';
@@ -66,7 +74,7 @@ export class JsonReader {
 
   /** Thrown: the {@link CloudError} for field `key` not being what was expected. */
   fail(key: string, expected: string, got: unknown = this.value[key]): never {
-    throw new CloudError(`${this.call}: field "${this.fieldPath(key)}": expected ${expected}, got ${describeValue(got)}; ${cloudSaid(this.body)}`);
+    throw new CloudError(`${this.call}: field "${this.fieldPath(key)}": expected ${expected}, got ${describeValue(got, this.fieldPath(key))}; ${cloudSaid(this.body)}`);
   }
 
   /** Any value of field `key`, unchecked. */

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import type https from 'node:https';
 import { CloudError } from '../../errors.js';
 import { silentLogger, type Logger } from '../../log.js';
+import { processSecrets } from '../../redact.js';
 import type { CloudCredentials, EndpointInterface } from './clouds-yaml.js';
 import { errorSaid, HttpClient, statusError, type HttpClientOptions, type HttpRequestOptions, type HttpResponse } from './http-client.js';
 import { JsonReader } from './json-reader.js';
@@ -132,6 +133,8 @@ export class KeystoneSession {
    */
   static async authenticate(creds: CloudCredentials, opts: KeystoneSessionOptions = {}): Promise<KeystoneSession> {
     const log = (opts.log ?? silentLogger()).child({ component: 'keystone', cloud: creds.cloudName });
+    // Known to the process from here on, so no message or log line can carry it (a cloud that echoes the request).
+    processSecrets.add(creds.password);
     const tls: https.AgentOptions = { rejectUnauthorized: creds.verify };
     if (creds.cacert) tls.ca = await readFile(creds.cacert);
     const full = { timeoutMs: opts.timeoutMs ?? 60_000, reauthMarginMs: opts.reauthMarginMs ?? 300_000, now: opts.now ?? Date.now };
@@ -235,6 +238,7 @@ async function fetchToken(c: CloudCredentials, client: HttpClient, now: () => nu
     throw new CloudError(`Keystone authentication failed for ${who} at ${url}: ${res.status}; ${errorSaid(res.body)}`, { status: res.status });
   }
   const token = readToken(res);
+  processSecrets.add(token.token);
   const lifetime = token.expiresAt - (token.issuedAt ?? token.expiresAt - 3_600_000);
   // Keystone's clock may differ from ours: keep the token's lifetime, anchored on our clock.
   const issuedAt = now();

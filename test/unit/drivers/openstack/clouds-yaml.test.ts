@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseCloudsYaml, standardSearchPaths } from '../../../../lib/drivers/openstack/clouds-yaml.js';
 import { ConfigError } from '../../../../lib/errors.js';
+import { SecretRegistry } from '../../../../lib/redact.js';
 
 const GOOD = `
 clouds:
@@ -95,13 +96,42 @@ describe('clouds.yaml parsing', () => {
     assert.deepEqual(problemsOf(text, 'bad'), [
       '/etc/openstack/clouds.yaml: clouds.bad.auth_type: only password authentication is supported, got "token"',
       '/etc/openstack/clouds.yaml: clouds.bad.auth.username: expected string, got number 7 (quote it in YAML)',
-      '/etc/openstack/clouds.yaml: clouds.bad.auth.password: expected string, got number 123456 (quote it in YAML)',
+      '/etc/openstack/clouds.yaml: clouds.bad.auth.password: expected string, got a number (quote it in YAML)',
       '/etc/openstack/clouds.yaml: clouds.bad.auth: needs a scope: project_name, project_id, domain_name or domain_id',
       '/etc/openstack/clouds.yaml: clouds.bad.auth.auth_url: expected an http(s) URL, got "keystone:5000"',
       '/etc/openstack/clouds.yaml: clouds.bad.interface: expected public, internal or admin, got "private"',
       '/etc/openstack/clouds.yaml: clouds.bad.identity_api_version: only Keystone v3 is supported, got number 2',
       '/etc/openstack/clouds.yaml: clouds.bad.verify: expected boolean, got "no"',
     ]);
+  });
+
+  it('never prints the value of a secret key, and remembers every secret of the file for scrubbing', () => {
+    const text = `clouds:
+  c1:
+    auth: {auth_url: "http://k:5000", username: u, password: 12345678, project_name: p}
+  c2:
+    auth: {auth_url: "http://k:5000", username: u, password: [Other-Secret-1], project_name: p, application_credential_secret: App-Secret-2}
+`;
+    const secrets = new SecretRegistry();
+    const problems: string[] = [];
+    for (const cloud of ['c1', 'c2']) {
+      try {
+        parseCloudsYaml(text, 'clouds.yaml', cloud, secrets);
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
+    }
+    assert.deepEqual(problems, [
+      'clouds.yaml: clouds.c1.auth.password: expected string, got a number (quote it in YAML)',
+      'clouds.yaml: clouds.c2.auth.password: expected string, got a list',
+    ]);
+    assert.equal(secrets.scrub('12345678 Other-Secret-1 App-Secret-2'), '<redacted> <redacted> <redacted>');
+  });
+
+  it('reports invalid YAML by reason and place, without quoting the lines (which may hold a password)', () => {
+    const [line] = problemsOf('clouds:\n  a:\n    auth: {password: Yaml-Secret-7, username: u\n  b: [\n', 'a');
+    assert.match(line ?? '', /^\/etc\/openstack\/clouds\.yaml: invalid YAML at line \d+, column \d+: /);
+    assert.ok(!line?.includes('Yaml-Secret-7'), line);
   });
 
   it('lists the clouds in the file when the named one is missing', () => {
@@ -119,7 +149,7 @@ describe('clouds.yaml parsing', () => {
       '/etc/openstack/clouds.yaml: clouds.a.auth.password: expected string, got undefined',
     ]);
     const [line] = problemsOf('clouds: [\n', 'a');
-    assert.match(line ?? '', /^\/etc\/openstack\/clouds\.yaml: invalid YAML: /);
+    assert.match(line ?? '', /^\/etc\/openstack\/clouds\.yaml: invalid YAML at line 2, column 1: /);
   });
 
   it('rejects an ambiguous regions list', () => {

@@ -2,7 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CloudCredentials } from '../../../../lib/drivers/openstack/clouds-yaml.js';
 import { authRequestBody, errorMessage, selectEndpoint, tokensUrl, type CatalogService } from '../../../../lib/drivers/openstack/keystone.js';
+import { errorSaid } from '../../../../lib/drivers/openstack/http-client.js';
 import { CloudError } from '../../../../lib/errors.js';
+import { SecretRegistry } from '../../../../lib/redact.js';
 
 const CATALOG: CatalogService[] = [
   { type: 'identity', endpoints: [{ interface: 'public', region_id: 'RegionOne', url: 'http://k:5000/v3/' }] },
@@ -120,6 +122,25 @@ Failed validating 'enum' in schema['properties']['disk_format']:
       + "Failed validating 'enum' in schema['properties']['disk_format']:     {'description': 'Format of the disk'}\n\n   ";
     assert.equal(errorMessage(text), "Provided object does not match schema 'image': 'bogus' is not one of [None, 'raw']");
     assert.equal(errorMessage('404 Not Found\n\nNo image found with ID abc\n\n   '), 'No image found with ID abc');
+  });
+
+  it('never quotes a secret a Keystone or proxy echoes back: secret keys, known secrets, key/value pairs', () => {
+    const secrets = new SecretRegistry();
+    secrets.add('Echo-Pass-31');
+    const request = { auth: { identity: { methods: ['password'], password: { user: { name: 'u', password: 'Echo-Pass-31' } } } } };
+    const bodies = [
+      JSON.stringify({ error: { code: 400, message: `Invalid request: ${JSON.stringify(request)}` } }),
+      JSON.stringify({ error: { code: 400, title: 'Bad Request' }, request }),
+      `400 Bad Request\n\nrequest was ${JSON.stringify(request)}`,
+      `<html><body><h1>Proxy error</h1><pre>POST /v3/auth/tokens password=Echo-Pass-31</pre></body></html>`,
+    ];
+    const said = bodies.map((body) => errorSaid(body, secrets));
+    for (const s of said) assert.ok(!s.includes('Echo-Pass-31'), s);
+    assert.deepEqual(said.map((s) => s.includes('<redacted>')), [true, false, true, false], said.join('\n'));
+    assert.equal(said[1], 'cloud said: Bad Request');
+    assert.equal(said[3], 'cloud said: Proxy error');
+    const unknown = errorMessage('{"message": "echo: {\\"password\\": \\"Not-Known-1\\"}"}', new SecretRegistry());
+    assert.ok(!unknown.includes('Not-Known-1'), unknown);
   });
 
   it('passes plain text through and shortens very long bodies', () => {

@@ -160,7 +160,7 @@ describe('an openstack launch against a cloud answering garbage', () => {
     cloud.answer('POST', /^\/v2\.1\/servers$/, { status: 202, body: { server: { adminPass: 'x' } } });
     const node = await launch();
     assert.equal(node.state, 'failed');
-    assert.equal(node.reason, 'Nova POST /v2.1/servers: field "server.id": expected a non-empty string id, got undefined; cloud said: {"server":{"adminPass":"x"}}');
+    assert.equal(node.reason, 'Nova POST /v2.1/servers: field "server.id": expected a non-empty string id, got undefined; cloud said: {"server":{"adminPass":"<redacted>"}}');
   });
 
   it('fails the node with the cloud\'s words when a poll answers an HTML page, and deletes the server', async () => {
