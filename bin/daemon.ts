@@ -3,7 +3,7 @@
  * root logger, loading the config (exit 2 on a config error), reloads on SIGHUP or a change
  * of the config file, and the clouds.yaml image services.
  */
-import { watch } from 'node:fs';
+import { watch, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Argv } from 'yargs';
@@ -38,6 +38,37 @@ export function withDaemonOptions<T>(y: Argv<T>) {
 /** The root logger of a daemon. */
 export function daemonLogger(argv: { 'log-level': string; 'log-format': string }, name: string): Logger {
   return createRootLogger({ level: argv['log-level'], format: argv['log-format'] as 'pretty' | 'json', defaultMeta: { process: name } });
+}
+
+/** Exit code of a daemon that died of an error nothing handled (EX_SOFTWARE): never 0, so `Restart=on-failure` restarts it. */
+export const FATAL_EXIT_CODE = 70;
+
+/**
+ * Makes an unhandled rejection or an uncaught exception fatal and loud: the error is logged
+ * (and written straight to stderr, in case the logger's stream is what broke) and the
+ * process exits {@link FATAL_EXIT_CODE}. Node's own default is to die of an unhandled
+ * rejection too, but with whatever exit code a signal handler had set meanwhile (0 after a
+ * SIGTERM), and with nothing in the daemon's log.
+ */
+export function exitOnFatalError(log: Logger, name: string): void {
+  let dying = false;
+  const die = (kind: string, raw: unknown): void => {
+    const err = raw instanceof Error ? raw : new Error(String(raw));
+    if (!dying) {
+      dying = true;
+      try {
+        writeSync(2, `${name}: ${kind}: ${err.stack ?? err.message}\n`);
+      } catch {
+        // stderr itself is gone; the log line below may still reach a file
+      }
+      log.error(`${kind}: exiting`, { error: err.message, stack: err.stack });
+    }
+    process.exitCode = FATAL_EXIT_CODE;
+    // Give the logger's stream a moment to drain; not unref'd, so the exit happens even when idle.
+    setTimeout(() => process.exit(FATAL_EXIT_CODE), 200);
+  };
+  process.on('unhandledRejection', (reason) => die('unhandled rejection', reason));
+  process.on('uncaughtException', (err) => die('uncaught exception', err));
 }
 
 /** Loads the config, or prints the problem and exits 2. */

@@ -13,7 +13,9 @@ import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
 import { BuilderMetricsServer } from '../workers/builder/metrics-server.js';
-import { daemonLogger, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
+import {
+  daemonLogger, exitOnFatalError, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
+} from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
 // words at the column width (cliui's ESM wrap is a plain character count).
@@ -38,6 +40,7 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .parseSync();
 
 const log = daemonLogger(argv, 'nodepool-builder');
+exitOnFatalError(log, 'nodepool-builder');
 const config = loadConfigOrExit(argv.config);
 try {
   checkGearmanServers(config, { forBuilder: true });

@@ -16,7 +16,9 @@ import { NodepoolServer } from '../server/main.js';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import type { Config } from '../lib/config/schema.js';
 import { describeStore, storeSettingsChanged } from '../lib/config/store-settings.js';
-import { daemonLogger, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions } from './daemon.js';
+import {
+  daemonLogger, exitOnFatalError, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
+} from './daemon.js';
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
@@ -28,6 +30,7 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .parseSync();
 
 const log = daemonLogger(argv, 'nodepool-server');
+exitOnFatalError(log, 'nodepool-server');
 const config = loadConfigOrExit(argv.config);
 const statsd = statsdFromEnv(process.env);
 let current = config;
@@ -48,49 +51,84 @@ try {
   process.stderr.write(`nodepool-server: ${known ? (err as Error).message : (err as Error).stack ?? String(err)}\n`);
   process.exit(known ? 2 : 1);
 }
+/** The config the running services were started with or last reconfigured to. */
+let runningConfig = config;
+/** The config the running services were started with (their web status keeps its address until then). */
+let startedWith = config;
 /** SIGINT/SIGTERM received so far. */
 let signals = 0;
 /** Restarts in progress (a store change on reload), in order; a stop waits for them. */
 let restarting: Promise<void> = Promise.resolve();
+/** Restarts queued or running: while any is, a reload is left to them instead of the server being stopped. */
+let restartsPending = 0;
 
 /**
- * Another state store on reload: every service holds the store and its session, so the
- * services stop (as on SIGTERM) and start again against the new store. When the new store
- * cannot be opened, the server goes back to the old one and says so; if that fails too, it exits 1.
+ * Applies the newest config (`current`, read when this step runs, not when it was queued):
+ * another state store restarts the services (every service holds the store and its session:
+ * they stop as on SIGTERM and start again against the new store); the same store only
+ * reconfigures. When the new store cannot be opened, the server goes back to the old one and
+ * says so; if that fails too, it exits 1.
  */
-function restartOnNewStore(previous: Config, next: Config): void {
+function applyInOrder(): void {
+  restartsPending += 1;
   restarting = restarting.then(async () => {
-    if (signals > 0) return;
-    log.warn('state store settings changed: restarting the services against the new store', { from: describeStore(previous), to: describeStore(next) });
-    await running.stop();
     try {
-      running = await createServer(next);
-      log.info('services restarted against the new state store', { store: describeStore(next) });
-    } catch (err) {
-      log.error('cannot use the new state store; going back to the running one (fix the config and reload again)', {
-        store: describeStore(next), error: (err as Error).message,
-      });
-      current = previous;
-      try {
-        running = await createServer(previous);
-      } catch (again) {
-        log.error('cannot reopen the previous state store either; exiting', { error: (again as Error).message });
-        process.exit(1);
+      if (signals > 0) return;
+      const next = current;
+      if (!storeSettingsChanged(runningConfig, next)) {
+        running.reconfigure(next);
+        runningConfig = next;
+        return;
       }
+      const previous = runningConfig;
+      log.warn('state store settings changed: restarting the services against the new store', { from: describeStore(previous), to: describeStore(next) });
+      await running.stop();
+      try {
+        running = await createServer(next);
+        runningConfig = next;
+        startedWith = next;
+        log.info('services restarted against the new state store', { store: describeStore(next) });
+      } catch (err) {
+        log.error('cannot use the new state store; going back to the running one (fix the config and reload again)', {
+          store: describeStore(next), error: (err as Error).message,
+        });
+        // A reload that came meanwhile is kept only if it also names the running store.
+        if (current === next || storeSettingsChanged(previous, current)) current = previous;
+        try {
+          running = await createServer(current);
+          runningConfig = current;
+          startedWith = current;
+        } catch (again) {
+          log.error('cannot reopen the previous state store either; exiting', { error: (again as Error).message });
+          process.exit(1);
+        }
+      }
+    } finally {
+      restartsPending -= 1;
     }
+  }).catch((err: Error) => {
+    // Kept out of the chain, so the next reload and the stop still run.
+    log.error('applying the reloaded config failed', { error: err.message });
   });
 }
 
 const watcher = reloadOnChange(argv.config, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
   checkGearmanServers(next);
-  if (next.webapp.port !== current.webapp.port || next.webapp.listenAddress !== current.webapp.listenAddress) {
-    log.warn('webapp address changed: it takes effect at the next start', { serving: `${current.webapp.listenAddress}:${current.webapp.port}` });
+  const served = startedWith.webapp;
+  // A store change restarts the services, web status included, on the new address.
+  if (!storeSettingsChanged(runningConfig, next) && (next.webapp.port !== served.port || next.webapp.listenAddress !== served.listenAddress)) {
+    log.warn('webapp address changed: it takes effect at the next start', {
+      serving: running.web ? `${served.listenAddress}:${running.web.port}` : 'nothing (the web status is not served)',
+      configured: `${next.webapp.listenAddress}:${next.webapp.port}`,
+    });
   }
-  const previous = current;
   current = reloadedConfig(current, next, log);
-  if (storeSettingsChanged(previous, current)) restartOnNewStore(previous, current);
-  else running.reconfigure(current);
+  if (restartsPending > 0 || storeSettingsChanged(runningConfig, current)) applyInOrder();
+  else {
+    running.reconfigure(current);
+    runningConfig = current;
+  }
 });
 
 function onSignal(sig: NodeJS.Signals): void {

@@ -11,6 +11,7 @@
 import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
 import { checkGearmanServers, gearmanAddresses } from '../lib/config/gearman-servers.js';
+import { describeStore } from '../lib/config/store-settings.js';
 import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
@@ -66,6 +67,7 @@ export class NodepoolServer {
     readonly metrics: PrometheusMetrics,
     /** The web status; undefined when not asked for or its address could not be bound. */
     readonly web: WebServer | undefined,
+    private readonly log: Logger,
   ) {}
 
   /** Health of every loop of this server: the image lifecycle (when it runs here) and the launcher's. */
@@ -145,12 +147,12 @@ export class NodepoolServer {
       await launcher.start();
       releasers.add('launcher', () => launcher.stop());
       parts.providersStarted = true;
-      const server = new NodepoolServer(current, store, lifecycle, launcher, session, metrics, web);
+      const server = new NodepoolServer(current, store, lifecycle, launcher, session, metrics, web, log);
       self.server = server;
       server.releasers = releasers;
       await heartbeat.write();
       log.info('nodepool-server started', {
-        store: config.stateDir, gearman: config.gearmanServers.map((s) => `${s.host}:${s.port}`), providers: launcher.providerNames,
+        store: describeStore(config), gearman: config.gearmanServers.map((s) => `${s.host}:${s.port}`), providers: launcher.providerNames,
       });
       return server;
     } catch (err) {
@@ -162,7 +164,9 @@ export class NodepoolServer {
   /** Applies a reloaded config; the next pass uses it. */
   reconfigure(config: Config): void {
     this.current.config = config;
-    void this.launcher.reconfigure();
+    this.launcher.reconfigure().catch((err: Error) => {
+      this.log.error('reconfiguring the launcher failed; its providers run on as before', { error: err.message });
+    });
   }
 
   /** Closes the web status first (no new questions while stopping), then every service in reverse order of start. Idempotent. */
