@@ -4,11 +4,15 @@
  * aborted when over quota); `launchesComplete` tells when every launch has an outcome.
  * Quota and reuse hooks default to "yes"; drivers override what they know better.
  */
-import { coerceError, QuotaExceededError } from '../errors.js';
+import { coerceError, QuotaExceededError, StateConflictError } from '../errors.js';
+import { backoffDelay, sleep } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
 import type { Store } from '../store/store.js';
 import type { PoolInfo, RequestHandler } from './driver.js';
+
+/** How long a launch's outcome is tried again while the store does not answer (see recordOutcome). */
+const OUTCOME_RETRY_MS = 10 * 60_000;
 
 /** What a launching handler works with. */
 export interface LaunchingHandlerContext {
@@ -70,14 +74,38 @@ export abstract class LaunchingHandler implements RequestHandler {
         outcome = { state, reason: e.message };
         log.warn(`node launch ${state}`, { reason: e.message });
       }
-      try {
-        await this.hctx.store.updateNode(node.id, outcome, { expectStates: ['building'] });
-      } catch (err) {
-        log.warn('could not record the launch outcome', { error: coerceError(err).message });
-      }
-    })().finally(() => {
+      await this.recordOutcome(node, outcome, log);
+    })().catch((err: unknown) => {
+      log.error('launch bookkeeping failed', { error: coerceError(err).message });
+    }).finally(() => {
       this.running -= 1;
     });
+  }
+
+  /**
+   * Writes a launch's outcome on its `building` node. The store may be unreachable for a while
+   * (a ZooKeeper outage): the write is tried again with a capped backoff for up to
+   * {@link OUTCOME_RETRY_MS}, and the launch counts as running meanwhile, so the request waits
+   * for the outcome instead of reading a node still `building` as failed. A node no longer
+   * `building` (the deleter took it) or gone is left as it is.
+   */
+  private async recordOutcome(node: NodeRecord, outcome: NodePatch, log: Logger): Promise<void> {
+    const until = Date.now() + OUTCOME_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.hctx.store.updateNode(node.id, outcome, { expectStates: ['building'] });
+        if (attempt > 0) log.info('launch outcome recorded after the store answered again', { state: outcome.state, attempts: attempt + 1 });
+        return;
+      } catch (err) {
+        const e = coerceError(err);
+        if (e instanceof StateConflictError || Date.now() >= until) {
+          log.warn('could not record the launch outcome', { state: outcome.state, error: e.message });
+          return;
+        }
+        if (attempt === 0) log.warn('could not record the launch outcome yet; retrying', { state: outcome.state, error: e.message });
+        await sleep(backoffDelay(attempt, 500, 10_000));
+      }
+    }
   }
 
   launchesComplete(): boolean {

@@ -24,6 +24,16 @@ export function yieldsToPreferredProvider(req: NodeRequestRecord, provider: stri
   return preferred.length > 0 && preferred.some((l) => !req.declinedBy.includes(l.id));
 }
 
+/**
+ * Whether a pool takes a request at all. A pool whose driver cannot launch (static: it only
+ * hands out registered nodes) never takes a `reuse: false` request that is not a min-ready one:
+ * it could only wait for good, holding the pool (as Nodepool, whose static pools leave such a
+ * request to other providers and go on serving). A min-ready request is taken and declined.
+ */
+export function takes(req: NodeRequestRecord, canLaunch: boolean): boolean {
+  return canLaunch || req.reuse || req.requestor === MIN_READY_REQUESTOR;
+}
+
 /** Why a pool declines a request outright, or null when it can try (images and quota are asked later). */
 export function declineReason(req: NodeRequestRecord, pool: PoolInfo): string | null {
   if (pool.maxServers <= 0) return 'pool is disabled by max-servers';

@@ -71,12 +71,22 @@ export class NodeDeleter {
     await Promise.all([...this.inFlight.values()]);
   }
 
+  /**
+   * Deletes one node under its lock. Runs in the background (kept in `inFlight`), so it never
+   * rejects: any failure, taking the lock included (the store unreachable), is logged and the
+   * node is tried again at the next pass.
+   */
   private async delete(node: NodeRecord, provider: Provider): Promise<void> {
     const { store } = this.deps;
     const sessionId = this.deps.sessionId();
     const lock = nodeLock(node.id);
-    if (!await lockIfFree(store, lock, sessionId)) return; // owned by a live launcher or consumer
     const log = this.log.child({ node: node.id, provider: node.provider });
+    try {
+      if (!await lockIfFree(store, lock, sessionId)) return; // owned by a live launcher or consumer
+    } catch (err) {
+      log.warn('could not lock the node to delete it; retrying at the next pass', { error: coerceError(err).message });
+      return;
+    }
     try {
       const fresh = await store.getNode(node.id);
       if (!fresh || deleterVerdictWithValidation(fresh, fresh.consumerSession === null || await store.isSessionLive(fresh.consumerSession)) !== 'delete') {

@@ -10,7 +10,7 @@ import type { Logger } from '../../lib/log.js';
 import { PeriodicLoop } from '../../lib/periodic-loop.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { yieldsToPreferredProvider } from './decisions.js';
+import { takes, yieldsToPreferredProvider } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
 import { CLAIMED, NodeRequestHandler, type LaunchOutcome } from './request-handler.js';
 import { requestLock } from '../../lib/store/lock-names.js';
@@ -43,6 +43,8 @@ export class PoolWorker {
   private readonly handlers: NodeRequestHandler[] = [];
   private paused: NodeRequestHandler | undefined;
   private running = false;
+  /** Requests this pool leaves alone for good (see takes), each logged once. */
+  private readonly skipped = new Set<string>();
   /** Runs the passes (named `pool-worker:<provider>/<pool>`); its health goes into the heartbeat. */
   readonly loop: PeriodicLoop;
   private readonly log: Logger;
@@ -144,7 +146,6 @@ export class PoolWorker {
   private async assign(): Promise<boolean> {
     const { store, provider, launcherId, maxConcurrency } = this.deps;
     if (maxConcurrency === 0) return false;
-    const sessionId = this.deps.sessionId();
     const inHand = new Set<Promise<void>>();
     const seen = new Set<string>();
     let busy = false;
@@ -163,10 +164,14 @@ export class PoolWorker {
         if (stopped()) break;
         seen.add(r.id);
         if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
-        const handler = this.newHandler(r, sessionId);
+        const handler = this.newHandler(r);
+        if (!takes(r, handler.canLaunch)) {
+          this.logSkipped(r);
+          continue;
+        }
         while (inHand.size >= (handler.canLaunch ? 1 : PARALLEL_RUNS)) await Promise.race(inHand);
         if (stopped()) break;
-        const task: Promise<void> = this.take(handler, sessionId)
+        const task: Promise<void> = this.take(handler)
           .then((took) => { busy ||= took; }, (err: unknown) => { failure ??= { err }; })
           .finally(() => inHand.delete(task));
         inHand.add(task);
@@ -176,6 +181,14 @@ export class PoolWorker {
     await Promise.all(inHand);
     if (failure) throw failure.err;
     return busy;
+  }
+
+  /** Logs once per request that the pool leaves it alone (see takes; the memory of it is bounded). */
+  private logSkipped(r: NodeRequestRecord): void {
+    if (this.skipped.has(r.id)) return;
+    if (this.skipped.size >= 1000) this.skipped.clear();
+    this.skipped.add(r.id);
+    this.log.info('leaving a request with reuse false alone: this pool only hands out registered nodes', { request: r.id, labels: r.labels });
   }
 
   /**
@@ -198,8 +211,8 @@ export class PoolWorker {
    * lock): the handler marks it pending only if it is still requested, in one conditional
    * write, and leaves it otherwise (see NodeRequestHandler.run).
    */
-  private newHandler(request: NodeRequestRecord, sessionId: string): NodeRequestHandler {
-    const { store, provider, pool, launcherId } = this.deps;
+  private newHandler(request: NodeRequestRecord): NodeRequestHandler {
+    const { store, provider, pool, launcherId, sessionId } = this.deps;
     return new NodeRequestHandler({
       store, log: this.log, launcherId, sessionId, provider, pool, readyCandidates: (label) => this.readyCandidates(label),
       // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
@@ -212,8 +225,9 @@ export class PoolWorker {
    * Locks the request and runs its handler; false when another holds the lock, or when the pass
    * stopped meanwhile (the lock is then released again). Thrown: a failure to lock or unlock.
    */
-  private async take(handler: NodeRequestHandler, sessionId: string): Promise<boolean> {
+  private async take(handler: NodeRequestHandler): Promise<boolean> {
     const { store } = this.deps;
+    const sessionId = handler.session;
     if (!await lockIfFree(store, requestLock(handler.id), sessionId)) return false;
     if (!this.running || this.paused) {
       await store.unlock(requestLock(handler.id), sessionId);

@@ -24,7 +24,11 @@ export interface RequestHandlerDeps {
   store: Store;
   log: Logger;
   launcherId: string;
-  sessionId: string;
+  /**
+   * The process's store session, read at every use: after a lapse it is a new one, and the
+   * handler takes its request and node locks again under it (see holdsLocks).
+   */
+  sessionId: () => string;
   provider: Provider;
   pool: PoolInfo;
   /** Ready, unallocated nodes of this pool, from the pool worker's snapshot of this pass. */
@@ -61,15 +65,25 @@ export class NodeRequestHandler {
   private readonly launched = new Map<string, string>();
   /** Nodes this handler took ready from stock (allocated under their lock). */
   private readonly reused = new Set<string>();
+  /** The store session the request lock and the node locks are held under. */
+  private lockedUnder: string;
+  /** Locks taken again under a new session so far (see holdsLocks). */
+  private readonly relocked = new Set<string>();
 
   constructor(private readonly deps: RequestHandlerDeps, private request: NodeRequestRecord) {
     this.slots = request.labels.map(() => null);
     this.driver = deps.provider.getRequestHandler(deps.pool.name, request);
     this.log = deps.log.child({ request: request.id });
+    this.lockedUnder = deps.sessionId();
   }
 
   get id(): string {
     return this.request.id;
+  }
+
+  /** The store session this handler holds its locks under (the pool worker locks the request with it). */
+  get session(): string {
+    return this.lockedUnder;
   }
 
   /** Whether the driver may launch nodes for it (else it only reuses registered ones). */
@@ -84,7 +98,9 @@ export class NodeRequestHandler {
 
   /** Declines, or marks pending and fills the node set. Any error declines. */
   async run(): Promise<void> {
+    if (!await this.holdsLocks()) return;
     try {
+      if (this.started && await this.vanished()) return;
       if (!this.started) {
         this.started = true;
         const reason = declineReason(this.request, this.deps.pool)
@@ -118,6 +134,67 @@ export class NodeRequestHandler {
     }
   }
 
+  /**
+   * Whether the handler holds its locks under the process's current store session. After the
+   * session lapsed and was replaced, the request and node locks went with the old one (or go
+   * when ZooKeeper ends it): they are taken again under the new one. A lock the old session
+   * still holds is waited for (false: tried again at the next pass); a lock another session took
+   * is someone else's now: the request is left to its new holder (the handler is done), a node
+   * slot is emptied (the deleter has that node; the slot is filled again).
+   */
+  private async holdsLocks(): Promise<boolean> {
+    const now = this.deps.sessionId();
+    if (now === this.lockedUnder || this.done) return true;
+    const { store } = this.deps;
+    const old = this.lockedUnder;
+    const take = async (resource: string): Promise<'held' | 'wait' | 'lost'> => {
+      if (this.relocked.has(resource)) return 'held';
+      if (await lockIfFree(store, resource, now)) {
+        this.relocked.add(resource);
+        return 'held';
+      }
+      const holder = await store.getLock(resource);
+      return holder?.live && holder.sessionId !== old ? 'lost' : 'wait';
+    };
+    const request = await take(requestLock(this.request.id));
+    if (request === 'wait') return false;
+    if (request === 'lost') {
+      this.log.warn('store session replaced and the request taken by another meanwhile; leaving it to them', { old, session: now });
+      this.done = true;
+      this.paused = false;
+      return false;
+    }
+    for (let i = 0; i < this.slots.length; i++) {
+      const id = this.slots[i] ?? null;
+      if (id === null) continue;
+      const node = await take(nodeLock(id));
+      if (node === 'wait') return false;
+      if (node === 'lost') {
+        this.log.warn('store session replaced and a node of the request locked by another meanwhile; filling its slot again', { node: id });
+        this.slots[i] = null;
+        this.reused.delete(id);
+      }
+    }
+    this.log.warn('store session replaced: the request and node locks are held again under the new session', { old, session: now });
+    this.lockedUnder = now;
+    this.relocked.clear();
+    return true;
+  }
+
+  /**
+   * At a re-entry (a paused handler run again): a request deleted meanwhile, or no longer
+   * pending (failed, or handed back by someone), is not filled any more: its nodes are
+   * released and the handler is done, so the pool worker takes other requests again.
+   */
+  private async vanished(): Promise<boolean> {
+    const current = await this.deps.store.getRequest(this.request.id);
+    if (current?.state === 'pending') return false;
+    this.log.info(current ? 'request no longer pending; dropping it' : 'request vanished; releasing its nodes', { state: current?.state ?? null });
+    await this.releaseNodes(true);
+    await this.finish();
+    return true;
+  }
+
   /** Marks the request pending if it is still requested; undefined when it is not (or gone). */
   private async markPending(): Promise<NodeRequestRecord | undefined> {
     try {
@@ -139,6 +216,7 @@ export class NodeRequestHandler {
   /** True when the request is finished (fulfilled, declined or gone). */
   async poll(): Promise<boolean> {
     if (this.done) return true;
+    if (!await this.holdsLocks()) return this.done;
     if (this.paused || !this.driver.launchesComplete()) return false;
     try {
       return await this.complete();
@@ -159,7 +237,8 @@ export class NodeRequestHandler {
   }
 
   private async fillNodeSet(): Promise<void> {
-    const { store, pool, provider, sessionId, launcherId } = this.deps;
+    const { store, pool, provider, launcherId } = this.deps;
+    const sessionId = this.lockedUnder;
     this.paused = false;
     for (let i = 0; i < this.slots.length; i++) {
       if (this.slots[i] !== null) continue;
@@ -190,7 +269,8 @@ export class NodeRequestHandler {
 
   /** Takes a ready, unallocated node of the label for slot `i`; false when there is none. */
   private async reuse(i: number, label: string): Promise<boolean> {
-    const { store, sessionId } = this.deps;
+    const { store } = this.deps;
+    const sessionId = this.lockedUnder;
     for (const candidate of await this.deps.readyCandidates(label)) {
       if (this.slots.includes(candidate.id)) continue;
       // The snapshot is shared by the pass's handlers, which run at once: a candidate another
@@ -219,7 +299,8 @@ export class NodeRequestHandler {
 
   /** A wedged pool frees room: its oldest ready, unallocated, unlocked node is deleted (one at a time). */
   private async freeOldestUnused(): Promise<void> {
-    const { store, provider, pool, sessionId } = this.deps;
+    const { store, provider, pool } = this.deps;
+    const sessionId = this.lockedUnder;
     const nodes = await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready', 'deleting'] });
     if (nodes.some((n) => n.state === 'deleting')) return;
     const oldest = nodes.filter((n) => n.allocatedTo === null).sort((a, b) => a.stateTime - b.stateTime)[0];
@@ -255,7 +336,7 @@ export class NodeRequestHandler {
       if (node?.state === 'aborted') {
         aborted = true;
         this.slots[i] = null;
-        await store.unlock(nodeLock(id), this.deps.sessionId);
+        await store.unlock(nodeLock(id), this.lockedUnder);
         continue;
       }
       if (node) failed.push(node);
@@ -320,7 +401,8 @@ export class NodeRequestHandler {
 
   /** Unlocks the node set; with `deallocate`, ready nodes go back to stock and the rest is left for the deleter. */
   private async releaseNodes(deallocate: boolean): Promise<void> {
-    const { store, sessionId } = this.deps;
+    const { store } = this.deps;
+    const sessionId = this.lockedUnder;
     for (let i = 0; i < this.slots.length; i++) {
       const id = this.slots[i] ?? null;
       if (id === null) continue;
@@ -340,6 +422,6 @@ export class NodeRequestHandler {
   private async finish(): Promise<void> {
     this.done = true;
     this.paused = false;
-    await this.deps.store.unlock(requestLock(this.request.id), this.deps.sessionId);
+    await this.deps.store.unlock(requestLock(this.request.id), this.lockedUnder);
   }
 }

@@ -57,7 +57,8 @@ export class LaunchFaultSystem {
     private readonly session: KeystoneSession,
   ) {}
 
-  static async start(nova: NovaCloud): Promise<LaunchFaultSystem> {
+  /** `store` adds top-level config keys (a ZooKeeper store's `zookeeper-servers`), `launcher` overrides the fast launcher section. */
+  static async start(nova: NovaCloud, opts: { store?: Record<string, unknown>; launcher?: Record<string, number> } = {}): Promise<LaunchFaultSystem> {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-launch-fault-'));
     const proxy = await NovaFaultProxy.start(nova, dir);
     const provider = `lfault-${randomBytes(4).toString('hex')}`;
@@ -69,7 +70,8 @@ export class LaunchFaultSystem {
         'cloud-images': [{ name: nova.image.name, username: 'cirros' }],
         pools: [{ name: 'main', networks: [nova.network.name], 'host-key-checking': false, 'max-servers': 4, labels: [label('steady'), label('victim')] }],
       }],
-      extra: { 'clouds-file': proxy.cloudsYamlPath },
+      extra: { 'clouds-file': proxy.cloudsYamlPath, ...opts.store },
+      ...(opts.launcher ? { launcher: opts.launcher } : {}),
     });
     const session = await KeystoneSession.authenticate(await loadCloud(nova.cloud, { path: nova.cloudsFile }));
     return new LaunchFaultSystem(nova, proxy, launcher, dir, provider, new NovaClient(session), session);

@@ -22,13 +22,17 @@ export class RemoveBatch {
   /** Removes `path` (any version). Thrown: as ZkClient.remove. */
   remove(path: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (this.queue.push({ path, resolve, reject }) === 1) process.nextTick(() => { void this.flush(); });
+      if (this.queue.push({ path, resolve, reject }) !== 1) return;
+      process.nextTick(() => {
+        const batch = this.queue;
+        this.queue = [];
+        // Every caller gets an answer: a failure before the removes went out (no client) is theirs.
+        this.flush(batch).catch((err: unknown) => { for (const p of batch) p.reject(err); });
+      });
     });
   }
 
-  private async flush(): Promise<void> {
-    const batch = this.queue;
-    this.queue = [];
+  private async flush(batch: Pending[]): Promise<void> {
     const client = this.client();
     if (batch.length > 1) {
       try {

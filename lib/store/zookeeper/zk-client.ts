@@ -434,9 +434,19 @@ export class ZkClient extends EventEmitter {
           clearTimeout(timer);
           const code = (err as { code?: unknown } | null)?.code;
           if (!err || (code !== zookeeper.Exception.CONNECTION_LOSS && code !== zookeeper.Exception.SESSION_EXPIRED)) this.lastHeard = Date.now();
-          if (!err) { inOrder?.(value); resolve(value); return; }
+          // inOrder runs inside the library's socket handler: a throw there would be an
+          // uncaught exception of the process, so it fails this call instead.
+          const answer = (v: T): void => {
+            try {
+              inOrder?.(v);
+              resolve(v);
+            } catch (e) {
+              reject(e);
+            }
+          };
+          if (!err) { answer(value); return; }
           const mapped = zkError(err, what, path);
-          if (noNodeIsUndefined && mapped.code === 'NO_NODE') { inOrder?.(undefined as T); resolve(undefined as T); } else reject(mapped);
+          if (noNodeIsUndefined && mapped.code === 'NO_NODE') answer(undefined as T); else reject(mapped);
         });
       } catch (err) {
         clearTimeout(timer);

@@ -51,7 +51,7 @@ void describe('NodeRequestHandler', () => {
     const ready = async (label: string): Promise<NodeRecord[]> =>
       (await store.listNodes({ states: ['ready'] })).filter((n) => n.allocatedTo === null && n.labels.includes(label));
     return new NodeRequestHandler({
-      store, log: testLogger(), launcherId: 'launcher-1', sessionId, provider, pool: POOL, readyCandidates: ready,
+      store, log: testLogger(), launcherId: 'launcher-1', sessionId: () => sessionId, provider, pool: POOL, readyCandidates: ready,
       poolNodeCount: async () => (await store.listNodes()).length,
     }, listed);
   };
