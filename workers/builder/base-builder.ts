@@ -227,7 +227,13 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     const worker = this.buildWorker;
     if (!worker) return;
     const wanted = new Set(this.config.diskimages.filter((d) => !d.pause && this.buildMethods[d.builder]).map((d) => fn.imageBuild(d.name)));
-    for (const name of worker.registeredFunctions()) if (!wanted.has(name)) worker.unregister(name);
+    for (const name of worker.registeredFunctions()) {
+      if (wanted.has(name)) continue;
+      // A build running here for it finishes first: gearmand (--job-retries=1) would fail a job
+      // whose function its worker CANT_DOes while holding it, and the build's files would be lost.
+      if (worker.inFlightOf(name) > 0) this.log.info('diskimage removed or paused while it builds here: the build finishes, then image-build is unregistered', { function: name });
+      void worker.unregister(name);
+    }
     for (const name of wanted) {
       if (worker.isRegistered(name)) continue;
       const diskimage = (fn.parse(name) as { diskimage: string }).diskimage;
@@ -248,7 +254,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
    */
   private releaseDeleteFunction(id: string): void {
     if (this.local.has(id) || this.building.has(id) || this.deleteJobs.has(id)) return;
-    this.uploadWorker?.unregister(fn.imageDelete(id));
+    void this.uploadWorker?.unregister(fn.imageDelete(id));
   }
 
   private jobLog(job: WorkerJob, extra: Record<string, unknown>): Logger {
@@ -373,7 +379,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       try {
         await this.uploads.settled(id);
         const removed = await this.repo.removeAll(id);
-        this.uploadWorker?.unregister(fn.imageUpload(id));
+        void this.uploadWorker?.unregister(fn.imageUpload(id));
         this.local.delete(id);
         // image-delete:<id> itself is dropped after the reply (job:end → releaseDeleteFunction).
         log.info('image deleted', { removed });
