@@ -130,11 +130,15 @@ function normalizeKeys(o: Obj): Obj {
   return out;
 }
 
-/** Adds every scalar under a secret key of `v` (any depth) to `secrets`. */
-function rememberSecrets(v: unknown, secrets: SecretRegistry, underSecret = false): void {
-  if (Array.isArray(v)) v.forEach((x) => rememberSecrets(x, secrets, underSecret));
-  else if (isObj(v)) for (const [k, x] of Object.entries(v)) rememberSecrets(x, secrets, underSecret || isSecretKey(k));
-  else if (underSecret) secrets.add(v);
+/**
+ * Adds the value of every secret key of `v` (any depth; a list's items too) to `secrets`.
+ * A mapping under a secret key is walked like any other, so a cloud named `token-lab` does
+ * not make its user and project names secrets.
+ */
+function rememberSecrets(v: unknown, secrets: SecretRegistry, secretKey = false): void {
+  if (Array.isArray(v)) v.forEach((x) => rememberSecrets(x, secrets, secretKey));
+  else if (isObj(v)) for (const [k, x] of Object.entries(v)) rememberSecrets(x, secrets, isSecretKey(k));
+  else if (secretKey) secrets.add(v);
 }
 
 /**

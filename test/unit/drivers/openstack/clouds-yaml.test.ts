@@ -126,6 +126,10 @@ describe('clouds.yaml parsing', () => {
       'clouds.yaml: clouds.c2.auth.password: expected string, got a list',
     ]);
     assert.equal(secrets.scrub('12345678 Other-Secret-1 App-Secret-2'), '<redacted> <redacted> <redacted>');
+    // Only values of secret keys: a cloud named like a secret does not make its names secrets.
+    const named = new SecretRegistry();
+    parseCloudsYaml('clouds:\n  token-lab:\n    auth: {auth_url: "http://k:5000", username: demo-user, password: Lab-Secret-8, project_name: demo-project}\n', 'c.yaml', 'token-lab', named);
+    assert.equal(named.scrub('demo-user demo-project http://k:5000 Lab-Secret-8'), 'demo-user demo-project http://k:5000 <redacted>');
   });
 
   it('reports invalid YAML by reason and place, without quoting the lines (which may hold a password)', () => {
