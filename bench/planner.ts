@@ -66,7 +66,7 @@ function makeSnapshot(diskimages: number, providers: number): PlannerSnapshot {
     }
   }
   return {
-    now, config, builds, uploads, buildRequests: [], pauses: [], registered, absentSince: new Map(), removedSince: new Map(),
+    now, config, builds, uploads, buildRequests: [], pauses: [], registered, absentSince: new Map(), removedSince: new Map(), unknownSince: new Map(), unknownSuspect: new Set(),
     inFlight: { builds: new Set(), uploads: new Set(), buildDeletes: new Set(), uploadDeletes: new Set() },
   };
 }

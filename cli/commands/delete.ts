@@ -6,7 +6,7 @@
  */
 import type { Config } from '../../lib/config/schema.js';
 import { SessionKeeper } from '../../lib/client/session-keeper.js';
-import { coerceError } from '../../lib/errors.js';
+import { coerceError, CorruptRecordError } from '../../lib/errors.js';
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { driverOf } from '../../lib/drivers/registry.js';
 import { removeNode } from '../../lib/drivers/remove-node.js';
@@ -50,13 +50,42 @@ async function deleteNow(store: Store, config: Config, pc: ProviderConfig, node:
   }
 }
 
-/** Deletes a node; exit 0, 1 when its lock stays taken, 3 for an unknown node or (with --now) provider. */
+/**
+ * Removes a corrupt node or request record (lib/store/corrupt.ts) named by `id`; returns what
+ * to print, or undefined when `id` names no corrupt record. A corrupt node cannot be told to its
+ * provider (its record does not say what it is), so its cloud resource, if any, is left to the
+ * provider's leak cleanup.
+ */
+async function removeCorrupt(store: Store, id: string): Promise<string | undefined> {
+  const c = (await store.listCorrupt({ kinds: ['node', 'request'] })).find((x) => x.id === id);
+  if (!c) return undefined;
+  const removed = c.kind === 'node' ? await store.deleteNode(id) : await store.deleteRequest(id);
+  if (!removed) throw new CommandFailure(EXIT.notFound, `${c.kind === 'node' ? 'Node' : 'Node request'} ${id} not found`);
+  return c.kind === 'node'
+    ? `Corrupt node record ${id} removed (${c.reason}); a cloud resource it stood for is left to the provider's leak cleanup`
+    : `Corrupt node request ${id} removed (${c.reason})`;
+}
+
+/**
+ * Deletes a node; exit 0, 1 when its lock stays taken, 3 for an unknown node or (with --now)
+ * provider. A corrupt node record, or a corrupt node request named by its id, is removed.
+ */
 export function deleteNode(opts: DeleteOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
     const config = commandConfig(opts);
     return withStore(config, async (store) => {
-      const node = await store.getNode(opts.id);
-      if (!node) throw new CommandFailure(EXIT.notFound, `Node ${opts.id} not found`);
+      let node: NodeRecord | undefined;
+      try {
+        node = await store.getNode(opts.id);
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+      }
+      if (!node) {
+        const removed = await removeCorrupt(store, opts.id);
+        if (removed === undefined) throw new CommandFailure(EXIT.notFound, `Node ${opts.id} not found`);
+        out.out(`${removed}\n`);
+        return EXIT.ok;
+      }
       const pc = config.providers.find((p) => p.name === node.provider);
       if (opts.immediately && !pc) {
         throw new CommandFailure(EXIT.notFound,

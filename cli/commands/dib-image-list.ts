@@ -4,6 +4,7 @@
  */
 import { ageSeconds } from '../../lib/status/age.js';
 import { BUILD_COLUMNS, buildRows, diskimageAttention } from '../../lib/status/builds.js';
+import { corruptJson, corruptLines, corruptRows } from '../../lib/status/corrupt.js';
 import { renderTable } from '../../lib/status/table.js';
 import {
   commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
@@ -21,23 +22,25 @@ export function dibImageList(opts: DibImageListOptions): Promise<CommandResult> 
   return runCommand(async (out) => {
     const config = commandConfig(opts);
     await withStore(config, async (store) => {
-      const [builds, status, pauses] = await Promise.all([
+      const [builds, status, pauses, corrupt] = await Promise.all([
         store.listBuilds(),
         store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY),
         store.listPauses(),
+        store.listCorrupt({ kinds: ['build', 'pause', 'build-request'] }),
       ]);
       const now = (opts.now ?? Date.now)();
       const diskimages = status?.value.diskimages ?? [];
       const server = await readServerLiveness(store, now);
       warnUnlessServerWell(out, server);
       if (opts.json) {
-        const records = builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) }));
+        const records = [...builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) })), ...corruptJson(corrupt, ['build'])];
         out.out(`${JSON.stringify({ builds: records, diskimages }, null, 2)}\n`);
         return;
       }
-      out.out(renderTable(BUILD_COLUMNS, buildRows(builds, now)));
+      out.out(renderTable(BUILD_COLUMNS, [...buildRows(builds, now), ...corruptRows(BUILD_COLUMNS, corrupt, ['build'])]));
       for (const line of diskimageAttention({ statuses: diskimages, builds, pauses, now })) out.out(`${line}\n`);
-    });
+      for (const line of corruptLines(corrupt, ['build', 'pause', 'build-request'])) out.out(`${line}\n`);
+    }, { readOnly: true });
     return EXIT.ok;
   });
 }

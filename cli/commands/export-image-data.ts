@@ -14,6 +14,7 @@ import path from 'node:path';
 import type { Config } from '../../lib/config/schema.js';
 import { coerceError } from '../../lib/errors.js';
 import { hasImageData, IMAGE_DATA_MAX_BYTES, type ImageData, type ImageDataStore } from '../../lib/store/image-data.js';
+import type { CorruptRecord } from '../../lib/store/corrupt.js';
 import type { Store } from '../../lib/store/store.js';
 import {
   commandConfig, CommandFailure, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
@@ -47,11 +48,14 @@ export function exportImageData(opts: ExportImageDataOptions): Promise<CommandRe
     const config = commandConfig(opts);
     // Checked before the export as a courtesy; the final link below is what makes it safe.
     if (!opts.force && await exists(opts.file)) throw refuseExisting(opts.file);
-    const { data, serverAlive } = await withStore(config, async (store) => {
+    const { data, serverAlive, corrupt } = await withStore(config, async (store) => {
       const exporter = requireImageData(store, config, 'export-image-data');
       const exported = await exporter.exportImageData();
-      return { data: exported, serverAlive: (await readServerLiveness(store, (opts.now ?? Date.now)())).alive };
-    });
+      return {
+        data: exported, serverAlive: (await readServerLiveness(store, (opts.now ?? Date.now)())).alive,
+        corrupt: await store.listCorrupt({ kinds: ['build', 'upload', 'pause', 'build-request'] }),
+      };
+    }, { readOnly: true });
     const text = `${JSON.stringify(data, null, 2)}\n`;
     const bytes = Buffer.byteLength(text);
     if (bytes > IMAGE_DATA_MAX_BYTES) {
@@ -59,12 +63,23 @@ export function exportImageData(opts: ExportImageDataOptions): Promise<CommandRe
     }
     await writeAtomically(opts.file, text, opts.force ?? false);
     out.out(`Exported ${describeImageData(data)} to ${opts.file}\n`);
+    for (const line of skippedLines(corrupt)) out.err(`${line}\n`);
     if (serverAlive) {
       out.err('warning: a nodepool-server is running; what it records from now on is not in this file '
         + '(stop it first when moving to another store)\n');
     }
     return EXIT.ok;
   });
+}
+
+/**
+ * What the export left out: each corrupt build (with its uploads), upload and build request;
+ * a corrupt pause is written as a pause (its existence is the intent) and said so.
+ */
+export function skippedLines(corrupt: readonly CorruptRecord[]): string[] {
+  return corrupt.map((c) => (c.kind === 'pause'
+    ? `warning: pause ${c.id} is corrupt (${c.reason}); written as a pause`
+    : `warning: skipped corrupt ${c.kind} ${c.id}${c.kind === 'build' ? ' (and its uploads)' : ''}: ${c.reason}`));
 }
 
 function refuseExisting(file: string): CommandFailure {

@@ -4,7 +4,7 @@
  * (the server deletes its uploads first, then its files); an upload is marked `deleting`
  * (the server deletes it from the cloud). Neither while it is still being built or uploaded.
  */
-import { StateConflictError } from '../../lib/errors.js';
+import { CorruptRecordError, StateConflictError } from '../../lib/errors.js';
 import type { Store } from '../../lib/store/store.js';
 import {
   commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
@@ -64,7 +64,13 @@ export function imageDelete(opts: ImageDeleteOptions): Promise<CommandResult> {
 
 /** Marks a ready, failed or lost build `deleting`; returns what to print. Thrown: CommandFailure. */
 export async function markBuildDeleting(store: Store, id: string): Promise<string> {
-  const build = await store.getBuild(id);
+  let build;
+  try {
+    build = await store.getBuild(id);
+  } catch (err) {
+    if (!(err instanceof CorruptRecordError)) throw err;
+    return removeCorruptBuild(store, id, err.reason);
+  }
   if (!build) throw new CommandFailure(EXIT.notFound, `Build ${id} not found`);
   const alreadyDeleting = `Build ${id} is already being deleted`;
   if (build.state === 'deleting') return alreadyDeleting;
@@ -81,16 +87,44 @@ export async function markBuildDeleting(store: Store, id: string): Promise<strin
   return `Build ${id} marked for deletion: its uploads are deleted first, then its files`;
 }
 
+/**
+ * Removes a corrupt build record (lib/store/corrupt.ts): it cannot be marked `deleting` (its
+ * record does not say what it is), so it goes at once, once no upload record of it remains.
+ * Files a builder holds for it are then strays the server deletes. Thrown: CommandFailure.
+ */
+async function removeCorruptBuild(store: Store, id: string, reason: string): Promise<string> {
+  // The store refuses (StoreError, exit 1) while upload records of it remain, naming them.
+  if (!await store.deleteBuild(id)) throw new CommandFailure(EXIT.notFound, `Build ${id} not found`);
+  return `Corrupt build record ${id} removed (${reason}); image files a builder holds for it are deleted as strays`;
+}
+
 /** The ids an operator may type for a build: the full id, or the 10-digit sequence (`--image` supplies the diskimage). */
 function sameBuild(recordBuildId: string, image: string, given: string): boolean {
   if (recordBuildId === given) return true;
   return /^\d+$/.test(given) && recordBuildId === `${image}-${given.padStart(10, '0')}`;
 }
 
+/**
+ * Removes a corrupt upload record named with its provider and image: it cannot be marked
+ * `deleting`, so it goes at once; a cloud image it stood for is left to the leak check.
+ */
+async function removeCorruptUpload(store: Store, t: Extract<DeleteTarget, { kind: 'upload' }>, uploadId: string, reason: string): Promise<string> {
+  const c = (await store.listCorrupt({ kinds: ['upload'] })).find((x) => x.id === uploadId);
+  if (!c || c.provider !== t.provider) throw new CommandFailure(EXIT.notFound, 'Image upload not found');
+  if (!await store.deleteUpload(uploadId)) throw new CommandFailure(EXIT.notFound, 'Image upload not found');
+  return `Corrupt upload record ${uploadId} on ${t.provider} removed (${reason}); a cloud image it stood for is left to the leak check`;
+}
+
 /** Marks a ready or failed upload `deleting`; returns what to print. Thrown: CommandFailure. */
 export async function markUploadDeleting(store: Store, t: Extract<DeleteTarget, { kind: 'upload' }>): Promise<string> {
   const uploadId = /^\d+$/.test(t.uploadId) ? t.uploadId.padStart(10, '0') : t.uploadId;
-  const upload = await store.getUpload(uploadId);
+  let upload;
+  try {
+    upload = await store.getUpload(uploadId);
+  } catch (err) {
+    if (!(err instanceof CorruptRecordError)) throw err;
+    return removeCorruptUpload(store, t, uploadId, err.reason);
+  }
   const matches = upload !== undefined && upload.provider === t.provider
     && (upload.diskimage === t.image || upload.imageName === t.image) && sameBuild(upload.buildId, upload.diskimage, t.buildId);
   if (!upload || !matches) throw new CommandFailure(EXIT.notFound, 'Image upload not found');

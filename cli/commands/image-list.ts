@@ -5,6 +5,7 @@
  * (paused, waiting, backing off after failures, validating, last failed validation; a failed
  * upload's reason by its first line).
  */
+import { corruptJson, corruptLines, corruptRows } from '../../lib/status/corrupt.js';
 import { renderTable } from '../../lib/status/table.js';
 import { imageListJson, targetAttention, uploadTable } from '../../lib/status/uploads.js';
 import {
@@ -27,23 +28,26 @@ export function imageList(opts: ImageListOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
     const config = commandConfig(opts);
     await withStore(config, async (store) => {
-      const [uploads, status, pauses] = await Promise.all([
+      const [uploads, status, pauses, corrupt] = await Promise.all([
         store.listUploads(),
         store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY),
         store.listPauses(),
+        store.listCorrupt({ kinds: ['upload', 'pause'] }),
       ]);
       const now = (opts.now ?? Date.now)();
       const targets = status?.value.targets ?? [];
       const server = await readServerLiveness(store, now);
       warnUnlessServerWell(out, server);
       if (opts.json) {
-        out.out(`${JSON.stringify(imageListJson(uploads, targets, now), null, 2)}\n`);
+        const json = imageListJson(uploads, targets, now);
+        out.out(`${JSON.stringify({ ...json, uploads: [...json.uploads, ...corruptJson(corrupt, ['upload'])] }, null, 2)}\n`);
         return;
       }
       const table = uploadTable(uploads, now);
-      out.out(renderTable(table.columns, table.rows));
+      out.out(renderTable(table.columns, [...table.rows, ...corruptRows(table.columns, corrupt, ['upload'])]));
       for (const line of targetAttention({ targets, uploads, pauses, now })) out.out(`${line}\n`);
-    });
+      for (const line of corruptLines(corrupt.filter((c) => c.kind === 'upload' || c.provider !== undefined), ['upload', 'pause'])) out.out(`${line}\n`);
+    }, { readOnly: true });
     return EXIT.ok;
   });
 }

@@ -41,12 +41,18 @@ export function setImagePause(opts: ImagePauseOptions, paused: boolean): Promise
   return runCommand(async (out) => {
     const config = commandConfig(opts);
     const byConfig = pausedByConfig(config, opts.diskimage, opts.provider);
-    await withStore(config, (store) => store.setPause(opts.diskimage, opts.provider ?? null, paused, paused ? opts.reason : undefined));
+    const provider = opts.provider ?? null;
+    const wasPaused = await withStore(config, async (store) => {
+      const before = (await store.listPauses()).some((p) => p.diskimage === opts.diskimage && p.provider === provider);
+      await store.setPause(opts.diskimage, provider, paused, paused ? opts.reason : undefined);
+      return before;
+    });
     const subject = pauseSubject(opts.diskimage, opts.provider);
     if (paused) {
       out.out(`${subject} paused${opts.reason ? ` (${opts.reason})` : ''}\n`);
     } else {
-      out.out(`${subject} unpaused\n`);
+      // Only an operator pause is removed; say so when there was none rather than claim an unpause.
+      out.out(wasPaused ? `${subject} unpaused\n` : `${subject} were not paused by an operator; nothing to unpause\n`);
       if (byConfig) out.err(`warning: ${config.file} still pauses them (pause: true)\n`);
     }
     return EXIT.ok;

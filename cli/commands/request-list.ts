@@ -3,6 +3,7 @@
  * Priority, State, Requestor, Node Types, Nodes, Declined By, Age`).
  */
 import { REQUEST_COLUMNS, requestJson, requestRows } from '../../lib/status/requests.js';
+import { corruptJson, corruptLines, corruptRows } from '../../lib/status/corrupt.js';
 import { renderTable } from '../../lib/status/table.js';
 import { commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
 
@@ -16,10 +17,14 @@ export interface RequestListOptions extends CommandContext {
 export function requestList(opts: RequestListOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
     const config = commandConfig(opts);
-    const requests = await withStore(config, (store) => store.listRequests());
+    const [requests, corrupt] = await withStore(config, (store) => Promise.all([store.listRequests(), store.listCorrupt({ kinds: ['request'] })]), { readOnly: true });
     const now = (opts.now ?? Date.now)();
-    if (opts.json) out.out(`${JSON.stringify(requests.map((r) => requestJson(r, now)), null, 2)}\n`);
-    else out.out(renderTable(REQUEST_COLUMNS, requestRows(requests, now)));
+    if (opts.json) {
+      out.out(`${JSON.stringify([...requests.map((r) => requestJson(r, now)), ...corruptJson(corrupt, ['request'])], null, 2)}\n`);
+    } else {
+      out.out(renderTable(REQUEST_COLUMNS, [...requestRows(requests, now), ...corruptRows(REQUEST_COLUMNS, corrupt, ['request'])]));
+      for (const line of corruptLines(corrupt, ['request'])) out.out(`${line}\n`);
+    }
     return EXIT.ok;
   });
 }

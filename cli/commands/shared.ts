@@ -137,9 +137,12 @@ export function commandConfig(ctx: CommandContext): Config {
   return loadConfig(ctx.configFile);
 }
 
-/** Opens the configured store, runs `fn`, and closes the store whatever happens. */
-export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(config);
+/**
+ * Opens the configured store, runs `fn`, and closes the store whatever happens. `readOnly`
+ * (listing commands): opening creates nothing in a ZooKeeper tree.
+ */
+export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
+  const store = await openStore(config, opts.readOnly ? { readOnly: true } : {});
   try {
     return await fn(store);
   } finally {

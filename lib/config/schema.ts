@@ -99,6 +99,17 @@ const imageLifecycle = checked(object({
    * before they are deleted, so a truncated or mistaken file that is put right cancels it.
    */
   'config-removal-grace': optional(seconds({ min: 0 }), 600),
+  /**
+   * How long image files builders advertise, and cloud images of this installation, must stay
+   * unknown to the store (no record, in every pass) before they are deleted as strays or leaks.
+   */
+  'stray-grace': optional(seconds({ min: 0 }), 3600),
+  /**
+   * Delete unknown image files even when they look like another installation's or a lost
+   * store's (most of what builders advertise is unknown, or the store has no builds at all).
+   * Off: the server refuses, logs why and shows it in the lifecycle status.
+   */
+  'delete-unknown': optional(bool(), false),
 }), (c, path, p) => {
   if (c.maxRetryDelay < c.retryDelay) {
     p.add(`${path}.max-retry-delay`, `expected at least retry-delay (${c.retryDelay}), got ${c.maxRetryDelay}: it caps the delay that starts at retry-delay`);

@@ -39,6 +39,8 @@ export interface UploadTargetStatus {
 export interface LifecycleStatus {
   diskimages: DiskimageStatus[];
   targets: UploadTargetStatus[];
+  /** Deletions the server refuses, and why (unknown image ids or cloud images it will not touch). */
+  held?: string[];
 }
 
 /** Key under which the server publishes the latest plan's status in the store. */

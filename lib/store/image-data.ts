@@ -117,6 +117,15 @@ export class ImageDataConflictError extends StoreError {
 
 const MAX_PROBLEMS_SHOWN = 20;
 
+/**
+ * `uploads` without those whose build is not among `builds` (the build record is corrupt and
+ * was left out): an export never holds an upload an import would refuse for lack of its build.
+ */
+export function withoutOrphanUploads(builds: readonly { id: string }[], uploads: UploadRecord[]): UploadRecord[] {
+  const ids = new Set(builds.map((b) => b.id));
+  return uploads.filter((u) => ids.has(u.buildId));
+}
+
 /** The sequence number in a build id (`debian-0000000007` → 7). Thrown: StoreError for another shape. */
 export function buildIdSequence(id: string): number {
   const m = IMAGE_ID_RE.exec(id);

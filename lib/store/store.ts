@@ -66,6 +66,12 @@ export interface IntentStore {
   /** Stores a JSON value the server publishes for the CLI (lifecycle status, heartbeat). */
   putStatus(key: string, value: unknown): Promise<void>;
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined>;
+  /**
+   * The store's installation id (lib/store/installation.ts): random, made on the first call and
+   * never changed; builds and cloud images carry it. Only the server asks (a read-only command
+   * must not write).
+   */
+  installationId(): Promise<string>;
 }
 
 /** Nodes: cloud servers and static host slots. */

@@ -35,6 +35,19 @@ export interface PlannerSnapshot {
    * deleted only after `image-lifecycle.config-removal-grace`.
    */
   removedSince: ReadonlyMap<string, number>;
+  /**
+   * Image id → since when (epoch ms) builders have advertised it in every pass while the store
+   * had no record of it; the lifecycle keeps this across passes. Such an id is deleted as a
+   * stray only after `image-lifecycle.stray-grace`, and not at all while {@link unknownGuard}
+   * refuses (server/image-lifecycle/unknown-ids.ts).
+   */
+  unknownSince: ReadonlyMap<string, number>;
+  /**
+   * Unknown image ids builders already advertised in a pass where the store had no build
+   * record at all (a new, reset or wrong store facing existing builds, or a second installation
+   * joining a gearmand): never deleted as strays unless `image-lifecycle.delete-unknown` is set.
+   */
+  unknownSuspect: ReadonlySet<string>;
   /** Record ids that have a Gearman job or cloud call in flight in this server. */
   inFlight: {
     builds: ReadonlySet<string>;
@@ -94,6 +107,8 @@ export interface Plan {
   targets: UploadTargetStatus[];
   /** Config removals with records left, and since when: the next snapshot's `removedSince`. */
   removals: Map<string, number>;
+  /** Deletions the planner refuses, and why (unknown ids that look like another installation's). */
+  held: string[];
 }
 
 /** Keys of config removals: a diskimage gone from the config, or a provider that no longer lists a diskimage. */

@@ -18,6 +18,7 @@ import type { JobResult } from '../../lib/gearman/types.js';
 import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
 import { externalImageName } from '../../lib/images/external-name.js';
 import type { Logger } from '../../lib/log.js';
+import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import type { Action, PlannerSnapshot } from './actions.js';
@@ -37,6 +38,11 @@ export interface ImageDispatcherDeps {
   log: Logger;
   /** Least time between two progress writes of one record (default 1000 ms); upload progress carries the rate. */
   progressIntervalMs?: number;
+  /**
+   * The store's installation id, sent with every build, upload and delete job (an extra key that
+   * Nodepool 0.3.x builders ignore) so builders refuse another installation's files.
+   */
+  installation?: () => string | undefined;
 }
 
 /** Events of {@link ImageDispatcher}, for logs, status and tests. */
@@ -59,6 +65,8 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   private readonly uploads = new Map<string, symbol>();
   private readonly buildDeletes = new Set<string>();
   private readonly uploadDeletes = new Set<string>();
+  /** Stray ids whose delete a builder refused, and when to ask again. */
+  private readonly strayRetryAt = new Map<string, number>();
   /** Store writes and cloud deletes: a stop waits for them. */
   private readonly background = new Set<Promise<unknown>>();
   /** Followers of Gearman jobs, which end with the job (up to build-timeout): a stop does not wait. */
@@ -206,8 +214,8 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
       intervalMs: this.progressIntervalMs, live,
       write: (p) => this.track(this.deps.store.updateBuild(build.id, { progress: p }, { expectStates: ['building'] }).catch(() => undefined)),
     });
-    const job = this.deps.client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id, created: build.created }), {
-      unique: jobUnique(build.id),
+    const job = this.deps.client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id, created: build.created, ...this.installationKey() }), {
+      unique: this.unique(build.id),
       onStatus: (n, d) => { if (live()) progress(n, d); },
       onData: (data) => {
         const who = parseBuilderIdentity(data);
@@ -274,19 +282,27 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
 
   private deleteStray(imageId: string, holders: string[]): void {
     if (this.buildDeletes.has(imageId)) return;
+    const retryAt = this.strayRetryAt.get(imageId);
+    if (retryAt !== undefined && Date.now() < retryAt) return;
     this.log.info('deleting image files no record wants', { buildId: imageId, holders });
-    this.submitDelete(imageId, async () => undefined);
+    this.submitDelete(imageId, async () => { this.strayRetryAt.delete(imageId); }, () => {
+      // Refused (another installation's files, a build in progress): ask again after another grace period, not every pass.
+      const waitS = Math.max(60, this.deps.config().imageLifecycle.strayGrace);
+      this.strayRetryAt.set(imageId, Date.now() + waitS * 1000);
+      return `asking again in ${waitS} s`;
+    });
   }
 
-  /** Submits `image-delete:<id>`; `done` runs after the builder's WORK_COMPLETE. */
-  private submitDelete(buildId: string, done: () => Promise<void>): void {
+  /** Submits `image-delete:<id>`; `done` runs after the builder's WORK_COMPLETE, `refused` (saying when it retries) after another end. */
+  private submitDelete(buildId: string, done: () => Promise<void>, refused: () => string = () => 'the next pass retries'): void {
     this.buildDeletes.add(buildId);
-    const job = this.deps.client.submit(fn.imageDelete(buildId), '', { unique: jobUnique(buildId) });
+    const key = this.installationKey();
+    const job = this.deps.client.submit(fn.imageDelete(buildId), key.installation ? JSON.stringify(key) : '', { unique: this.unique(buildId) });
     this.track(job.result.then(
       async (result) => {
         if (this.stopped) return;
         if (result.type === 'complete') await done();
-        else this.log.warn('image-delete did not complete; the next pass retries', { buildId, reason: failureReason(result) });
+        else this.log.warn('image-delete did not complete', { buildId, reason: failureReason(result), retry: refused() });
       },
       (err: Error) => this.log.warn('image-delete job lost; the next pass retries', { buildId, error: err.message }),
     ).finally(() => this.buildDeletes.delete(buildId)), this.jobs);
@@ -313,15 +329,16 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     this.uploads.set(upload.id, token);
     const live = (): boolean => !this.stopped && this.uploads.get(upload.id) === token;
     const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
-    const meta = (provider && imageTarget(provider, upload.imageName)?.meta) ?? {};
-    const payload: Record<string, unknown> = { 'image-name': upload.imageName, provider: upload.provider, 'upload-id': upload.id, meta };
+    const installation = this.deps.installation?.();
+    const meta = { ...(provider && imageTarget(provider, upload.imageName)?.meta), ...(installation ? { [INSTALLATION_PROPERTY]: installation } : {}) };
+    const payload: Record<string, unknown> = { 'image-name': upload.imageName, provider: upload.provider, 'upload-id': upload.id, meta, ...this.installationKey() };
     if (upload.externalName) payload['external-name'] = upload.externalName;
     const progress = uploadProgressWriter({
       intervalMs: this.progressIntervalMs, live,
       write: (p) => this.track(this.deps.store.updateUpload(upload.id, { progress: p }, { expectStates: ['uploading'] }).catch(() => undefined)),
     });
     const job = this.deps.client.submit(fn.imageUpload(upload.buildId), JSON.stringify(payload), {
-      unique: jobUnique(`${upload.buildId}:${upload.provider}:${upload.id}`),
+      unique: this.unique(`${upload.buildId}:${upload.provider}:${upload.id}`),
       onStatus: (n, d) => { if (live()) progress(n, d); },
       onData: (data) => {
         const retrying = parseUploadAttempt(data);
@@ -421,6 +438,22 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   }
 
   // ------------------------------------------------------------------ helpers
+
+  /**
+   * The Gearman unique of a job about `key`, prefixed with the installation id: two installations
+   * on one gearmand number their records alike, and gearmand would otherwise merge one's job into
+   * the other's (same function and unique) and hand it the other's result.
+   */
+  private unique(key: string): string {
+    const installation = this.deps.installation?.();
+    return jobUnique(installation ? `${installation}:${key}` : key);
+  }
+
+  /** `{installation}` for job payloads, or nothing before the store's id is known. */
+  private installationKey(): { installation?: string } {
+    const installation = this.deps.installation?.();
+    return installation ? { installation } : {};
+  }
 
   /**
    * Follows the end of a build or upload job while it is `live` (not given up or replaced):

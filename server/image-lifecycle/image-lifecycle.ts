@@ -17,7 +17,8 @@ import { type Plan, type PlannerSnapshot } from './actions.js';
 import { ImageDispatcher, type ImageDispatcherEvents } from './dispatcher.js';
 import { deleteLeakedImages, type LeakedImage } from './leak-check.js';
 import { plan } from './planner.js';
-import { fetchRegistrations } from './registrations.js';
+import { fetchRegistrations, unknownAdvertised } from './registrations.js';
+import { trackUnknown } from './unknown-ids.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
 /** Dependencies of {@link ImageLifecycle}. */
@@ -46,6 +47,16 @@ export interface ImageLifecycleEvents extends ImageDispatcherEvents {
 export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   private readonly dispatcher: ImageDispatcher;
   private readonly absentSince = new Map<string, number>();
+  /** Advertised image id → since when the store has had no record of it (stray grace). */
+  private readonly unknownSince = new Map<string, number>();
+  /** Unknown ids first seen while the store had no builds (see `PlannerSnapshot.unknownSuspect`). */
+  private readonly unknownSuspect = new Set<string>();
+  /** Unaccounted cloud image (`provider/external id`) → since when (leak grace). */
+  private readonly leakSince = new Map<string, number>();
+  /** The store's installation id, read at the first pass (the store makes it then if new). */
+  private installation: string | undefined;
+  /** The refusals logged last, so each is logged once when it starts and once when it ends. */
+  private held: string[] = [];
   /** The last plan's config removals (key → since when), the next snapshot's `removedSince`. */
   private removedSince = new Map<string, number>();
   private readonly log: Logger;
@@ -54,12 +65,14 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   readonly loop: PeriodicLoop;
   private stopping: Promise<void> | undefined;
   private lastLeakCheck = 0;
+  /** Leak deletions the last leak check refused, and why (kept until the next check). */
+  private leakHeld: string[] = [];
 
   constructor(private readonly deps: ImageLifecycleDeps) {
     super();
     this.log = deps.log.child({ component: 'image-lifecycle' });
     this.clock = deps.clock ?? Date.now;
-    this.dispatcher = new ImageDispatcher({ ...deps, log: this.log });
+    this.dispatcher = new ImageDispatcher({ ...deps, log: this.log, installation: () => this.installation });
     this.loop = new PeriodicLoop({
       name: 'image-lifecycle', log: this.log, intervalMs: () => deps.config().imageLifecycle.interval * 1000,
       pass: async () => { if (!deps.leader || await deps.leader()) await this.runPass(); },
@@ -91,28 +104,36 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   async runPass(): Promise<Plan> {
     const { store } = this.deps;
     const config = this.deps.config();
+    this.installation ??= await store.installationId();
     const [builds, uploads, buildRequests, pauses] = await Promise.all([
       store.listBuilds(), store.listUploads(), store.listBuildRequests(), store.listPauses(),
     ]);
     const registered = await fetchRegistrations(gearmanAddresses(config), this.log);
     const now = this.clock();
     this.trackAbsence(builds, registered, now);
+    if (registered) this.trackUnknownIds(unknownAdvertised(registered, builds), builds.length === 0, now);
     const snapshot: PlannerSnapshot = {
       now, config, builds, uploads, buildRequests, pauses, registered,
-      absentSince: this.absentSince, removedSince: this.removedSince, inFlight: this.dispatcher.inFlight(),
+      absentSince: this.absentSince, removedSince: this.removedSince, unknownSince: this.unknownSince, unknownSuspect: this.unknownSuspect,
+      inFlight: this.dispatcher.inFlight(),
     };
     const result = plan(snapshot);
     this.logRemovals(result.removals, config, now);
     if (result.actions.length) this.log.debug('plan', { actions: result.actions });
     await this.dispatcher.execute(result.actions, registered);
-    const status: LifecycleStatus = { diskimages: result.diskimages, targets: result.targets };
-    await store.putStatus(LIFECYCLE_STATUS_KEY, status);
     const leakEvery = config.imageLifecycle.leakCheckInterval * 1000;
     if (leakEvery > 0 && now - this.lastLeakCheck >= leakEvery) {
       this.lastLeakCheck = now;
-      const leaked = await deleteLeakedImages(config, () => store.listUploads(), this.deps.imageServices, this.log);
-      if (leaked.length) this.emit('leaks:deleted', leaked);
+      const leaks = await deleteLeakedImages(config, {
+        readUploads: () => store.listUploads(), builds, installation: this.installation, since: this.leakSince, now,
+      }, this.deps.imageServices, this.log);
+      this.leakHeld = leaks.held;
+      if (leaks.deleted.length) this.emit('leaks:deleted', leaks.deleted);
     }
+    const held = [...result.held, ...this.leakHeld];
+    this.logHeld(held);
+    const status: LifecycleStatus = { diskimages: result.diskimages, targets: result.targets, ...(held.length ? { held } : {}) };
+    await store.putStatus(LIFECYCLE_STATUS_KEY, status);
     this.emit('pass:complete', result);
     return result;
   }
@@ -120,6 +141,20 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   /** Resolves when every job and delete started so far has settled (tests). */
   settled(): Promise<void> {
     return this.dispatcher.settled();
+  }
+
+  /** Keeps since when each advertised id has been unknown, and which were there while the store was empty. */
+  private trackUnknownIds(unknown: string[], storeEmpty: boolean, now: number): void {
+    trackUnknown(this.unknownSince, unknown, now);
+    if (storeEmpty) for (const id of unknown) this.unknownSuspect.add(id);
+    for (const id of this.unknownSuspect) if (!this.unknownSince.has(id)) this.unknownSuspect.delete(id);
+  }
+
+  /** Warns of each refused deletion when it starts, and says when it ends. */
+  private logHeld(held: string[]): void {
+    for (const why of held) if (!this.held.includes(why)) this.log.warn('refusing to delete what this store does not know', { why, installation: this.installation });
+    for (const why of this.held) if (!held.includes(why)) this.log.info('no longer refusing deletions', { was: why });
+    this.held = held;
   }
 
   /** Logs config removals when first seen (pending) and when they end before their grace is over. */

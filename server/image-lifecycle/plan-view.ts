@@ -117,6 +117,8 @@ export class PlanView {
   /** Every upload, ascending by upload id. */
   readonly uploads: WorkingUpload[];
   readonly actions: Action[] = [];
+  /** Deletions refused in this pass, and why (the plan's `held`). */
+  readonly held: string[] = [];
   /** Config removals this pass met, and since when (the plan's `removals`). */
   readonly removals = new Map<string, number>();
   /** Every image-provider pair with uploads, a target or a pause, in creation order. */

@@ -23,5 +23,5 @@ export function plan(snapshot: PlannerSnapshot): Plan {
   const diskimages = planNewBuilds(view);
   const targets = planUploads(view);
   retention(view);
-  return { actions: view.actions, diskimages, targets, removals: view.removals };
+  return { actions: view.actions, diskimages, targets, removals: view.removals, held: view.held };
 }

@@ -7,6 +7,7 @@ import { fn } from '../../lib/gearman/functions.js';
 import type { GearmanServerAddress } from '../../lib/gearman/types.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
+import type { BuildRecord } from '../../lib/store/models.js';
 
 /**
  * Asks every gearmand for its workers. `null` when any of them did not answer: a partial
@@ -48,4 +49,15 @@ function diskimageOf(imageId: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Image ids builders advertise (`image-upload:<id>`) that no build record has: candidates for stray deletion. */
+export function unknownAdvertised(registered: ReadonlyMap<string, readonly string[]>, builds: readonly Pick<BuildRecord, 'id'>[]): string[] {
+  const known = new Set(builds.map((b) => b.id));
+  const ids: string[] = [];
+  for (const [name, holders] of registered) {
+    const f = fn.parse(name);
+    if (f?.kind === 'upload' && holders.length > 0 && diskimageOf(f.imageId) !== undefined && !known.has(f.imageId)) ids.push(f.imageId);
+  }
+  return ids;
 }

@@ -54,6 +54,16 @@ export function storeContract(name: string, open: OpenTestStore): void {
     };
     nodeStoreContract(harness);
 
+    void describe('installation', () => {
+      void it('has one installation id: a UUID made on the first ask, the same on every later ask', async () => {
+        const [a, b] = await Promise.all([store.installationId(), store.installationId()]);
+        assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+        assert.equal(b, a);
+        await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+        assert.equal(await store.installationId(), a);
+      });
+    });
+
     void describe('builds', () => {
       void it('creates a build in state building with id <diskimage>-0000000001, then -0000000002', async () => {
         const first = await build('debian', ['qcow2', 'raw']);

@@ -94,7 +94,7 @@ export class FaultSystem {
       'gearman-servers': [{ host: '127.0.0.1', port: gearmand.port }],
       'state-dir': path.join(dir, 'state'),
       'clouds-file': proxy.cloudsYamlPath,
-      'image-lifecycle': { interval: 1, 'retry-delay': 1, 'max-retry-delay': 4, 'build-timeout-grace': 5, 'leak-check-interval': 2 },
+      'image-lifecycle': { interval: 1, 'retry-delay': 1, 'max-retry-delay': 4, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2 },
       launcher: { 'session-ttl': 3 },
       diskimages,
       providers: [providerEntry],

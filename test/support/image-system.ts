@@ -31,7 +31,7 @@ export interface ImageSystemOptions {
   diskimages: RawDiskimage[];
   providers: RawProvider[];
   /** `image-lifecycle` block; defaults to fast test values. */
-  lifecycle?: Record<string, number>;
+  lifecycle?: Record<string, number | boolean>;
   gearmand?: StartGearmandOptions;
 }
 
@@ -57,7 +57,7 @@ export class ImageSystem {
     readonly dir: string,
     readonly store: Store,
     readonly serverConfigPath: string,
-    private readonly lifecycle: Record<string, number>,
+    private readonly lifecycle: Record<string, number | boolean>,
     opts: ImageSystemOptions,
   ) {
     this.diskimages = opts.diskimages;
@@ -72,7 +72,7 @@ export class ImageSystem {
   static async start(opts: ImageSystemOptions): Promise<ImageSystem> {
     const [gearmand, cloud] = await Promise.all([startGearmand(opts.gearmand), startLoopbackCloud()]);
     const probe = await createBuilderEnv({ name: 'server', gearmanPort: gearmand.port, cloud });
-    const lifecycle = { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'build-timeout-grace': 5, 'leak-check-interval': 2, ...opts.lifecycle };
+    const lifecycle = { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2, ...opts.lifecycle };
     const serverConfigPath = path.join(probe.dir, 'server.yaml');
     const sys = new ImageSystem(gearmand, cloud, probe.dir, undefined as unknown as Store, serverConfigPath, lifecycle, opts);
     const config = await sys.writeServerConfig();

@@ -25,7 +25,8 @@ import type { Logger } from '../../lib/log.js';
 import { BuildLog } from './build-log.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
 import { ImageRepository, type ImageSidecar } from './image-repository.js';
-import { parseBuildPayload, parseDeletePayload, type BuildRequest } from './job-payloads.js';
+import { parseBuildPayload, parseDeletePayload, parseUploadPayload, type BuildRequest } from './job-payloads.js';
+import { checkInstallation } from './installation-check.js';
 import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
 import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
@@ -270,6 +271,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       job.sendData(JSON.stringify({ builder: this.hostname, 'builder-id': this.builderId }));
       const existing = this.local.get(req.imageId);
       if (existing) {
+        checkInstallation(existing, req, 'build', this.clientId);
         const theirs = existing['build-created'];
         if (req.created !== undefined && theirs !== undefined && theirs !== req.created) {
           throw new BuilderError(`${req.imageId} here is another build with the same id (asked for at ${new Date(theirs).toISOString()}, this job at ${new Date(req.created).toISOString()}): was the server's state reset or restored? Not answering with its files`);
@@ -291,7 +293,9 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
           this.releaseDeleteFunction(req.imageId);
         }).catch(() => undefined);
       }
-      return completePayload(await running);
+      const built = await running;
+      checkInstallation(built, req, 'build', this.clientId);
+      return completePayload(built);
     });
   }
 
@@ -337,6 +341,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
         'image-id': req.imageId, diskimage: req.diskimage, builder: this.hostname, 'builder-id': this.builderId,
         formats: built.formats, files, 'built-at': new Date().toISOString(),
         ...(req.created !== undefined ? { 'build-created': req.created } : {}),
+        ...(req.installation !== undefined ? { installation: req.installation } : {}),
       };
       await this.repo.writeSidecar(sidecar);
       this.registerLocal(req.imageId, sidecar);
@@ -362,6 +367,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     return reportOutcome(log, async () => {
       const sidecar = this.local.get(id);
       if (!sidecar || this.deleting.has(id)) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
+      checkInstallation(sidecar, parseUploadPayload(job.data, id), 'upload', this.clientId);
       const result = await this.uploads.upload(job, sidecar, log);
       this.emit('upload:complete', { imageId: id, provider: result.provider, externalId: result.payload['external-id'] });
       return result.payload;
@@ -371,10 +377,12 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
   private onDeleteJob(job: WorkerJob, id: string) {
     const log = this.jobLog(job, { buildId: id });
     return reportOutcome(log, async () => {
-      parseDeletePayload(job.data);
+      const req = parseDeletePayload(job.data);
       // Refused, not queued: the sender decides again once the build has ended.
       if (this.building.has(id)) throw new BuilderError(`image ${id} not deleted: build in progress on ${this.clientId}`);
-      if (!this.local.has(id)) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
+      const held = this.local.get(id);
+      if (!held) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
+      checkInstallation(held, req, 'delete', this.clientId);
       this.deleting.add(id);
       try {
         await this.uploads.settled(id);

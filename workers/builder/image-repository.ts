@@ -30,6 +30,11 @@ export interface ImageSidecar {
   'built-at': string;
   /** The server's record creation time the build was asked with (epoch ms), when it sent one. */
   'build-created'?: number;
+  /**
+   * The installation id of the store whose server asked for the build, when it sent one: upload,
+   * delete and build jobs of another installation for this id are refused.
+   */
+  installation?: string;
 }
 
 /** Result of {@link ImageRepository.scan}. */

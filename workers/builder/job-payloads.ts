@@ -4,6 +4,7 @@
  */
 import { InvalidJobError } from '../../lib/errors.js';
 import { parseImageId } from '../../lib/images/image-file.js';
+import { INSTALLATION_ID_RE } from '../../lib/store/installation.js';
 
 /** A validated `image-build:<diskimage>` request. */
 export interface BuildRequest {
@@ -14,6 +15,8 @@ export interface BuildRequest {
    * files of the same id from another record are not this build.
    */
   created?: number;
+  /** The server's store installation id (optional, Nodepool 0.3.x sends none): recorded in the sidecar. */
+  installation?: string;
 }
 
 /** A validated `image-upload:<id>` request. */
@@ -25,6 +28,14 @@ export interface UploadRequest {
   uploadId?: string;
   externalName?: string;
   meta: Record<string, string>;
+  /** The sending server's installation id: refused when the files were built for another. */
+  installation?: string;
+}
+
+/** A validated `image-delete:<id>` request. */
+export interface DeleteRequest {
+  /** The sending server's installation id: refused when the files were built for another. */
+  installation?: string;
 }
 
 const MAX_PAYLOAD = 64 * 1024;
@@ -54,7 +65,15 @@ function optionalString(o: Record<string, unknown>, key: string, what: string): 
   return v;
 }
 
-/** `{"image-id": "<diskimage>-<10 digits>"}` for function `image-build:<diskimage>`. */
+/** The optional `installation` key: a UUID when present. */
+function installationOf(o: Record<string, unknown>, what: string): { installation?: string } {
+  const v = o.installation;
+  if (v === undefined || v === null) return {};
+  if (typeof v !== 'string' || !INSTALLATION_ID_RE.test(v)) throw new InvalidJobError(`${what} payload: "installation" must be an installation id (a UUID), got ${JSON.stringify(v).slice(0, 80)}`);
+  return { installation: v };
+}
+
+/** `{"image-id": "<diskimage>-<10 digits>"}` (+ optional `created`, `installation`) for function `image-build:<diskimage>`. */
 export function parseBuildPayload(data: Buffer, diskimage: string, known: ReadonlySet<string>): BuildRequest {
   const o = parseObject(data, 'image-build');
   if (!('image-id' in o)) throw new InvalidJobError('image-build payload: missing "image-id"');
@@ -66,10 +85,10 @@ export function parseBuildPayload(data: Buffer, diskimage: string, known: Readon
   if (created !== undefined && !(typeof created === 'number' && Number.isSafeInteger(created) && created >= 0)) {
     throw new InvalidJobError(`image-build payload: "created" must be epoch milliseconds, got ${JSON.stringify(created)}`);
   }
-  return { imageId: id.id, diskimage, ...(created !== undefined ? { created } : {}) };
+  return { imageId: id.id, diskimage, ...(created !== undefined ? { created } : {}), ...installationOf(o, 'image-build') };
 }
 
-/** `{"image-name", "provider"}` (+ optional `upload-id`, `external-name`, `meta`) for `image-upload:<id>`. */
+/** `{"image-name", "provider"}` (+ optional `upload-id`, `external-name`, `meta`, `installation`) for `image-upload:<id>`. */
 export function parseUploadPayload(data: Buffer, imageId: string): UploadRequest {
   const o = parseObject(data, 'image-upload');
   const imageName = optionalString(o, 'image-name', 'image-upload');
@@ -84,7 +103,7 @@ export function parseUploadPayload(data: Buffer, imageId: string): UploadRequest
       meta[k] = v;
     }
   }
-  const req: UploadRequest = { imageId, imageName, provider, meta };
+  const req: UploadRequest = { imageId, imageName, provider, meta, ...installationOf(o, 'image-upload') };
   const uploadId = optionalString(o, 'upload-id', 'image-upload');
   const externalName = optionalString(o, 'external-name', 'image-upload');
   if (uploadId !== undefined) req.uploadId = uploadId;
@@ -92,9 +111,9 @@ export function parseUploadPayload(data: Buffer, imageId: string): UploadRequest
   return req;
 }
 
-/** `""` (Nodepool 0.3.x), `{}`, or nothing, for `image-delete:<id>`. */
-export function parseDeletePayload(data: Buffer): void {
+/** `""` (Nodepool 0.3.x), `{}`, nothing, or `{"installation"}`, for `image-delete:<id>`. */
+export function parseDeletePayload(data: Buffer): DeleteRequest {
   const text = data.toString('utf8').trim();
-  if (text === '' || text === '""' || text === '{}' || text === 'null') return;
-  parseObject(data, 'image-delete');
+  if (text === '' || text === '""' || text === '{}' || text === 'null') return {};
+  return installationOf(parseObject(data, 'image-delete'), 'image-delete');
 }

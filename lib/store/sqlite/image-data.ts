@@ -4,13 +4,14 @@
  * import runs in one BEGIN IMMEDIATE transaction, so it lands whole or not at all.
  */
 import type Database from 'better-sqlite3';
+import { CorruptLog } from '../corrupt.js';
 import {
-  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence,
+  buildIdSequence, findImportConflict, withoutOrphanUploads, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence,
   type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
 import type { BuildRecord, BuildRequest, UploadRecord } from '../models.js';
 import {
-  buildFromRow, pauseFromRow, toJson, toJsonOrNull, uploadFromRow, WHOLE_DISKIMAGE,
+  buildFromRow, checkedRows, pauseFromRowLenient, toJson, toJsonOrNull, uploadFromRow, WHOLE_DISKIMAGE,
   type BuildRow, type PauseRow, type UploadRow,
 } from './rows.js';
 import { buildSequence, UPLOAD_SEQUENCE } from './sequences.js';
@@ -87,10 +88,12 @@ export class SqliteImageData {
   }
 
   private exportNow(): ImageData {
-    const builds = this.allBuildsStmt.all().map(buildFromRow);
-    const uploads = this.allUploadsStmt.all().map(uploadFromRow);
-    const pauses = this.allPausesStmt.all().map(pauseFromRow);
-    const buildRequests = this.allRequestsStmt.all().map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
+    // Corrupt records are left out (the CLI names them); a corrupt pause is kept as a pause.
+    const quiet = new CorruptLog(undefined);
+    const builds = checkedRows(this.allBuildsStmt.all(), buildFromRow, quiet);
+    const uploads = withoutOrphanUploads(builds, checkedRows(this.allUploadsStmt.all(), uploadFromRow, quiet));
+    const pauses = this.allPausesStmt.all().map((r) => pauseFromRowLenient(r).pause);
+    const buildRequests = this.allRequestsStmt.all().filter((r) => typeof r.requested === 'number').map((r) => ({ diskimage: r.diskimage, requested: r.requested }));
     const rows = this.allSequencesStmt.all();
     const build: Record<string, number> = {};
     let upload = 0;

@@ -3,10 +3,10 @@
  * Each operation is one statement, so none needs an explicit transaction.
  */
 import type Database from 'better-sqlite3';
-import { CorruptRecordError, StoreError } from '../../errors.js';
-import { corruptOf, CorruptLog, Fields, type CorruptRecord } from '../corrupt.js';
+import { StoreError } from '../../errors.js';
+import { CorruptLog, Fields, type CorruptRecord } from '../corrupt.js';
 import type { BuildRequest, PauseRecord } from '../models.js';
-import { checkedRows, corruptRows, fromJson, pauseFromRow, toJson, WHOLE_DISKIMAGE, type PauseRow } from './rows.js';
+import { checkedRows, corruptRows, fromJson, pauseFromRow, pauseFromRowLenient, toJson, WHOLE_DISKIMAGE, type PauseRow } from './rows.js';
 
 /** A build request row. Thrown: CorruptRecordError when `requested` is not a time. */
 function buildRequestFromRow(r: BuildRequest): BuildRequest {
@@ -82,14 +82,9 @@ export class SqliteIntents {
    */
   listPauses(): PauseRecord[] {
     return this.listPausesStmt.all().map((r) => {
-      try {
-        return pauseFromRow(r);
-      } catch (err) {
-        if (!(err instanceof CorruptRecordError)) throw err;
-        const c = corruptOf(err, { diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider });
-        this.corruptLog.report(c, JSON.stringify(r));
-        return { diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider, since: 0, reason: `corrupt pause record (${c.reason})` };
-      }
+      const { pause, corrupt } = pauseFromRowLenient(r);
+      if (corrupt) this.corruptLog.report(corrupt, JSON.stringify(r));
+      return pause;
     });
   }
 

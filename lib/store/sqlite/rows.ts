@@ -187,6 +187,21 @@ export function pauseFromRow(r: PauseRow): PauseRecord {
 }
 
 /**
+ * A pause row as a pause even when corrupt (the row is the operator's intent): then `since` is
+ * 0 and the reason says it is corrupt, and `corrupt` describes it.
+ */
+export function pauseFromRowLenient(r: PauseRow): { pause: PauseRecord; corrupt?: CorruptRecord } {
+  try {
+    return { pause: pauseFromRow(r) };
+  } catch (err) {
+    if (!(err instanceof CorruptRecordError)) throw err;
+    const provider = r.provider === WHOLE_DISKIMAGE ? null : r.provider;
+    const corrupt = corruptOf(err, { diskimage: r.diskimage, provider });
+    return { pause: { diskimage: r.diskimage, provider, since: 0, reason: `corrupt pause record (${corrupt.reason})` }, corrupt };
+  }
+}
+
+/**
  * Maps rows with `map`, leaving out corrupt ones (reported to `log` once per row content).
  * `where` adds the diskimage and provider to a corrupt record's description.
  */

@@ -18,6 +18,7 @@ import type { ExpectState, LockOptions, NewSession, ReapCounts, Store, StoreOpti
 import { SqliteBuilds, type BuildFilter } from './builds.js';
 import { ChangeWatch } from './change-watch.js';
 import { SqliteImageData } from './image-data.js';
+import { sqliteInstallationId } from './identity.js';
 import { SqliteIntents } from './intents.js';
 import { SqliteLocks } from './locks.js';
 import { migrate } from './migrations.js';
@@ -46,6 +47,7 @@ export class SqliteStore implements Store, ImageDataStore {
   private readonly changes: ChangeWatch;
   private readonly imageData: SqliteImageData;
   private readonly createBuildTx: (input: NewBuild) => BuildRecord;
+  private installation: string | undefined;
 
   private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number) {
     const sequences = new Sequences(db);
@@ -159,6 +161,10 @@ export class SqliteStore implements Store, ImageDataStore {
 
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined> {
     return this.guard(`reading status ${key}`, () => this.intents.getStatus<T>(key));
+  }
+
+  installationId(): Promise<string> {
+    return this.guard('reading the installation id', () => (this.installation ??= sqliteInstallationId(this.db, Date.now)));
   }
 
   createNode(input: NewNode): Promise<NodeRecord> {

@@ -25,7 +25,7 @@
  */
 import { coerceError, StoreError, ZooKeeperError } from '../../errors.js';
 import {
-  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence,
+  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence, withoutOrphanUploads,
   type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
 import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from '../models.js';
@@ -84,9 +84,9 @@ export class ZkImageData {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       await cache.sync();
       const before = this.fingerprint();
-      const [builds, uploads, pauses, buildRequests] = [
-        await this.lists.builds(), await this.lists.uploads(), await this.lists.pauses(), await this.lists.buildRequests(),
-      ];
+      // Corrupt records are left out (the CLI names them), with the uploads of a corrupt build; a corrupt pause is kept as a pause.
+      const builds = await this.lists.builds();
+      const [uploads, pauses, buildRequests] = [withoutOrphanUploads(builds, await this.lists.uploads()), await this.lists.pauses(), await this.lists.buildRequests()];
       const counters = await this.readCounters();
       await cache.sync();
       if (!sameRefs(before, this.fingerprint())) continue;

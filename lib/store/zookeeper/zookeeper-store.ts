@@ -15,6 +15,7 @@ import type {
 import type { ExpectState, LockOptions, NewSession, ReapCounts, Store, StoreOptions } from '../store.js';
 import { ZkBuilds, type BuildFilter } from './builds.js';
 import type { ZkContext } from './context.js';
+import { zkInstallationId } from './identity.js';
 import { ZkImageData } from './image-data.js';
 import { ZkIntents } from './intents.js';
 import { Layout } from './layout.js';
@@ -65,6 +66,7 @@ export class ZooKeeperStore implements Store, ImageDataStore {
   private readonly cache: TreeCache;
   private readonly imageData: ZkImageData;
   private rebinding: Promise<void> | undefined;
+  private installation: string | undefined;
   private ticks = 0;
 
   private constructor(
@@ -210,6 +212,10 @@ export class ZooKeeperStore implements Store, ImageDataStore {
 
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined> {
     return this.guard(`reading status ${key}`, () => this.intents.getStatus<T>(key));
+  }
+
+  installationId(): Promise<string> {
+    return this.guard('reading the installation id', async () => (this.installation ??= await zkInstallationId(this.main, `${this.layout.root}/installation`, this.opts.clock ?? Date.now)));
   }
 
   createNode(input: NewNode): Promise<NodeRecord> {

@@ -70,7 +70,7 @@ void describe('validation gate: uploads booted and checked on a qemu provider be
     'images-dir': path.join(dir, 'images'),
     'build-log-dir': path.join(dir, 'logs'),
     // No retry of a failed upload during the test: each would be another boot.
-    'image-lifecycle': { interval: 1, 'retry-delay': 3600, 'max-retry-delay': 7200, 'build-timeout-grace': 5, 'leak-check-interval': 2 },
+    'image-lifecycle': { interval: 1, 'retry-delay': 3600, 'max-retry-delay': 7200, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2 },
     launcher: { interval: 0.5, 'delete-interval': 0.5, 'cleanup-interval': 2, 'session-ttl': 10 },
     labels: [{ name: 'vm' }, { name: 'vmc' }],
     diskimages: ['deb', 'debc'].map((name) => ({

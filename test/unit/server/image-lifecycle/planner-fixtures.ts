@@ -27,7 +27,7 @@ interface ConfigOptions {
   diskimages?: object[];
   providers?: object[];
   /** `image-lifecycle` keys laid over the defaults. */
-  lifecycle?: Record<string, number>;
+  lifecycle?: Record<string, number | boolean>;
 }
 
 /**
@@ -36,6 +36,7 @@ interface ConfigOptions {
  * config-removal-grace 600 s (the default).
  */
 export function config(o: ConfigOptions = {}): Config {
+  // stray-grace and delete-unknown keep their defaults (3600 s, false) unless a row sets them.
   return parseConfig(JSON.stringify({
     diskimages: o.diskimages ?? [{ name: 'a', 'rebuild-age': 86400, 'build-timeout': 3600 }],
     providers: o.providers ?? [{ name: 'p1', cloud: 'c', diskimages: [{ name: 'a' }] }],
@@ -82,6 +83,10 @@ export interface Situation {
   absent?: Record<string, number>;
   /** Config removal key → seconds ago since it has been missing (the previous plan's removals). */
   removed?: Record<string, number>;
+  /** Advertised image id → seconds ago since the store has had no record of it (stray grace). */
+  unknown?: Record<string, number>;
+  /** Unknown ids first seen while the store had no builds. */
+  suspect?: string[];
   inFlight?: { builds?: string[]; uploads?: string[]; buildDeletes?: string[]; uploadDeletes?: string[] };
 }
 
@@ -107,6 +112,8 @@ export function snapshot(s: Situation): PlannerSnapshot {
     registered,
     absentSince: new Map(Object.entries(s.absent ?? {}).map(([id, sec]) => [id, ago(sec)])),
     removedSince: new Map(Object.entries(s.removed ?? {}).map(([key, sec]) => [key, ago(sec)])),
+    unknownSince: new Map(Object.entries(s.unknown ?? {}).map(([id, sec]) => [id, ago(sec)])),
+    unknownSuspect: new Set(s.suspect),
     inFlight: {
       builds: new Set(inFlight.builds), uploads: new Set(inFlight.uploads),
       buildDeletes: new Set(inFlight.buildDeletes), uploadDeletes: new Set(inFlight.uploadDeletes),
@@ -123,6 +130,8 @@ export interface Row extends Situation {
   diskimageName?: string;
   /** Fields of the (a, p1) target's status. */
   target?: Partial<UploadTargetStatus>;
+  /** What the plan's `held` must say, one pattern per refusal (default: nothing held). */
+  held?: RegExp[];
 }
 
 /** The record an action is about; start-* create new records, so they have none. */
@@ -153,6 +162,8 @@ export function table(title: string, rows: Row[]): void {
       it(row.name, () => {
         const p = planRow(row);
         assert.deepEqual(p.actions, row.actions);
+        assert.equal(p.held.length, (row.held ?? []).length, `held: ${JSON.stringify(p.held)}`);
+        for (const [i, re] of (row.held ?? []).entries()) assert.match(p.held[i] ?? '', re);
         if (row.diskimage) {
           const name = row.diskimageName ?? 'a';
           const st = p.diskimages.find((d) => d.diskimage === name);

@@ -250,6 +250,7 @@ describe('determinism', () => {
       uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3), upload(4, 'a', 1), upload(5, 'gone', 1)],
       requests: [{ diskimage: 'gone', requested: ago(5) }, { diskimage: 'gone', requested: ago(10) }],
       gearman: { 'image-upload:zz-0000000002': [B1], 'image-upload:zz-0000000001': [B1] },
+      unknown: { 'zz-0000000002': 3600, 'zz-0000000001': 3600 },
     };
     const forward = plan(snapshot(s));
     const backward = plan(snapshot({ ...s, builds: [...s.builds].reverse(), uploads: [...s.uploads].reverse(), requests: [...s.requests].reverse() }));
