@@ -157,6 +157,17 @@ export class ZooKeeperError extends StoreError {
   }
 }
 
+/** ZooKeeper's answers that mean "not now" (the server is unreachable or the session is being replaced), not "no". */
+const UNREACHABLE_CODES = new Set(['CONNECTION_LOSS', 'OPERATION_TIMEOUT', 'SESSION_EXPIRED']);
+
+/**
+ * True when `err` says the state store could not be reached (a ZooKeeper connection loss, an
+ * operation with no answer, a session being replaced): the same write may succeed later.
+ */
+export function isStoreUnreachable(err: unknown): boolean {
+  return err instanceof ZooKeeperError && UNREACHABLE_CODES.has(err.code);
+}
+
 /**
  * Thrown when an image file's bytes are no longer those recorded when it was built (its size or
  * the sha256 of the bytes streamed to the cloud differ): the upload is refused and removed.

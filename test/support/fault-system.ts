@@ -40,6 +40,11 @@ export interface FaultSystemOptions {
   format?: string;
   /** More keys of the provider entry (e.g. `image-upload-timeout`). */
   provider?: Record<string, unknown>;
+  /**
+   * Keep the state in this ZooKeeper (a chroot of its own per system) instead of SQLite,
+   * with this session timeout in seconds (the server's `zookeeper-timeout`).
+   */
+  zookeeper?: { port: number; sessionTimeoutS: number };
 }
 
 /** The builder of a system: one images-dir, run as a process (restartable on the same files). */
@@ -93,6 +98,10 @@ export class FaultSystem {
     await writeFile(serverConfigPath, yaml.dump({
       'gearman-servers': [{ host: '127.0.0.1', port: gearmand.port }],
       'state-dir': path.join(dir, 'state'),
+      ...(opts.zookeeper ? {
+        'zookeeper-servers': [{ host: '127.0.0.1', port: opts.zookeeper.port, chroot: `/${provider}` }],
+        'zookeeper-timeout': opts.zookeeper.sessionTimeoutS,
+      } : {}),
       'clouds-file': proxy.cloudsYamlPath,
       'image-lifecycle': { interval: 1, 'retry-delay': 1, 'max-retry-delay': 4, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2 },
       launcher: { 'session-ttl': 3 },

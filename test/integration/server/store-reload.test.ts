@@ -14,9 +14,9 @@ import { waitFor } from '../../../lib/lifecycle.js';
 import { openStore } from '../../../lib/store/open-store.js';
 import type { Store } from '../../../lib/store/store.js';
 import { SERVER_HEARTBEAT_KEY } from '../../../lib/status/lifecycle-status.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
+import { LauncherSystem, type LauncherConfigParts } from '../../support/launcher-system.js';
 import { freePort, runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
-import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+import { FreezeProxy, startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -65,6 +65,44 @@ describe('nodepool-server on ZooKeeper: a store change on reload', () => {
     await waitFor(async () => (await liveIn(sys.store)) === 0, { timeoutMs: 10_000, what: 'no live server session left in /site-a' });
     assert.ok(server.alive());
     assert.match(await logText(), /state store settings changed: restarting the services against the new store/);
+  });
+
+  it('starts the new store\'s services with a reload that came during the restart, not the config that started it', async () => {
+    // The new store is reached through a proxy that refuses connections until thawed, so the restart waits in the open.
+    const proxy = await FreezeProxy.start(zk.port);
+    const count = async (text: string): Promise<number> => (await logText()).split(text).length - 1;
+    const restarts = await count('restarting the services against the new store');
+    const reloads = await count('config reloaded');
+    const withInterval = (interval: number) => (parts: LauncherConfigParts): LauncherConfigParts => ({
+      ...parts, extra: { ...zkAt('/site-d', proxy.port), 'image-lifecycle': { interval } },
+    });
+    const running = loadConfig(sys.configPath);
+    const siteD = await openStore({ ...running, zookeeperServers: running.zookeeperServers.map((s) => ({ ...s, chroot: '/site-d' })) });
+    try {
+      proxy.freeze();
+      await sys.rewrite(withInterval(7));
+      await waitFor(async () => (await count('restarting the services against the new store')) > restarts, { timeoutMs: 20_000, what: 'the restart against /site-d begun' });
+      // While the new store is being opened: another reload, at once (SIGHUP, not the file watch's debounce).
+      await sys.rewrite(withInterval(9));
+      process.kill(server.pid, 'SIGHUP');
+      // Taken three times while the restart waits: the first file change, the SIGHUP, and the second file change (debounced).
+      await waitFor(async () => (await count('config reloaded')) >= reloads + 3, { timeoutMs: 10_000, what: 'both reloads taken' });
+      proxy.thaw();
+      await waitFor(async () => (await siteD.getStatus(SERVER_HEARTBEAT_KEY)) !== undefined, { timeoutMs: 30_000, what: 'the server heartbeat in /site-d' });
+      // The heartbeat carries the lifecycle interval of the config the services run with.
+      await waitFor(async () => ((await siteD.getStatus(SERVER_HEARTBEAT_KEY))?.value as { interval?: number } | undefined)?.interval === 9, {
+        timeoutMs: 20_000, what: 'the services in /site-d running with the newest config (interval 9)',
+      });
+      assert.ok(server.alive());
+      // The next test expects the server on /site-b.
+      await sys.rewrite((parts) => ({ ...parts, extra: zkAt('/site-b') }));
+      const b = siteB as Store;
+      const since = Date.now();
+      await waitFor(async () => ((await b.getStatus(SERVER_HEARTBEAT_KEY))?.updated ?? 0) > since, { timeoutMs: 30_000, what: 'heartbeats in /site-b again' });
+    } finally {
+      await siteD.close();
+      await proxy.close();
+    }
   });
 
   it('goes back to the running store when the new one cannot be opened', async () => {
