@@ -65,8 +65,8 @@ export function redactKeyValues(text: string, replacement = REDACTED): string {
 /** Shortest string taken as a secret to scrub (a shorter one would blank common words). */
 export const MIN_SECRET_LENGTH = 4;
 
-/** Most secrets a registry keeps; beyond it the oldest go (tokens renewed for months). */
-const MAX_SECRETS = 512;
+/** Most short-lived secrets (tokens) a registry keeps; beyond it the oldest go (a token is renewed hourly for months). */
+const MAX_TRANSIENT = 256;
 
 /**
  * The secret strings one process knows (passwords from its clouds.yaml, tokens Keystone gave
@@ -75,35 +75,42 @@ const MAX_SECRETS = 512;
  * request, an unexpected error text) is still replaced.
  */
 export class SecretRegistry {
-  private readonly secrets = new Set<string>();
+  /** Configured secrets: kept for the life of the process. */
+  private readonly pinned = new Set<string>();
+  /** Short-lived ones (tokens), oldest first, at most {@link MAX_TRANSIENT}. */
+  private readonly transient = new Set<string>();
   private pattern: RegExp | undefined;
 
-  /** Adds a secret (a number is taken as its decimal text); values shorter than {@link MIN_SECRET_LENGTH} are ignored. */
-  add(value: unknown): void {
+  /**
+   * Adds a secret (a number is taken as its decimal text); values shorter than
+   * {@link MIN_SECRET_LENGTH} are ignored. `transient` secrets (tokens) are forgotten oldest
+   * first once there are many; the others are kept.
+   */
+  add(value: unknown, opts: { transient?: boolean } = {}): void {
     if (typeof value !== 'string' && typeof value !== 'number') return;
     const text = String(value);
     if (text.length < MIN_SECRET_LENGTH) return;
+    const into = opts.transient ? this.transient : this.pinned;
     // The forms a secret takes inside JSON, a URL or a form as well as the plain one.
     for (const form of new Set([text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)])) {
-      if (this.secrets.has(form)) continue;
-      this.secrets.add(form);
+      if (this.pinned.has(form) || into.has(form)) continue;
+      into.add(form);
       this.pattern = undefined;
     }
-    while (this.secrets.size > MAX_SECRETS) {
-      const oldest = this.secrets.values().next().value as string;
-      this.secrets.delete(oldest);
+    while (this.transient.size > MAX_TRANSIENT) {
+      this.transient.delete(this.transient.values().next().value as string);
     }
   }
 
   /** How many secret forms are known. */
   get size(): number {
-    return this.secrets.size;
+    return this.pinned.size + this.transient.size;
   }
 
   /** `text` with every known secret replaced by `replacement` ({@link REDACTED} unless given). */
   scrub(text: string, replacement = REDACTED): string {
-    if (this.secrets.size === 0) return text;
-    this.pattern ??= new RegExp([...this.secrets].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
+    if (this.size === 0) return text;
+    this.pattern ??= new RegExp([...this.pinned, ...this.transient].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
     return text.replace(this.pattern, () => replacement);
   }
 
@@ -117,7 +124,8 @@ export class SecretRegistry {
 
   /** Forgets every secret (tests). */
   clear(): void {
-    this.secrets.clear();
+    this.pinned.clear();
+    this.transient.clear();
     this.pattern = undefined;
   }
 }

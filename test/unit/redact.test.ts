@@ -44,6 +44,9 @@ describe('redaction of secrets', () => {
     assert.equal(s.scrub('abc'), 'abc');
     s.add('12345678901');
     assert.equal(s.scrub('12345678901'), REDACTED);
+    // Tokens come and go; the oldest are forgotten, configured secrets never are.
+    for (let i = 0; i < 400; i++) s.add(`token-${String(i).padStart(4, '0')}`, { transient: true });
+    assert.equal(s.scrub('token-0000 token-0399 12345678'), `token-0000 ${REDACTED} ${REDACTED}`);
     s.clear();
     assert.equal(s.scrub('12345678'), '12345678');
   });

@@ -238,7 +238,7 @@ async function fetchToken(c: CloudCredentials, client: HttpClient, now: () => nu
     throw new CloudError(`Keystone authentication failed for ${who} at ${url}: ${res.status}; ${errorSaid(res.body)}`, { status: res.status });
   }
   const token = readToken(res);
-  processSecrets.add(token.token);
+  processSecrets.add(token.token, { transient: true });
   const lifetime = token.expiresAt - (token.issuedAt ?? token.expiresAt - 3_600_000);
   // Keystone's clock may differ from ours: keep the token's lifetime, anchored on our clock.
   const issuedAt = now();
