@@ -24,6 +24,7 @@ import { conversionSource } from '../../lib/images/formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 import { convertImage } from './convert.js';
+import { SharedWork } from './shared-work.js';
 import type { ImageRepository, ImageSidecar } from './image-repository.js';
 import { externalImageName } from '../../lib/images/external-name.js';
 import { parseUploadPayload } from './job-payloads.js';
@@ -80,7 +81,7 @@ function throttledStatus(job: WorkerJob): (sent: number, total: number) => void 
 }
 
 export class UploadService {
-  private readonly conversions = new Map<string, Promise<void>>();
+  private readonly conversions = new SharedWork();
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   /** Info lines logged once per provider (a cloud without hashes, a driver without the tap). */
   private readonly saidOnce = new Set<string>();
@@ -280,18 +281,15 @@ export class UploadService {
     if (await repo.hasFile(id, format)) return target;
     const source = conversionSource(await repo.formatsOnDisk(id), format);
     if (!source) throw new UnknownImageError(`image ${id} has no ${format} file and none to convert from (built: ${sidecar.formats.join(', ')})`);
-    const key = `${id}.${format}`;
-    let conversion = this.conversions.get(key);
-    if (!conversion) {
-      log.info('converting image', { from: source, to: format });
-      conversion = (async () => {
-        await convertImage(imagePaths.file(repo.dir, id, source), source, target, format, { qemuImg: this.deps.qemuImg, signal });
-        await repo.checksum(id, format);
-      })();
-      this.conversions.set(key, conversion);
-      void conversion.finally(() => this.conversions.delete(key)).catch(() => undefined);
-    }
-    await conversion;
+    // Uploads of this build to several providers in this format share one conversion; it is
+    // cancelled only when every upload waiting on it has been aborted.
+    const { started, done } = this.conversions.run(`${id}.${format}`, signal, async (conversionSignal) => {
+      await convertImage(imagePaths.file(repo.dir, id, source), source, target, format, { qemuImg: this.deps.qemuImg, signal: conversionSignal });
+      await repo.checksum(id, format);
+    }, `the conversion of ${id} to ${format}`);
+    if (started) log.info('converting image', { from: source, to: format });
+    else log.info('waiting for the conversion another upload started', { from: source, to: format });
+    await done;
     return target;
   }
 }
