@@ -204,6 +204,9 @@ export class PoolWorker {
       for (const n of now) if (claimed.has(n.id) && n.allocatedTo === null) n.allocatedTo = CLAIMED;
       return now;
     });
+    // Read only when a handler asks: a failed read (the store unreachable) that no handler
+    // asked for must not become an unhandled rejection. Asking still gets the failure.
+    this.snapshot.catch(() => undefined);
   }
 
   /**

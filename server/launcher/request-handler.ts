@@ -8,7 +8,7 @@
  * launcher has declined). Re-entrant: a paused handler's `run()` is called again.
  */
 import type { PoolInfo, Provider, RequestHandler } from '../../lib/drivers/driver.js';
-import { coerceError, StateConflictError } from '../../lib/errors.js';
+import { coerceError, isStoreUnreachable, StateConflictError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
@@ -128,6 +128,14 @@ export class NodeRequestHandler {
       await this.fillNodeSet();
     } catch (err) {
       const e = coerceError(err);
+      if (isStoreUnreachable(e)) {
+        // Not the request's fault, and a decline written a moment later (the store back) could
+        // fail a request that only this launcher serves: tried again at the next pass instead
+        // (re-entry drops a request that was never marked pending, see vanished).
+        this.log.warn('the store did not answer while handling the request; trying again at the next pass', { error: e.message });
+        this.paused = true;
+        return;
+      }
       this.log.error('request handling failed; declining', { error: e.message });
       this.paused = false;
       await this.decline(`error: ${e.message}`).catch((e2: unknown) => this.log.error('decline failed', { error: coerceError(e2).message }));
@@ -138,7 +146,8 @@ export class NodeRequestHandler {
    * Whether the handler holds its locks under the process's current store session. After the
    * session lapsed and was replaced, the request and node locks went with the old one (or go
    * when ZooKeeper ends it): they are taken again under the new one. A lock the old session
-   * still holds is waited for (false: tried again at the next pass); a lock another session took
+   * still holds is released (that session was given up here); a lock that cannot be taken yet
+   * is tried again at the next pass (false); a lock another session took
    * is someone else's now: the request is left to its new holder (the handler is done), a node
    * slot is emptied (the deleter has that node; the slot is filled again).
    */
@@ -154,7 +163,15 @@ export class NodeRequestHandler {
         return 'held';
       }
       const holder = await store.getLock(resource);
-      return holder?.live && holder.sessionId !== old ? 'lost' : 'wait';
+      if (holder?.live && holder.sessionId !== old) return 'lost';
+      if (holder?.sessionId !== old) return 'wait';
+      // Still the old session's: ZooKeeper ends a session only a timeout after it hears nothing
+      // (after an outage, a timeout after it is back). That session was given up here, so its
+      // lock is released at once rather than waited for.
+      await store.unlock(resource, old);
+      if (!await lockIfFree(store, resource, now)) return 'wait';
+      this.relocked.add(resource);
+      return 'held';
     };
     const request = await take(requestLock(this.request.id));
     if (request === 'wait') return false;
