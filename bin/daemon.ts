@@ -15,6 +15,7 @@ import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
 import { hostImageServices } from '../lib/drivers/registry.js';
 import { ConfigError } from '../lib/errors.js';
 import { createRootLogger, type Logger } from '../lib/log.js';
+import { processSecrets } from '../lib/redact.js';
 
 /**
  * Adds `-c/--config`, `--log-level`, `--log-format` and `--version` (package version and git
@@ -57,7 +58,8 @@ export function exitOnFatalError(log: Logger, name: string): void {
     if (!dying) {
       dying = true;
       try {
-        writeSync(2, `${name}: ${kind}: ${err.stack ?? err.message}\n`);
+        // Not through the logger, so scrubbed here: no known secret (clouds.yaml, tokens) in the journal.
+        writeSync(2, processSecrets.scrub(`${name}: ${kind}: ${err.stack ?? err.message}\n`));
       } catch {
         // stderr itself is gone; the log line below may still reach a file
       }
