@@ -83,7 +83,7 @@ export class NodepoolServer {
     const hostname = opts.hostname ?? os.hostname();
     const pid = opts.pid ?? process.pid;
     const releasers = new Releasers();
-    const store = await openStore(config, opts.clock ? { clock: opts.clock } : {});
+    const store = await openStore(config, { ...(opts.clock ? { clock: opts.clock } : {}), log: opts.log });
     releasers.add('state store', () => store.close());
     try {
       const current = { config };

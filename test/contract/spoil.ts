@@ -88,3 +88,48 @@ export function sqliteSpoiler(file: string): Spoil {
     }
   };
 }
+
+/** A new corrupt record to write where none was: a build of `diskimage`, a node, a node request. */
+export type PlantTarget =
+  | { kind: 'build'; diskimage: string; seq: string }
+  | { kind: 'node'; id: string }
+  | { kind: 'request'; id: string };
+
+/** Writes a new corrupt record (garbage data in ZooKeeper, an unknown state in SQLite). */
+export type Plant = (target: PlantTarget) => Promise<void>;
+
+/** A planter for the ZooKeeper tree of `layout` on `hosts` (parents made as needed). */
+export function zkPlanter(hosts: string, layout: Layout): Plant {
+  return async (t) => {
+    const client = await ZkClient.connect({ hosts, sessionTimeoutMs: 10_000, reads: new ReadCounter() });
+    try {
+      const path = t.kind === 'build' ? layout.build(t.diskimage, t.seq) : t.kind === 'node' ? layout.node(t.id) : layout.request(t.id);
+      await client.mkdirp(path.slice(0, path.lastIndexOf('/')));
+      await client.create(path, Buffer.from(GARBAGE));
+    } finally {
+      await client.close();
+    }
+  };
+}
+
+/** A planter for the SQLite store in `file`: rows in a state no version knows. */
+export function sqlitePlanter(file: string): Plant {
+  return async (t) => {
+    const db = new Database(file, { timeout: 5000 });
+    try {
+      const now = Date.now();
+      if (t.kind === 'build') {
+        db.prepare(`INSERT INTO builds (id, diskimage, state, state_time, created, formats, files) VALUES (?, ?, 'exploded', ?, ?, '[]', '[]')`)
+          .run(`${t.diskimage}-${t.seq}`, t.diskimage, now, now);
+      } else if (t.kind === 'node') {
+        db.prepare(`INSERT INTO nodes (id, state, state_time, created, provider, pool, labels, connection_type, connection_port, host_keys, attributes)
+          VALUES (?, 'exploded', ?, ?, 'p', 'main', '["small"]', 'ssh', 22, '[]', '{}')`).run(t.id, now, now);
+      } else {
+        db.prepare(`INSERT INTO node_requests (id, priority, state, state_time, created, labels, requestor, reuse, declined_by, nodes)
+          VALUES (?, ?, 'requested', ?, ?, ?, 'zuul', 1, '[]', '[]')`).run(t.id, Number(t.id.slice(0, 3)), now, now, GARBAGE);
+      }
+    } finally {
+      db.close();
+    }
+  };
+}
