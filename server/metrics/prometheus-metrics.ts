@@ -1,7 +1,8 @@
 /**
  * The server's Prometheus metrics (prom-client, prefix `nodepool_`). Gauges are read from the
- * store and the config at scrape time (one store snapshot per scrape, shared by their collect
- * callbacks); counters and histograms count outcomes as they happen (outcomes.ts), except
+ * store and the config at scrape time (one store snapshot per render, shared by their collect
+ * callbacks, and one render shared by concurrent scrapes and reused for a second); counters
+ * and histograms count outcomes as they happen (outcomes.ts), except
  * validation outcomes, which are counted from the scrape's upload records
  * (validation-outcomes.ts). Every combination the config names is reported, at 0 when empty,
  * so series do not vanish.
@@ -10,6 +11,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Config } from '../../lib/config/schema.js';
 import { imageTargets, providerPools } from '../../lib/drivers/config-registry.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../lib/metrics/process-metrics.js';
+import { SharedRender } from '../../lib/metrics/shared-render.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import {
   BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES, type BuildRecord, type NodeRecord, type NodeRequestRecord, type UploadRecord,
@@ -26,6 +28,8 @@ export interface PrometheusMetricsDeps {
   loops: () => LoopHealth[];
   /** The providers' own limits (cloud quotas), read at scrape time. */
   resourceLimits?: () => Promise<Array<{ provider: string; resource: string; limit: number }>>;
+  /** How long one exposition answers later scrapes (default 1000 ms; see SharedRender). */
+  reuseMs?: number;
 }
 
 interface Snapshot {
@@ -69,8 +73,10 @@ export class PrometheusMetrics implements MetricsSink {
   private readonly launchDuration: Histogram<'provider' | 'result'>;
   private readonly leakedTotal: Counter<'provider' | 'resource'>;
   private readonly validations = new ValidationOutcomeTracker(Date.now());
+  private readonly shared: SharedRender;
 
   constructor(private readonly deps: PrometheusMetricsDeps) {
+    this.shared = new SharedRender({ render: () => this.renderNow(), ...(deps.reuseMs === undefined ? {} : { ttlMs: deps.reuseMs }) });
     const registers = [this.registry];
     this.gauges();
     this.buildDuration = new Histogram({
@@ -113,8 +119,15 @@ export class PrometheusMetrics implements MetricsSink {
     });
   }
 
-  /** The exposition, process metrics included. */
-  async render(): Promise<string> {
+  /**
+   * The exposition, process metrics included. Concurrent scrapes share one render (one store
+   * snapshot), and a finished one answers for a second: a scrape storm cannot stall the server.
+   */
+  render(): Promise<string> {
+    return this.shared.get();
+  }
+
+  private async renderNow(): Promise<string> {
     this.scrape = this.readSnapshot();
     try {
       return await renderMetrics(this.registry);

@@ -2,12 +2,17 @@
  * The web status of nodepool-server (node:http, no framework), on `webapp.listen-address` and
  * `webapp.port`: Nodepool's read-only lists (status-views.ts) as text tables or JSON, `/ready`,
  * `/health/live`, `/health/ready`, Prometheus `/metrics` and the dashboard at `/` (polling
- * `/dashboard.json`). Only GET and HEAD; unknown paths are 404. Lists are cached for a second
- * per path, query and format, as Nodepool's webapp does.
+ * `/dashboard.json`). Only GET and HEAD; unknown paths are 404 (`//x` and `/x/` are `/x`).
+ * Lists are cached for a second per path, query and format, as Nodepool's webapp does, and
+ * `/metrics` is rendered at most once a second whatever the number of scrapes; the health
+ * endpoints read only memory, and the connections held at once are bounded, so a storm of
+ * clients cannot stall the server.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { coerceError } from '../../lib/errors.js';
+import { admitConnections } from '../../lib/http/admission.js';
+import { requestPath } from '../../lib/http/request-path.js';
 import type { Logger } from '../../lib/log.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import { renderTable } from '../../lib/status/table.js';
@@ -28,10 +33,12 @@ export interface WebServerOptions {
   loops: () => LoopHealth[];
   /** Whether every provider has started (`/ready`). */
   started: () => boolean;
-  /** The Prometheus exposition; `/metrics` is 404 without it. */
+  /** The Prometheus exposition (shared by concurrent scrapes: see PrometheusMetrics); `/metrics` is 404 without it. */
   metrics?: { contentType: string; render: () => Promise<string> };
   /** How long a list answer is reused (default 1000 ms; 0 turns the cache off). */
   cacheMs?: number;
+  /** Connections held at once; more are refused (default: lib/http/admission.ts). */
+  maxConnections?: number;
 }
 
 /** A response before it is sent. */
@@ -60,7 +67,10 @@ export class WebServer {
   static async start(opts: WebServerOptions): Promise<WebServer> {
     const server = http.createServer();
     const web = new WebServer(server, opts);
-    server.on('request', (req, res) => void web.handle(req, res));
+    server.on('request', (req, res) => {
+      web.handle(req, res).catch((err: unknown) => opts.log.error('web status could not answer', { url: req.url, error: coerceError(err).message }));
+    });
+    admitConnections(server, { log: opts.log, what: 'web status', ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}) });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(opts.port, opts.host, () => {
@@ -105,7 +115,7 @@ export class WebServer {
   }
 
   private async answer(req: http.IncomingMessage): Promise<Answer> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestPath(req.url);
     const { route, jsonSuffix } = parseStatusPath(url.pathname);
     const known = STATUS_VIEWS.has(route) || (route === '/dashboard' ? jsonSuffix : !jsonSuffix && FIXED.has(route));
     if (!known) return text(404, `not found: ${url.pathname}`);
@@ -134,7 +144,7 @@ export class WebServer {
   }
 
   /** A status list, from the cache when it is fresh; 304 when the client's copy is as new. */
-  private async list(route: string, format: StatusFormat, url: URL, ifModifiedSince: string | undefined): Promise<Answer> {
+  private async list(route: string, format: StatusFormat, url: { searchParams: URLSearchParams }, ifModifiedSince: string | undefined): Promise<Answer> {
     const ttl = this.opts.cacheMs ?? 1000;
     const key = `${route}\u0000${format}\u0000${url.searchParams.toString()}`;
     const now = Date.now();

@@ -1,16 +1,21 @@
 /**
  * A builder's metrics port (`nodepool-builder --metrics-port`): Prometheus `/metrics` with what
  * it is doing (builds and uploads running, workers, images held, free space in images-dir,
- * builds and uploads finished) plus the process metrics, and `/health/live`. Read-only.
+ * builds and uploads finished) plus the process metrics, and `/health/live`. Read-only. Paths
+ * read as on the server's web status (`/metrics/` is `/metrics`); concurrent scrapes share one
+ * render, reused for a second, and the connections held at once are bounded.
  */
 import { statfs } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { coerceError } from '../../lib/errors.js';
+import { admitConnections } from '../../lib/http/admission.js';
+import { requestPath } from '../../lib/http/request-path.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../lib/metrics/process-metrics.js';
+import { SharedRender } from '../../lib/metrics/shared-render.js';
 import type { BaseBuilder } from './base-builder.js';
 
 /** Options of {@link BuilderMetricsServer.start}. */
@@ -22,6 +27,10 @@ export interface BuilderMetricsOptions {
   /** 0 picks a free port. */
   port: number;
   log: Logger;
+  /** Connections held at once; more are refused (default: lib/http/admission.ts). */
+  maxConnections?: number;
+  /** How long one exposition answers later scrapes (default 1000 ms). */
+  reuseMs?: number;
 }
 
 export class BuilderMetricsServer {
@@ -32,8 +41,9 @@ export class BuilderMetricsServer {
   /** Listens; resolves once bound. Thrown: the listen error. */
   static async start(opts: BuilderMetricsOptions): Promise<BuilderMetricsServer> {
     const { registry, detach } = builderRegistry(opts);
+    const exposition = new SharedRender({ render: () => renderMetrics(registry), ...(opts.reuseMs === undefined ? {} : { ttlMs: opts.reuseMs }) });
     const server = http.createServer((req, res) => {
-      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      const path = requestPath(req.url).pathname;
       const send = (status: number, type: string, body: string, headers: Record<string, string> = {}): void => {
         res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), ...headers });
         res.end(req.method === 'HEAD' ? undefined : body);
@@ -42,11 +52,12 @@ export class BuilderMetricsServer {
       if (path !== '/metrics' && path !== '/health/live') return send(404, plain, `not found: ${path}\n`);
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, plain, 'read-only\n', { Allow: 'GET, HEAD' });
       if (path === '/health/live') return send(200, plain, 'ok\n');
-      renderMetrics(registry).then((body) => send(200, METRICS_CONTENT_TYPE, body), (err: unknown) => {
+      exposition.get().then((body) => send(200, METRICS_CONTENT_TYPE, body), (err: unknown) => {
         opts.log.error('builder metrics failed', { error: coerceError(err).message });
         send(500, plain, `internal error: ${coerceError(err).message}\n`);
-      });
+      }).catch((err: unknown) => opts.log.error('builder metrics could not answer', { error: coerceError(err).message }));
     });
+    admitConnections(server, { log: opts.log, what: 'builder metrics', ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}) });
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
