@@ -11,6 +11,7 @@
  */
 import { StoreError } from '../errors.js';
 import { DISKIMAGE_NAME_RE, IMAGE_ID_RE } from '../images/image-file.js';
+import { INSTALLATION_ID_RE } from './installation.js';
 import {
   BUILD_STATES, UPLOAD_STATES, type BuildRecord, type BuildRequest, type PauseRecord, type UploadRecord,
 } from './models.js';
@@ -50,6 +51,11 @@ export interface ImageData {
   pauses: PauseRecord[];
   buildRequests: BuildRequest[];
   sequences: ImageDataSequences;
+  /**
+   * The source store's installation id (lib/store/installation.ts), when a server had made one:
+   * an import into a store without one adopts it, so builders keep serving the imported builds.
+   */
+  installation?: string;
 }
 
 /** What an import wrote. */
@@ -164,8 +170,11 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
       : `expected ${IMAGE_DATA_VERSION}, got ${show(value.version)}`);
     return c.problems;
   }
-  c.fields(value, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences']);
+  c.fields(value, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences', 'installation']);
   c.time(value.exported, 'exported');
+  if (value.installation !== undefined && !(typeof value.installation === 'string' && INSTALLATION_ID_RE.test(value.installation))) {
+    c.problem('installation', `expected an installation id (a UUID), got ${show(value.installation)}`);
+  }
   const sequences = checkSequences(c, value.sequences);
   const builds = new Map<string, string>();
   c.list(value.builds, 'builds', (b, p) => {

@@ -6,6 +6,7 @@
  * started on an empty or wrong store, can tell their own files and images from another's.
  */
 import { randomUUID } from 'node:crypto';
+import { StoreError } from '../errors.js';
 
 /** The image property that carries the installation id of the store an upload was made for. */
 export const INSTALLATION_PROPERTY = 'nodepool_installation_id';
@@ -16,4 +17,21 @@ export const INSTALLATION_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 /** A new installation id. */
 export function newInstallationId(): string {
   return randomUUID();
+}
+
+/** `data` with the source store's installation id, when it has one (export). */
+export function withInstallation<T extends object>(data: T, installation: string | undefined): T & { installation?: string } {
+  return installation ? { ...data, installation } : data;
+}
+
+/**
+ * Refuses an import of another installation's data into a store that already has its own id
+ * (a server has used it): the builders holding the imported builds would refuse its jobs.
+ */
+export function checkImportInstallation(current: string | undefined, data: { installation?: string }): void {
+  if (!data.installation || !current || current === data.installation) return;
+  throw new StoreError(
+    `this store already belongs to installation ${current} (a server has used it), the data to installation ${data.installation}: `
+    + 'builders holding the imported builds would refuse its jobs. Import into a state-dir or chroot no server has used',
+  );
 }

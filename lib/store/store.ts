@@ -72,6 +72,8 @@ export interface IntentStore {
    * must not write).
    */
   installationId(): Promise<string>;
+  /** The installation id without making one: undefined while no server has asked (read-only). */
+  peekInstallationId(): Promise<string | undefined>;
 }
 
 /** Nodes: cloud servers and static host slots. */

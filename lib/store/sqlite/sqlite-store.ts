@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { coerceError, StoreError } from '../../errors.js';
 import { CorruptLog, sortCorrupt, type CorruptFilter, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
+import { checkImportInstallation, withInstallation } from '../installation.js';
 import type { Logger } from '../../log.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
@@ -18,7 +19,7 @@ import type { ExpectState, LockOptions, NewSession, ReapCounts, Store, StoreOpti
 import { SqliteBuilds, type BuildFilter } from './builds.js';
 import { ChangeWatch } from './change-watch.js';
 import { SqliteImageData } from './image-data.js';
-import { sqliteInstallationId } from './identity.js';
+import { sqliteInstallationId, sqliteInstallationPeek } from './identity.js';
 import { SqliteIntents } from './intents.js';
 import { SqliteLocks } from './locks.js';
 import { migrate } from './migrations.js';
@@ -167,6 +168,10 @@ export class SqliteStore implements Store, ImageDataStore {
     return this.guard('reading the installation id', () => (this.installation ??= sqliteInstallationId(this.db, Date.now)));
   }
 
+  peekInstallationId(): Promise<string | undefined> {
+    return this.guard('reading the installation id', () => this.installation ?? sqliteInstallationPeek(this.db));
+  }
+
   createNode(input: NewNode): Promise<NodeRecord> {
     return this.guard(`creating a node on ${input.provider}`, () => this.nodes.create(input));
   }
@@ -268,11 +273,16 @@ export class SqliteStore implements Store, ImageDataStore {
   }
 
   exportImageData(): Promise<ImageData> {
-    return this.guard('exporting image data', () => this.imageData.export());
+    return this.guard('exporting image data', () => withInstallation(this.imageData.export(), sqliteInstallationPeek(this.db)));
   }
 
   importImageData(data: ImageData): Promise<ImportCounts> {
-    return this.guard('importing image data', () => this.imageData.import(data));
+    return this.guard('importing image data', () => {
+      checkImportInstallation(sqliteInstallationPeek(this.db), data);
+      const counts = this.imageData.import(data);
+      if (data.installation) this.installation = sqliteInstallationId(this.db, Date.now, data.installation);
+      return counts;
+    });
   }
 
   /** Rows that do not validate (lib/store/corrupt.ts). */

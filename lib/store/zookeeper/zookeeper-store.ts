@@ -7,6 +7,7 @@
 import { coerceError, StoreError } from '../../errors.js';
 import { CorruptLog, sortCorrupt, type CorruptFilter, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
+import { checkImportInstallation, withInstallation } from '../installation.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
@@ -15,7 +16,7 @@ import type {
 import type { ExpectState, LockOptions, NewSession, ReapCounts, Store, StoreOptions } from '../store.js';
 import { ZkBuilds, type BuildFilter } from './builds.js';
 import type { ZkContext } from './context.js';
-import { zkInstallationId } from './identity.js';
+import { zkInstallationId, zkInstallationPeek } from './identity.js';
 import { ZkImageData } from './image-data.js';
 import { ZkIntents } from './intents.js';
 import { Layout } from './layout.js';
@@ -215,7 +216,16 @@ export class ZooKeeperStore implements Store, ImageDataStore {
   }
 
   installationId(): Promise<string> {
-    return this.guard('reading the installation id', async () => (this.installation ??= await zkInstallationId(this.main, `${this.layout.root}/installation`, this.opts.clock ?? Date.now)));
+    return this.guard('reading the installation id', async () => (this.installation ??= await zkInstallationId(this.main, this.installationPath, this.opts.clock ?? Date.now)));
+  }
+
+  peekInstallationId(): Promise<string | undefined> {
+    return this.guard('reading the installation id', async () => this.installation ?? await zkInstallationPeek(this.main, this.installationPath));
+  }
+
+  /** Where the installation id lives: beside Nodepool's paths, never one of them. */
+  private get installationPath(): string {
+    return `${this.layout.root}/installation`;
   }
 
   createNode(input: NewNode): Promise<NodeRecord> {
@@ -333,12 +343,17 @@ export class ZooKeeperStore implements Store, ImageDataStore {
 
   /** A consistent snapshot of the image records and counters (lib/store/zookeeper/image-data.ts says how). */
   exportImageData(): Promise<ImageData> {
-    return this.guard('exporting image data', () => this.imageData.export());
+    return this.guard('exporting image data', async () => withInstallation(await this.imageData.export(), await zkInstallationPeek(this.main, this.installationPath)));
   }
 
   /** Writes image data in bounded transactions, removed again on a failure (lib/store/zookeeper/image-data.ts). */
   importImageData(data: ImageData): Promise<ImportCounts> {
-    return this.guard('importing image data', () => this.imageData.import(data));
+    return this.guard('importing image data', async () => {
+      checkImportInstallation(await zkInstallationPeek(this.main, this.installationPath), data);
+      const counts = await this.imageData.import(data);
+      if (data.installation) this.installation = await zkInstallationId(this.main, this.installationPath, this.opts.clock ?? Date.now, data.installation);
+      return counts;
+    });
   }
 
   /** From the cache: records that do not parse or validate. */

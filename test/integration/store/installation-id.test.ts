@@ -1,7 +1,7 @@
 /**
  * The installation id of a real store (SQLite file, ZooKeeper chroot): kept across reopening,
- * different for another store, agreed by two handles that ask at once, and never written by
- * a handle that does not ask (a read-only CLI command).
+ * different for another store, agreed by two handles that ask at once, never written by a handle
+ * that does not ask (a read-only CLI command), and carried by export-image-data into an import.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -37,6 +37,23 @@ void describe('installation id: SQLite', () => {
       const other = await SqliteStore.open(path.join(dir, 'b.db'));
       assert.notEqual(await other.installationId(), idOne);
       await other.close();
+
+      // export-image-data carries the id; an import into a store no server has used adopts it,
+      // one into a store of another installation is refused and writes nothing.
+      const source = await SqliteStore.open(fileA);
+      await source.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+      const data = await source.exportImageData();
+      await source.close();
+      assert.equal(data.installation, idOne);
+      const fresh = await SqliteStore.open(path.join(dir, 'c.db'));
+      assert.equal(await fresh.peekInstallationId(), undefined);
+      await fresh.importImageData(data);
+      assert.equal(await fresh.installationId(), idOne);
+      await fresh.close();
+      const used = await SqliteStore.open(path.join(dir, 'b.db'));
+      await assert.rejects(used.importImageData(data), /already belongs to installation .* builders holding the imported builds would refuse its jobs/);
+      assert.deepEqual(await used.listBuilds(), []);
+      await used.close();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -67,5 +84,16 @@ void describe('installation id: ZooKeeper', () => {
     const other = await open(`/installation-${randomUUID()}`);
     assert.notEqual(await other.installationId(), idOne);
     await other.close();
+
+    const source = await open();
+    await source.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+    const data = await source.exportImageData();
+    await source.close();
+    assert.equal(data.installation, idOne);
+    const fresh = await open(`/installation-${randomUUID()}`);
+    assert.equal(await fresh.peekInstallationId(), undefined);
+    await fresh.importImageData(data);
+    assert.equal(await fresh.installationId(), idOne);
+    await fresh.close();
   });
 });
