@@ -42,6 +42,13 @@ async function filesUnder(dir: string): Promise<Array<[string, string]>> {
   return out;
 }
 
+/** A reason shortened for the report, keeping where a secret was redacted. */
+function excerpt(reason: string): string {
+  const r = reason.replace(/\s+/g, ' ');
+  const at = r.indexOf('<redacted>');
+  return at > 90 ? `${r.slice(0, 60)} … ${r.slice(at - 40, at + 12)}` : r.slice(0, 110);
+}
+
 describe('faults: secrets in failures', () => {
   after(() => assert.deepEqual(runningProcesses().map((p) => p.name), []));
 
@@ -132,7 +139,7 @@ describe('faults: secrets in failures', () => {
         scenario: 'secrets in failures (config, cloud echo)', runs: uploads.filter((u) => u.state === 'failed').length,
         recovered: uploads.filter((u) => u.state === 'failed' && u.reason).length, lost: 0, leaked: found.length, recoverMs: null,
         notes: `${places.length} places searched (server and builder logs, build logs, the SQLite store files, 6 CLI outputs, 5 web pages) for 3 secrets; every provider failed twice within ${(failMs / 1000).toFixed(1)} s; `
-          + `failed uploads said: ${byProvider.map((r) => r.replace(/\s+/g, ' ').slice(0, 110)).join(' | ')}`,
+          + `failed uploads said: ${byProvider.map(excerpt).join(' | ')}`,
       });
       assert.deepEqual(found, [], `secrets found (dir ${dir})`);
       // The failures still say what went wrong.
