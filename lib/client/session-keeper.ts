@@ -5,7 +5,8 @@
  * session gone (the process stalled past its TTL and another process reaped it) either marks
  * it lost (`onLapse: 'lose'`, a consumer: its requests are gone and it must know) or opens a
  * new one (`'replace'`, a daemon: locks held under the old one are gone, and its next passes
- * take them afresh under the new id).
+ * take them afresh under the new id). `close()` during a renewal waits for it, then closes the
+ * session the renewal leaves (a replacement opened meanwhile included), so none stays open.
  */
 import os from 'node:os';
 import { coerceError } from '../errors.js';
@@ -36,6 +37,8 @@ export class SessionKeeper {
   private lost = false;
   private closing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The renewal in progress, which close() waits for. */
+  private renewing: Promise<void> | undefined;
 
   private constructor(private readonly store: SessionStore, private current: SessionRecord, private readonly opts: SessionKeeperOptions) {
     this.schedule();
@@ -60,10 +63,15 @@ export class SessionKeeper {
     if (this.lost || this.closing) throw new SessionLostError(this.current.id);
   }
 
-  /** Stops renewing and closes the session (its locks and ephemeral requests go with it). Idempotent. */
+  /**
+   * Stops renewing and closes the session (its locks and ephemeral requests go with it); a
+   * renewal in progress ends first, so a session it replaced the old one with is the one
+   * closed. Idempotent.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearTimeout(this.timer);
+      await this.renewing;
       await this.store.closeSession(this.current.id);
     })();
     return this.closing;
@@ -72,9 +80,12 @@ export class SessionKeeper {
   private schedule(): void {
     // The session's own TTL may be shorter than asked for (ZooKeeper grants within its bounds).
     const interval = this.opts.renewIntervalMs ?? renewIntervalMs(Math.min(ttlOf(this.opts), this.current.ttlMs));
-    this.timer = setTimeout(() => void this.renew().finally(() => {
-      if (!this.lost && !this.closing) this.schedule();
-    }), interval);
+    this.timer = setTimeout(() => {
+      this.renewing = this.renew().finally(() => {
+        this.renewing = undefined;
+        if (!this.lost && !this.closing) this.schedule();
+      });
+    }, interval);
     // The timer alone must not keep a process alive; owners close() when done.
     this.timer.unref();
   }
