@@ -170,7 +170,8 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
       : `expected ${IMAGE_DATA_VERSION}, got ${show(value.version)}`);
     return c.problems;
   }
-  c.fields(value, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences', 'installation']);
+  const { installation: _optional, ...required } = value;
+  c.fields(required, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences']);
   c.time(value.exported, 'exported');
   if (value.installation !== undefined && !(typeof value.installation === 'string' && INSTALLATION_ID_RE.test(value.installation))) {
     c.problem('installation', `expected an installation id (a UUID), got ${show(value.installation)}`);
