@@ -156,7 +156,8 @@ export class PoolWorker {
     // the list is used up), so the window does not drain to wait for a new pass.
     for (let round = 0; !stopped(); round++) {
       const requests = await store.listRequests({ states: ['requested'] });
-      const mine = requests.filter((r) => !r.declinedBy.includes(launcherId) && !seen.has(r.id));
+      // A request a handler here still has (handed back while its session was being replaced) is left to that handler.
+      const mine = requests.filter((r) => !r.declinedBy.includes(launcherId) && !seen.has(r.id) && !this.handlers.some((h) => h.id === r.id));
       if (mine.length === 0) break;
       if (round > 0) this.refreshSnapshot();
       const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];

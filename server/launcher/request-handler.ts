@@ -175,8 +175,14 @@ export class NodeRequestHandler {
     };
     const request = await take(requestLock(this.request.id));
     if (request === 'wait') return false;
-    if (request === 'lost') {
-      this.log.warn('store session replaced and the request taken by another meanwhile; leaving it to them', { old, session: now });
+    // Without a lock meanwhile, the request may have been handed back (the cleanup worker resets
+    // a pending request nobody locks), taken and even fulfilled by another handler: then it is
+    // theirs, and this handler leaves it and its nodes alone.
+    const current = request === 'held' ? await store.getRequest(this.request.id) : undefined;
+    if (request === 'lost' || current?.state !== 'pending') {
+      this.log.warn('store session replaced and the request handed back or taken meanwhile; leaving it', { old, session: now, state: current?.state ?? null });
+      if (request === 'held') await store.unlock(requestLock(this.request.id), now);
+      this.relocked.clear();
       this.done = true;
       this.paused = false;
       return false;
@@ -370,8 +376,18 @@ export class NodeRequestHandler {
     }
     const nodes = this.slots as string[];
     // Not read again first: the write is conditional (pending), and a request gone meanwhile
-    // (undefined) gives its nodes back.
-    if (!await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: ['pending'] })) {
+    // (undefined) gives its nodes back. One in another state was ended or taken over meanwhile
+    // (another handler may have fulfilled it with these very nodes): its nodes are only unlocked.
+    let fulfilled: NodeRequestRecord | undefined;
+    try {
+      fulfilled = await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: ['pending'] });
+    } catch (err) {
+      if (!(err instanceof StateConflictError)) throw err;
+      this.log.warn('request no longer pending when its nodes were ready; leaving it', { state: err.actualState });
+      await Promise.all([this.releaseNodes(false), this.finish()]);
+      return true;
+    }
+    if (!fulfilled) {
       this.log.info('request vanished; releasing its nodes');
       await this.releaseNodes(true);
       await this.finish();

@@ -21,6 +21,8 @@ import type { NewSession, ReapCounts } from '../store.js';
 /** Sessions and launchers of one store handle. */
 export class ZkSessions {
   private readonly mine = new Map<string, ZkClient>();
+  /** Sessions of this handle found dead by a renewal and closed (ids only; a few per outage). */
+  private readonly givenUp = new Set<string>();
 
   constructor(private readonly ctx: ZkContext, private readonly connect: (ttlMs: number) => Promise<ZkClient>) {}
 
@@ -61,10 +63,14 @@ export class ZkSessions {
 
   /** True while the session is alive; a session found dead is closed here for good. */
   async renew(id: string): Promise<boolean> {
+    // A session given up here stays given up: after an outage its znode lingers until ZooKeeper
+    // ends it (a session timeout after it is back), but no client here can use it any more.
+    if (this.givenUp.has(id)) return false;
     const c = this.mine.get(id);
     if (!c) return this.isLive(id);
     if (c.alive) return true;
     this.mine.delete(id);
+    this.givenUp.add(id);
     await c.close();
     this.ctx.wroteElsewhere();
     return false;
