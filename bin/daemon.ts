@@ -78,7 +78,7 @@ export function loadConfigOrExit(file: string): Config {
   try {
     return loadConfig(file);
   } catch (err) {
-    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.stderr.write(processSecrets.scrub(`${err instanceof ConfigError ? err.message : String(err)}\n`));
     process.exit(2);
   }
 }

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
+import { processSecrets } from '../lib/redact.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
 import { BuilderMetricsServer } from '../workers/builder/metrics-server.js';
@@ -45,7 +46,7 @@ const config = loadConfigOrExit(argv.config);
 try {
   checkGearmanServers(config, { forBuilder: true });
 } catch (err) {
-  process.stderr.write(`${(err as Error).message}\n`);
+  process.stderr.write(processSecrets.scrub(`${(err as Error).message}\n`));
   process.exit(2);
 }
 let current = config;

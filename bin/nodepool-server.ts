@@ -11,6 +11,7 @@
 import os from 'node:os';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { processSecrets } from '../lib/redact.js';
 import { ConfigError, StoreError } from '../lib/errors.js';
 import { NodepoolServer } from '../server/main.js';
 import { checkGearmanServers } from '../lib/config/gearman-servers.js';
@@ -48,7 +49,7 @@ try {
   running = await createServer(config);
 } catch (err) {
   const known = err instanceof ConfigError || err instanceof StoreError;
-  process.stderr.write(`nodepool-server: ${known ? (err as Error).message : (err as Error).stack ?? String(err)}\n`);
+  process.stderr.write(processSecrets.scrub(`nodepool-server: ${known ? (err as Error).message : (err as Error).stack ?? String(err)}\n`));
   process.exit(known ? 2 : 1);
 }
 /** The config the running services were started with or last reconfigured to. */
