@@ -209,15 +209,15 @@ function holdExpirationOf(j: Json): number | null {
 }
 
 /**
- * Thrown: CorruptRecordError when the JSON is not a node's (Nodepool always writes
- * `created_time`, `provider` and `type` for a node, so those are required).
+ * Thrown: CorruptRecordError when the JSON is not a node's: no known state, no time
+ * (`created_time`, else `state_time`), no `provider` or no `type`.
  */
 export function nodeFromJson(id: string, j: Json): NodeRecord {
   const f: Fields = new Fields(j, 'node', id);
   const port = f.optNumber('connection_port') ?? f.optNumber('ssh_port') ?? 22;
   const state = f.state('state', NODE_STATES);
   const stateTime = f.seconds('state_time');
-  const created = f.seconds('created_time');
+  const created = createdOf(f, stateTime);
   const provider = f.optStr('provider');
   if (provider === null) f.fail('no provider');
   const labels = typeof j.type === 'string' ? [j.type] : f.strList('type', true);

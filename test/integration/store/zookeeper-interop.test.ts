@@ -132,6 +132,20 @@ void describe('ZooKeeperStore with other programs', () => {
     assert.deepEqual([stored.state, stored.declined_by, stored.relative_priority, stored.event_id], ['pending', ['l-1'], 3, 'e-1']);
   });
 
+  void it('keeps a request\'s created_time null (as a Zuul-style client wrote it) through updates, instead of writing 0', async () => {
+    const t = Date.now() / 1000;
+    const data = Buffer.from(JSON.stringify({ state: 'requested', state_time: t, created_time: null, node_types: ['small'], nodes: [], declined_by: [], reuse: true, requestor: 'zuul' }));
+    const made = await new Promise<string>((resolve, reject) => raw.create(`${chroot}/nodepool/requests/100-`, data, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
+    const id = made.slice(made.lastIndexOf('/') + 1);
+    await waitFor(async () => (await store.listRequests()).length === 1, { timeoutMs: 5000, what: 'the request to reach the cache', intervalMs: 10 });
+    const [seen] = await store.listRequests();
+    assert.equal(seen?.created, Math.round(t * 1000), 'read as made at its state_time');
+    await store.updateRequest(id, { state: 'pending', declinedBy: ['l-1'] });
+    const stored = await rawJson(`${chroot}/nodepool/requests/${id}`);
+    assert.deepEqual([stored.state, stored.created_time], ['pending', null], 'created_time stays null, not 0');
+    assert.deepEqual(await store.listCorrupt(), []);
+  });
+
   void it('reads builds and nodes Nodepool wrote itself, and numbers new ones past them', async () => {
     const create = (p: string, json: unknown): Promise<unknown> => new Promise((resolve, reject) =>
       raw.mkdirp(p, Buffer.from(JSON.stringify(json)), (e) => (e ? reject(e) : resolve(undefined))));
