@@ -33,6 +33,8 @@ const INIT_GRACE_MS = 60_000;
 
 export class NodeDeleter {
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Nodes whose lock could not be asked for (the store away), warned about once. */
+  private readonly lockFailing = new Set<string>();
   private readonly log: Logger;
 
   constructor(private readonly deps: NodeDeleterDeps) {
@@ -82,9 +84,15 @@ export class NodeDeleter {
     const lock = nodeLock(node.id);
     const log = this.log.child({ node: node.id, provider: node.provider });
     try {
-      if (!await lockIfFree(store, lock, sessionId)) return; // owned by a live launcher or consumer
+      const locked = await lockIfFree(store, lock, sessionId);
+      this.lockFailing.delete(node.id);
+      if (!locked) return; // owned by a live launcher or consumer
     } catch (err) {
-      log.warn('could not lock the node to delete it; retrying at the next pass', { error: coerceError(err).message });
+      // Every pass meets it again while the store is away: told once per node, then at debug.
+      const level = this.lockFailing.has(node.id) ? 'debug' : 'warn';
+      if (this.lockFailing.size >= 1000) this.lockFailing.clear();
+      this.lockFailing.add(node.id);
+      log.log(level, 'could not lock the node to delete it; retrying at the next pass', { error: coerceError(err).message });
       return;
     }
     try {

@@ -63,7 +63,9 @@ describe('faults: ZooKeeper killed mid-launch', () => {
         notes: `ZooKeeper SIGKILLed while node ${at.id}'s server was building in Nova, started again ${outageS} s later; session ${SESSION_TTL_S} s; time counted from the kill`,
       });
       assert.equal(exited, undefined, 'nodepool-server never exited');
-      assert.equal((await s.launcher.store.getRequest(req.id))?.nodes.length, 1, 'the request got its node');
+      const [got] = (await s.launcher.store.getRequest(req.id))?.nodes ?? [];
+      assert.ok(got, 'the request got its node');
+      assert.equal((await s.launcher.store.getNode(got))?.allocatedTo, req.id, 'and the node is still allocated to it');
       const log = await readFile(path.join(s.launcher.dir, 'server-0.log'), 'utf8');
       assert.doesNotMatch(log, /unhandled|uncaught/i, 'no unhandled rejection or exception was logged');
       process.stdout.write(`# ZooKeeper down ${outageS} s: recovered ${((Date.now() - upAt) / 1000).toFixed(1)} s after it came back\n`);
