@@ -49,16 +49,24 @@ export type FieldSelection =
 
 /**
  * Keeps the columns `fields` names (comma-separated, in the order given; see {@link fieldKey}).
- * No `fields` (null or blank) keeps every column. An unknown name is an error naming the
+ * `id` also names the list's own id column when it has no `ID` column (`idColumn`: `Upload
+ * ID` in `image-list`, `Request ID` in `request-list`, as the id of those lists' JSON). No
+ * `fields` (null or blank) keeps every column. An unknown name is an error naming the
  * columns there are.
  */
-export function selectFields(columns: readonly string[], rows: ReadonlyArray<readonly string[]>, fields: string | null): FieldSelection {
+export function selectFields(
+  columns: readonly string[], rows: ReadonlyArray<readonly string[]>, fields: string | null, idColumn?: string,
+): FieldSelection {
   if (fields === null || fields.trim() === '') return { ok: true, columns: [...columns], rows: rows.map((r) => [...r]) };
   const keys = columns.map(fieldKey);
   const picked: number[] = [];
   for (const name of fields.split(',').map((f) => f.trim()).filter(Boolean)) {
-    const i = keys.indexOf(fieldKey(name));
-    if (i < 0) return { ok: false, message: `unknown field "${name}"; the fields are: ${columns.map((c) => keys[columns.indexOf(c)]).join(', ')}` };
+    let i = keys.indexOf(fieldKey(name));
+    if (i < 0 && fieldKey(name) === 'id' && idColumn !== undefined) i = columns.indexOf(idColumn);
+    if (i < 0) {
+      const also = idColumn !== undefined && columns.includes(idColumn) ? ` (id: ${fieldKey(idColumn)})` : '';
+      return { ok: false, message: `unknown field "${name}"; the fields are: ${keys.join(', ')}${also}` };
+    }
     if (!picked.includes(i)) picked.push(i);
   }
   return { ok: true, columns: picked.map((i) => columns[i] as string), rows: rows.map((r) => picked.map((i) => r[i] ?? '')) };

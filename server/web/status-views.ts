@@ -32,6 +32,8 @@ export interface StatusView {
   /** What needs attention, printed under the table (as the CLI does). */
   lines: string[];
   json: unknown;
+  /** The column `?fields=id` names when the table has no `ID` column (the id of its JSON records). */
+  idColumn?: string;
 }
 
 /** A view maker; `params` are the request's query parameters. */
@@ -47,7 +49,7 @@ const imageList: StatusViewFn = async ({ store, clock }) => {
   const now = clock();
   const table = uploadTable(uploads, now);
   return {
-    columns: table.columns, rows: table.rows,
+    columns: table.columns, rows: table.rows, idColumn: 'Upload ID',
     lines: targetAttention({ targets: status.targets, uploads, pauses, now }),
     json: imageListJson(uploads, status.targets, now),
   };
@@ -88,7 +90,9 @@ const nodeList: StatusViewFn = async ({ store, clock }, params) => {
 const requestList: StatusViewFn = async ({ store, clock }) => {
   const requests = await store.listRequests();
   const now = clock();
-  return { columns: REQUEST_COLUMNS, rows: requestRows(requests, now), lines: [], json: requests.map((r) => requestJson(r, now)) };
+  return {
+    columns: REQUEST_COLUMNS, rows: requestRows(requests, now), lines: [], json: requests.map((r) => requestJson(r, now)), idColumn: 'Request ID',
+  };
 };
 
 /** `nodepool label-list`: node counts per label against min-ready, and the pools serving it. */

@@ -170,7 +170,7 @@ export class WebServer {
     const view = await (STATUS_VIEWS.get(route) as NonNullable<ReturnType<typeof STATUS_VIEWS.get>>)(this.opts.status, params);
     if (format === 'json') return json(200, view.json);
     const fields = params.get('fields');
-    const picked = selectFields(view.columns, view.rows, fields);
+    const picked = selectFields(view.columns, view.rows, fields, view.idColumn);
     if (!picked.ok) return text(400, picked.message);
     // With `fields` the answer is the table alone, for scripts; without, the CLI's lines follow it.
     const lines = fields ? [] : view.lines;

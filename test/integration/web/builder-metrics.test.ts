@@ -1,7 +1,8 @@
 /**
  * bin/nodepool-builder.ts with `--metrics-port`: Prometheus /metrics (workers, running jobs,
  * images held, free space in images-dir, process metrics) and /health/live on
- * webapp.listen-address, closed on SIGTERM; a bad or busy port is a usage error (exit 2).
+ * webapp.listen-address (`/metrics/` as `/metrics`, as on the server), closed on SIGTERM; a bad
+ * or busy port is a usage error (exit 2).
  * (What the counters do during a build is covered with an in-process builder in web-status.test.ts.)
  */
 import { after, before, describe, it } from 'node:test';
@@ -57,6 +58,13 @@ describe('nodepool-builder --metrics-port', () => {
       assert.ok((sample(m.body, 'nodepool_builder_images_dir_free_bytes') ?? 0) > 0);
       assert.ok(sample(m.body, 'nodejs_eventloop_lag_seconds') !== undefined);
       assert.equal((await get(port, '/')).status, 404);
+      // Paths read as on the server's web status: a trailing slash or a doubled one changes nothing.
+      for (const variant of ['/metrics/', '//metrics']) {
+        const v = await get(port, variant);
+        assert.equal(v.status, 200, variant);
+        assert.equal(sample(v.body, 'nodepool_builder_workers', { kind: 'build' }), 2, variant);
+      }
+      assert.equal((await get(port, '/health/live/')).status, 200);
       assert.equal((await call(port, '/metrics', { method: 'DELETE' })).status, 405);
     } finally {
       await p.stop();

@@ -31,4 +31,12 @@ describe('web status negotiation', () => {
     assert.deepEqual(selectFields(['Build ID', 'State'], [], 'id,colour'),
       { ok: false, message: 'unknown field "id"; the fields are: buildid, state' });
   });
+
+  it('lets id name the list\'s own id column when it has no ID column', () => {
+    const cols = ['Build ID', 'Upload ID', 'State'];
+    assert.deepEqual(selectFields(cols, [['b1', 'u1', 'ready']], 'id,state', 'Upload ID'), { ok: true, columns: ['Upload ID', 'State'], rows: [['u1', 'ready']] });
+    assert.deepEqual(selectFields(['ID', 'Request ID'], [['a', 'b']], 'id', 'Request ID'), { ok: true, columns: ['ID'], rows: [['a']] }, 'an ID column wins');
+    assert.deepEqual(selectFields(cols, [], 'id,colour', 'Upload ID'),
+      { ok: false, message: 'unknown field "colour"; the fields are: buildid, uploadid, state (id: uploadid)' });
+  });
 });
