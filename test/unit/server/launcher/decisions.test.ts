@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../../../lib/store/models.js';
 import {
   declineReason, deleterVerdict, expiredHeldNodes, expiredReadyNodes, launcherId, MIN_READY_REQUESTOR, minReadyNeeds,
-  declinableStates, stateAfterDecline, yieldsToPreferredProvider,
+  declinableStates, stateAfterDecline, takes, yieldsToPreferredProvider,
 } from '../../../../server/launcher/decisions.js';
 
 const T0 = 1_700_000_000_000;
@@ -30,6 +30,13 @@ const pool = { name: 'main', maxServers: 5, labels: ['small', 'large'], nodeAttr
 describe('launcher decisions', () => {
   it('names launchers as Nodepool does', () => {
     assert.equal(launcherId('host', 42, 'cloud', 'main'), 'host-42-PoolWorker.cloud-main');
+  });
+
+  it('a pool that cannot launch never takes a reuse: false request, but takes min-ready ones (to decline them)', () => {
+    assert.equal(takes(request({ reuse: false }), false), false);
+    assert.equal(takes(request({ reuse: true }), false), true);
+    assert.equal(takes(request({ reuse: false, requestor: MIN_READY_REQUESTOR }), false), true);
+    assert.equal(takes(request({ reuse: false }), true), true);
   });
 
   it('declines a disabled pool and labels it does not serve, in that order', () => {
