@@ -34,12 +34,13 @@ export function dibImageList(opts: DibImageListOptions): Promise<CommandResult> 
       warnUnlessServerWell(out, server);
       if (opts.json) {
         const records = [...builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) })), ...corruptJson(corrupt, ['build'])];
-        out.out(`${JSON.stringify({ builds: records, diskimages }, null, 2)}\n`);
+        out.out(`${JSON.stringify({ builds: records, diskimages, held: status?.value.held ?? [] }, null, 2)}\n`);
         return;
       }
       out.out(renderTable(BUILD_COLUMNS, [...buildRows(builds, now), ...corruptRows(BUILD_COLUMNS, corrupt, ['build'])]));
       for (const line of diskimageAttention({ statuses: diskimages, builds, pauses, now })) out.out(`${line}\n`);
       for (const line of corruptLines(corrupt, ['build', 'pause', 'build-request'])) out.out(`${line}\n`);
+      for (const why of status?.value.held ?? []) out.out(`deletion held: ${why}\n`);
     }, { readOnly: true });
     return EXIT.ok;
   });

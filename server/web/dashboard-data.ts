@@ -69,7 +69,7 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
         percent: t ? t.percent : null, transfer: t ? transferText(t) : null, reason: u.reason,
       };
     }),
-    uploadAttention: targetAttention({ targets: status?.value.targets ?? [], uploads, pauses, now }),
+    uploadAttention: [...targetAttention({ targets: status?.value.targets ?? [], uploads, pauses, now }), ...(status?.value.held ?? []).map((why) => `deletion held: ${why}`)],
     nodeCounts: [...counts.values()].sort((a, b) => (a.provider + a.label < b.provider + b.label ? -1 : 1)),
     nodes: nodes.map((n) => ({ id: n.id, provider: n.provider, labels: n.labels.join(','), state: n.state, age: age(n.stateTime), externalId: n.externalId ?? '' })),
     requests: requests.map((r) => ({ id: r.id, state: r.state, labels: r.labels.join(','), requestor: r.requestor, nodes: r.nodes.join(','), age: age(r.stateTime) })),

@@ -9,6 +9,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { dibImageList } from '../../cli/commands/dib-image-list.js';
 import type { ListedImage } from '../../lib/drivers/image-service.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';
@@ -156,5 +157,8 @@ describe('faults: a second installation, a server on an empty store', () => {
     assert.deepEqual(found.lost, [], 'the old store\'s build files and image are all there');
     assert.deepEqual(found.leaked, []);
     assert.match(status?.held?.join('\n') ?? '', /1 image ids builders advertise were there before this store had any record of its own/);
+    const listed = await dibImageList({ configFile: c.configPath });
+    assert.equal(listed.exitCode, 0, listed.stderr);
+    assert.match(listed.stdout, /deletion held: 1 image ids builders advertise were there before this store had any record of its own.*delete-unknown/);
   });
 });
