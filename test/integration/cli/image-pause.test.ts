@@ -46,7 +46,11 @@ describe('nodepool image-pause and image-unpause', () => {
   it('warns on unpause when nodepool.yaml still pauses the same thing', async () => {
     const env = await setup();
     const builds = await env.run('image-unpause', 'debian-bookworm');
-    assert.deepEqual(builds, { stdout: 'Builds of debian-bookworm unpaused\n', stderr: `warning: ${env.configFile} still pauses them (pause: true)\n`, code: 0 });
+    // No operator pause to remove: it says so (issue 20 §10), and that the config still pauses them.
+    assert.deepEqual(builds, {
+      stdout: 'Builds of debian-bookworm were not paused by an operator; nothing to unpause\n',
+      stderr: `warning: ${env.configFile} still pauses them (pause: true)\n`, code: 0,
+    });
     const uploads = await env.run('image-unpause', 'ubuntu-jammy', '--provider', 'cloud-b');
     assert.equal(uploads.stderr, `warning: ${env.configFile} still pauses them (pause: true)\n`);
   });
