@@ -59,7 +59,8 @@ export class PoolWorker {
     this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
     this.loop = new PeriodicLoop({
       name: `pool-worker:${deps.provider.name}/${deps.pool.name}`, log: this.log,
-      intervalMs: () => deps.interval() * 1000, pass: () => this.pass(), backoff: { initialMs: 1000, maxMs: 30_000 },
+      // Backoff capped at 10 s: after a store outage the pool takes requests again within 10 s of its return.
+      intervalMs: () => deps.interval() * 1000, pass: () => this.pass(), backoff: { initialMs: 1000, maxMs: 10_000 },
       ...(deps.onLoopPass ? { onPass: deps.onLoopPass } : {}),
     });
   }
