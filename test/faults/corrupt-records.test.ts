@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { waitFor } from '../../lib/lifecycle.js';
+import { LIFECYCLE_STATUS_KEY } from '../../lib/status/lifecycle-status.js';
 import type { SqliteStore } from '../../lib/store/sqlite/sqlite-store.js';
 import type { ZooKeeperStore } from '../../lib/store/zookeeper/zookeeper-store.js';
 import { sqlitePlanter, zkPlanter, zkSpoiler, type Plant } from '../contract/spoil.js';
@@ -108,6 +109,19 @@ describe('faults: corrupt records under a running server', () => {
       assert.equal(logged, 1, 'the server logs a corrupt record once, not at every pass');
       assert.equal(leftCorrupt, 0);
       assert.deepEqual(audit.details, []);
+
+      // A ready build whose record goes corrupt: its ready upload is left alone (not retired as
+      // "build no longer exists", which would delete the cloud image nodes boot from).
+      const [baseBuild] = (await store.listBuilds({ diskimage: 'base', states: ['ready'] }));
+      assert.ok(baseBuild);
+      const [baseUpload] = await store.listUploads({ buildId: baseBuild.id, states: ['ready'] });
+      assert.ok(baseUpload);
+      const spoiledAt = Date.now();
+      await zkSpoiler(hosts, store.layout)({ kind: 'build', id: baseBuild.id }, 'garbage');
+      await waitFor(async () => ((await store.getStatus(LIFECYCLE_STATUS_KEY))?.updated ?? 0) > spoiledAt + 5000,
+        { timeoutMs: 60_000, what: 'lifecycle passes for 5 s after the spoil', intervalMs: 250 });
+      assert.equal((await store.getUpload(baseUpload.id))?.state, 'ready', 'the upload of the corrupt build is kept');
+      assert.ok(server.alive(), `nodepool-server exited:\n${await s.logTails()}`);
     });
   });
 
