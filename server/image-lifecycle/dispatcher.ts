@@ -10,13 +10,14 @@
 import { EventEmitter } from 'node:events';
 import type { Config } from '../../lib/config/schema.js';
 import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
-import { coerceError, GearmanConnectionError, StateConflictError } from '../../lib/errors.js';
+import { coerceError, GearmanConnectionError, isStoreUnreachable, StateConflictError } from '../../lib/errors.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
 import { parseBuilderClientId } from '../../lib/gearman/client-id.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { JobResult } from '../../lib/gearman/types.js';
 import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
 import { externalImageName } from '../../lib/images/external-name.js';
+import { backoffDelay, sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
 import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
@@ -170,7 +171,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         await this.failValidation(action.uploadId, action.reason);
         return;
       case 'skip-validation': {
-        const ready = await this.guard(store.updateUpload(action.uploadId, { state: 'ready', reason: null }, { expectStates: ['validating'] }), action.uploadId);
+        const ready = await this.guard(() => store.updateUpload(action.uploadId, { state: 'ready', reason: null }, { expectStates: ['validating'] }), action.uploadId);
         if (!ready) return;
         this.log.info('upload ready without validation', { uploadId: ready.id, provider: ready.provider, why: action.reason });
         this.emit('upload:ready', ready);
@@ -226,14 +227,14 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     });
     this.follow(job.result, live, {
       what: { buildId: build.id },
-      onResult: (result) => this.onBuildResult(build, result),
+      // Still in flight while its result is being recorded (maybe across a store outage), so no pass resubmits it.
+      onResult: (result) => this.onBuildResult(build, result).finally(() => { if (this.builds.get(build.id) === token) this.builds.delete(build.id); }),
       onLost: () => this.builds.delete(build.id),
       onRefused: (reason) => this.failBuild(build.id, reason),
     });
   }
 
   private async onBuildResult(build: BuildRecord, result: JobResult): Promise<void> {
-    this.builds.delete(build.id);
     if (result.type !== 'complete') return this.failBuild(build.id, failureReason(result));
     let outcome;
     try {
@@ -241,7 +242,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     } catch (err) {
       return this.failBuild(build.id, (err as Error).message);
     }
-    const ready = await this.guard(this.deps.store.updateBuild(build.id, {
+    const ready = await this.guard(() => this.deps.store.updateBuild(build.id, {
       state: 'ready', builderHostname: outcome.builderHostname, builderId: outcome.builderId,
       formats: outcome.formats, files: outcome.files, progress: null, reason: null,
     }, { expectStates: ['building'] }), build.id);
@@ -251,7 +252,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   }
 
   private async failBuild(buildId: string, reason: string): Promise<void> {
-    const failed = await this.guard(this.deps.store.updateBuild(buildId, { state: 'failed', reason, progress: null }, { expectStates: ['building'] }), buildId);
+    const failed = await this.guard(() => this.deps.store.updateBuild(buildId, { state: 'failed', reason, progress: null }, { expectStates: ['building'] }), buildId);
     if (!failed) return;
     this.log.warn('build failed', { buildId, reason });
     this.emit('build:failed', buildId, reason);
@@ -349,14 +350,13 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     });
     this.follow(job.result, live, {
       what: { uploadId: upload.id },
-      onResult: (result) => this.onUploadResult(upload, result),
+      onResult: (result) => this.onUploadResult(upload, result).finally(() => { if (this.uploads.get(upload.id) === token) this.uploads.delete(upload.id); }),
       onLost: () => this.uploads.delete(upload.id),
       onRefused: (reason) => this.failUpload(upload.id, reason),
     });
   }
 
   private async onUploadResult(upload: UploadRecord, result: JobResult): Promise<void> {
-    this.uploads.delete(upload.id);
     if (result.type !== 'complete') return this.failUpload(upload.id, failureReason(result));
     let outcome;
     try {
@@ -367,7 +367,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     // With `validate:` the upload is not used until a launcher of its provider has validated it.
     const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
     const validate = (provider && imageTarget(provider, upload.imageName)?.validate) ?? null;
-    const done = await this.guard(this.deps.store.updateUpload(upload.id, {
+    const done = await this.guard(() => this.deps.store.updateUpload(upload.id, {
       state: validate ? 'validating' : 'ready', externalId: outcome.externalId, externalName: outcome.externalName, format: outcome.format,
       progress: null, reason: validate ? `waiting for a launcher of ${upload.provider} to validate it` : null,
     }, { expectStates: ['uploading'] }), upload.id);
@@ -384,7 +384,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
 
   /** Fails a `validating` upload the planner resolved (target gone, nobody validated it) and deletes its image. */
   private async failValidation(uploadId: string, reason: string): Promise<void> {
-    const failed = await this.guard(this.deps.store.updateUpload(uploadId, { state: 'failed', reason, progress: null }, { expectStates: ['validating'] }), uploadId);
+    const failed = await this.guard(() => this.deps.store.updateUpload(uploadId, { state: 'failed', reason, progress: null }, { expectStates: ['validating'] }), uploadId);
     if (!failed) return;
     this.log.warn('upload failed validation', { uploadId, provider: failed.provider, buildId: failed.buildId, reason });
     this.emit('upload:failed', uploadId, reason);
@@ -398,7 +398,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   }
 
   private async failUpload(uploadId: string, reason: string): Promise<void> {
-    const failed = await this.guard(this.deps.store.updateUpload(uploadId, { state: 'failed', reason, progress: null }, { expectStates: ['uploading'] }), uploadId);
+    const failed = await this.guard(() => this.deps.store.updateUpload(uploadId, { state: 'failed', reason, progress: null }, { expectStates: ['uploading'] }), uploadId);
     if (!failed) return;
     this.log.warn('upload failed', { uploadId, provider: failed.provider, buildId: failed.buildId, reason });
     this.emit('upload:failed', uploadId, reason);
@@ -480,16 +480,26 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     ), this.jobs);
   }
 
-  /** A state change that lost a race (the record changed meanwhile) is logged, not thrown. */
-  private async guard<T>(p: Promise<T | undefined>, id: string): Promise<T | undefined> {
-    try {
-      return await p;
-    } catch (err) {
-      if (err instanceof StateConflictError) {
-        this.log.info('record changed meanwhile; result not recorded', { id, state: err.actualState });
-        return undefined;
+  /**
+   * Writes a state change: one that lost a race (the record changed meanwhile) is logged, not
+   * thrown; one the store could not take because it is unreachable (ZooKeeper down, the
+   * session being replaced) is tried again with capped backoff until the store answers or
+   * the dispatcher stops, so a job's result that arrives during an outage is recorded
+   * afterwards instead of being dropped (and the job submitted again).
+   */
+  private async guard<T>(write: () => Promise<T | undefined>, id: string): Promise<T | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (err instanceof StateConflictError) {
+          this.log.info('record changed meanwhile; result not recorded', { id, state: err.actualState });
+          return undefined;
+        }
+        if (!isStoreUnreachable(err) || this.stopped) throw err;
+        if (attempt === 0) this.log.warn('state store unreachable; recording the result when it answers again', { id, error: coerceError(err).message });
+        await sleep(backoffDelay(attempt, 500, 5000));
       }
-      throw err;
     }
   }
 }
