@@ -7,6 +7,7 @@ import type { Config } from '../../lib/config/schema.js';
 import { providerPools } from '../../lib/drivers/config-registry.js';
 import { ageSeconds } from '../../lib/status/age.js';
 import { BUILD_COLUMNS, buildRows, diskimageAttention } from '../../lib/status/builds.js';
+import { corruptJson, corruptLines, corruptRows } from '../../lib/status/corrupt.js';
 import { IMAGE_STATUS_COLUMNS, imageStatusAttention, imageStatusRow, imageStatuses } from '../../lib/status/image-status.js';
 import { LABEL_COLUMNS, labelAttention, labelRow, labelSummaries } from '../../lib/status/labels.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
@@ -45,24 +46,31 @@ async function lifecycleStatus(store: Store): Promise<LifecycleStatus> {
 
 /** `nodepool image-list`: uploads (with `Progress` while any runs), and the upload targets that need attention. */
 const imageList: StatusViewFn = async ({ store, clock }) => {
-  const [uploads, status, pauses] = await Promise.all([store.listUploads(), lifecycleStatus(store), store.listPauses()]);
+  const [uploads, status, pauses, corrupt] = await Promise.all([
+    store.listUploads(), lifecycleStatus(store), store.listPauses(), store.listCorrupt({ kinds: ['upload', 'pause'] }),
+  ]);
   const now = clock();
   const table = uploadTable(uploads, now);
+  const json = imageListJson(uploads, status.targets, now);
+  // Corrupt records as the CLI shows them (lib/status/corrupt.ts).
   return {
-    columns: table.columns, rows: table.rows, idColumn: 'Upload ID',
-    lines: targetAttention({ targets: status.targets, uploads, pauses, now }),
-    json: imageListJson(uploads, status.targets, now),
+    columns: table.columns, rows: [...table.rows, ...corruptRows(table.columns, corrupt, ['upload'])], idColumn: 'Upload ID',
+    lines: [...targetAttention({ targets: status.targets, uploads, pauses, now }),
+      ...corruptLines(corrupt.filter((c) => c.kind === 'upload' || c.provider !== undefined), ['upload', 'pause'])],
+    json: { ...json, uploads: [...json.uploads, ...corruptJson(corrupt, ['upload'])] },
   };
 };
 
 /** `nodepool dib-image-list`: builds, and the diskimages that need attention. */
 const dibImageList: StatusViewFn = async ({ store, clock }) => {
-  const [builds, status, pauses] = await Promise.all([store.listBuilds(), lifecycleStatus(store), store.listPauses()]);
+  const [builds, status, pauses, corrupt] = await Promise.all([
+    store.listBuilds(), lifecycleStatus(store), store.listPauses(), store.listCorrupt({ kinds: ['build', 'pause', 'build-request'] }),
+  ]);
   const now = clock();
   return {
-    columns: BUILD_COLUMNS, rows: buildRows(builds, now),
-    lines: diskimageAttention({ statuses: status.diskimages, builds, pauses, now }),
-    json: { builds: builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) })), diskimages: status.diskimages },
+    columns: BUILD_COLUMNS, rows: [...buildRows(builds, now), ...corruptRows(BUILD_COLUMNS, corrupt, ['build'])],
+    lines: [...diskimageAttention({ statuses: status.diskimages, builds, pauses, now }), ...corruptLines(corrupt, ['build', 'pause', 'build-request'])],
+    json: { builds: [...builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) })), ...corruptJson(corrupt, ['build'])], diskimages: status.diskimages },
   };
 };
 
@@ -76,22 +84,26 @@ const imageStatus: StatusViewFn = async ({ store, config, clock }) => {
 /** `nodepool list --detail` (Nodepool's webapp shows every column); `?node_id=` keeps one node. */
 const nodeList: StatusViewFn = async ({ store, clock }, params) => {
   const id = params.get('node_id');
-  const [all, locks] = await Promise.all([store.listNodes(), store.listLocks(NODE_LOCK_PREFIX)]);
+  const [all, locks, allCorrupt] = await Promise.all([store.listNodes(), store.listLocks(NODE_LOCK_PREFIX), store.listCorrupt({ kinds: ['node'] })]);
   const nodes = id === null ? all : all.filter((n) => n.id === id);
+  const corrupt = id === null ? allCorrupt : allCorrupt.filter((c) => c.id === id);
   const locked = new Set(locks.filter((l) => l.live).map((l) => l.resource.slice(NODE_LOCK_PREFIX.length)));
   const now = clock();
   return {
-    columns: NODE_DETAIL_COLUMNS, rows: nodeRows(nodes, locked, now, true), lines: [],
-    json: nodes.map((n) => nodeJson(n, locked.has(n.id), now)),
+    columns: NODE_DETAIL_COLUMNS, rows: [...nodeRows(nodes, locked, now, true), ...corruptRows(NODE_DETAIL_COLUMNS, corrupt, ['node'])],
+    lines: corruptLines(corrupt, ['node']),
+    json: [...nodes.map((n) => nodeJson(n, locked.has(n.id), now)), ...corruptJson(corrupt, ['node'])],
   };
 };
 
 /** `nodepool request-list`. */
 const requestList: StatusViewFn = async ({ store, clock }) => {
-  const requests = await store.listRequests();
+  const [requests, corrupt] = await Promise.all([store.listRequests(), store.listCorrupt({ kinds: ['request'] })]);
   const now = clock();
   return {
-    columns: REQUEST_COLUMNS, rows: requestRows(requests, now), lines: [], json: requests.map((r) => requestJson(r, now)), idColumn: 'Request ID',
+    columns: REQUEST_COLUMNS, rows: [...requestRows(requests, now), ...corruptRows(REQUEST_COLUMNS, corrupt, ['request'])],
+    lines: corruptLines(corrupt, ['request']),
+    json: [...requests.map((r) => requestJson(r, now)), ...corruptJson(corrupt, ['request'])], idColumn: 'Request ID',
   };
 };
 

@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { STATUS_VIEWS, type StatusViewFn } from '../../../server/web/status-views.js';
 import { ReadCounter, ZkClient } from '../../../lib/store/zookeeper/zk-client.js';
 import type { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
 import type { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
@@ -115,6 +116,26 @@ describe('nodepool CLI with corrupt records', () => {
       assert.deepEqual((await store.listUploads()).map((u) => u.id), [goodUpload.id]);
     });
   }
+
+  it('the web lists (the same views /dib-image-list, /image-list, /node-list, /request-list serve) show corrupt records too', async () => {
+    const { env, spoil } = await open('sqlite');
+    const { store } = env;
+    const b = await store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2'] });
+    const n = await store.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
+    const r = await store.createRequest({ labels: ['small'], requestor: 'zuul' });
+    await spoil({ kind: 'build', id: b.id }, 'garbage');
+    await spoil({ kind: 'node', id: n.id }, 'unknown-state');
+    await spoil({ kind: 'request', id: r.id }, 'garbage');
+    const src = { store, config: () => env.config, clock: Date.now };
+    const view = async (p: string): ReturnType<StatusViewFn> => (STATUS_VIEWS.get(p) as StatusViewFn)(src, new URLSearchParams());
+    for (const [p, id] of [['/dib-image-list', b.id], ['/node-list', n.id], ['/request-list', r.id]] as const) {
+      const v = await view(p);
+      const state = v.columns.indexOf('State');
+      assert.deepEqual(v.rows.filter((row) => row.includes(id)).map((row) => row[state]), ['corrupt'], p);
+      assert.ok(v.lines.some((l) => l.startsWith('corrupt ') && l.includes(id)), `${p}: a line says why`);
+      assert.match(JSON.stringify(v.json), new RegExp(`"id":"${id}","state":"corrupt"|"state":"corrupt".*"id":"${id}"|"id":"${id}"[^}]*"state":"corrupt"`), p);
+    }
+  });
 
   it('image-unpause of a diskimage no operator paused says so instead of claiming an unpause', async () => {
     const { env } = await open('sqlite');
