@@ -105,14 +105,9 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     const { store } = this.deps;
     const config = this.deps.config();
     this.installation ??= await store.installationId();
-    const [builds, allUploads, buildRequests, pauses, corruptBuilds] = await Promise.all([
-      store.listBuilds(), store.listUploads(), store.listBuildRequests(), store.listPauses(), store.listCorrupt({ kinds: ['build'] }),
+    const [builds, uploads, buildRequests, pauses] = await Promise.all([
+      store.listBuilds(), store.listUploads(), store.listBuildRequests(), store.listPauses(),
     ]);
-    // The uploads of a corrupt build record are left alone (not retired as "build no longer
-    // exists"): an operator removes them (image-delete marks them deleting, which the plan then
-    // carries out) before the corrupt record itself. The leak check still counts them.
-    const corruptIds = new Set(corruptBuilds.map((c) => c.id));
-    const uploads = corruptIds.size === 0 ? allUploads : allUploads.filter((u) => !corruptIds.has(u.buildId) || u.state === 'deleting');
     const registered = await fetchRegistrations(gearmanAddresses(config), this.log);
     const now = this.clock();
     this.trackAbsence(builds, registered, now);

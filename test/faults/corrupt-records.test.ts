@@ -110,8 +110,8 @@ describe('faults: corrupt records under a running server', () => {
       assert.equal(leftCorrupt, 0);
       assert.deepEqual(audit.details, []);
 
-      // A ready build whose record goes corrupt: its ready upload is left alone (not retired as
-      // "build no longer exists", which would delete the cloud image nodes boot from).
+      // A ready build whose record goes corrupt: its ready upload, among the newest, is kept (a
+      // regression guard; the plan's retention already keeps it, no change was needed for it).
       const [baseBuild] = (await store.listBuilds({ diskimage: 'base', states: ['ready'] }));
       assert.ok(baseBuild);
       const [baseUpload] = await store.listUploads({ buildId: baseBuild.id, states: ['ready'] });
