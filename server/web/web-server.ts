@@ -9,9 +9,8 @@
  * clients cannot stall the server.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { coerceError } from '../../lib/errors.js';
-import { admitConnections } from '../../lib/http/admission.js';
+import { AdmissionListener } from '../../lib/http/admission.js';
 import { requestPath } from '../../lib/http/request-path.js';
 import type { Logger } from '../../lib/log.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
@@ -60,6 +59,8 @@ const json = (status: number, value: unknown): Answer => ({ status, contentType:
 export class WebServer {
   private readonly cache = new Map<string, { answer: Answer; at: number }>();
   private closing: Promise<void> | undefined;
+  /** Set once listening (start() resolves only then). */
+  private listener: AdmissionListener | undefined;
 
   private constructor(private readonly server: http.Server, private readonly opts: WebServerOptions) {}
 
@@ -70,30 +71,23 @@ export class WebServer {
     server.on('request', (req, res) => {
       web.handle(req, res).catch((err: unknown) => opts.log.error('web status could not answer', { url: req.url, error: coerceError(err).message }));
     });
-    admitConnections(server, { log: opts.log, what: 'web status', ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}) });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(opts.port, opts.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
     server.on('error', (err) => opts.log.error('web status server error', { error: err.message }));
+    web.listener = await AdmissionListener.listen(server, {
+      host: opts.host, port: opts.port, log: opts.log, what: 'web status', priorityPaths: ['/health/live', '/health/ready', '/ready'],
+      ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}),
+    });
     opts.log.info('web status listening', { address: `${opts.host}:${web.port}` });
     return web;
   }
 
   /** The bound port. */
   get port(): number {
-    return (this.server.address() as AddressInfo).port;
+    return (this.listener as AdmissionListener).port;
   }
 
   /** Stops listening and closes open connections. Idempotent. */
   stop(): Promise<void> {
-    this.closing ??= new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    this.closing ??= (this.listener as AdmissionListener).close();
     return this.closing;
   }
 

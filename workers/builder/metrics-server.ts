@@ -7,10 +7,9 @@
  */
 import { statfs } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { coerceError } from '../../lib/errors.js';
-import { admitConnections } from '../../lib/http/admission.js';
+import { AdmissionListener } from '../../lib/http/admission.js';
 import { requestPath } from '../../lib/http/request-path.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
@@ -36,7 +35,7 @@ export interface BuilderMetricsOptions {
 export class BuilderMetricsServer {
   private closing: Promise<void> | undefined;
 
-  private constructor(private readonly server: http.Server, private readonly detach: () => void) {}
+  private constructor(private readonly listener: AdmissionListener, private readonly detach: () => void) {}
 
   /** Listens; resolves once bound. Thrown: the listen error. */
   static async start(opts: BuilderMetricsOptions): Promise<BuilderMetricsServer> {
@@ -57,35 +56,31 @@ export class BuilderMetricsServer {
         send(500, plain, `internal error: ${coerceError(err).message}\n`);
       }).catch((err: unknown) => opts.log.error('builder metrics could not answer', { error: coerceError(err).message }));
     });
-    admitConnections(server, { log: opts.log, what: 'builder metrics', ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}) });
+    let listener: AdmissionListener;
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(opts.port, opts.host, () => {
-          server.off('error', reject);
-          resolve();
-        });
+      listener = await AdmissionListener.listen(server, {
+        host: opts.host, port: opts.port, log: opts.log, what: 'builder metrics', priorityPaths: ['/health/live'],
+        ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}),
       });
     } catch (err) {
       detach();
       throw err;
     }
-    const m = new BuilderMetricsServer(server, detach);
+    const m = new BuilderMetricsServer(listener, detach);
     opts.log.info('builder metrics listening', { address: `${opts.host}:${m.port}` });
     return m;
   }
 
   get port(): number {
-    return (this.server.address() as AddressInfo).port;
+    return this.listener.port;
   }
 
   /** Closes the port. Idempotent. */
   stop(): Promise<void> {
-    this.closing ??= new Promise<void>((resolve) => {
+    this.closing ??= (async () => {
       this.detach();
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+      await this.listener.close();
+    })();
     return this.closing;
   }
 }

@@ -27,7 +27,7 @@ describe('web status of a loop whose pass hangs', () => {
     const log = testLogger();
     let calls = 0;
     hung = new PeriodicLoop({
-      name: 'deleter', log, intervalMs: () => 50, passDeadlineMs: () => 400,
+      name: 'deleter', log, intervalMs: () => 50, passDeadlineMs: () => 2000,
       pass: async () => {
         calls += 1;
         // The second pass hangs on a store read that never answers, as on a wedged connection.
@@ -62,20 +62,21 @@ describe('web status of a loop whose pass hangs', () => {
   it('answers 503 naming the stuck loop while its pass runs past its bound, and 200 once it ends', async () => {
     await waitFor(() => release !== undefined, { timeoutMs: 5000, what: 'the deleter pass to hang', intervalMs: 10 });
     const within = await get(web.port, '/health/ready');
-    assert.deepEqual([within.status, within.body], [200, 'ok\n'], 'a pass within its bound is only busy');
+    // (Checked only when the answer came within the bound: a loaded machine may answer late.)
+    if (Date.now() - (hung.health.runningSince ?? 0) < 1500) assert.deepEqual([within.status, within.body], [200, 'ok\n'], 'a pass within its bound is only busy');
     const stuck = await waitFor(async () => {
       const r = await get(web.port, '/health/ready');
       return r.status === 503 ? r : undefined;
-    }, { timeoutMs: 5000, what: '/health/ready 503 for the hung deleter', intervalMs: 50 });
-    assert.match(stuck.body, /^deleter: pass running for 00:00:00:0\d, past its bound of 00:00:00:00\n$/);
+    }, { timeoutMs: 10_000, what: '/health/ready 503 for the hung deleter', intervalMs: 50 });
+    assert.match(stuck.body, /^deleter: pass running for 00:00:00:\d\d, past its bound of 00:00:00:02\n$/);
     const before = finePasses;
     await waitFor(() => finePasses >= before + 3, { timeoutMs: 5000, what: 'more cleanup passes', intervalMs: 20 });
     const json = JSON.parse((await get(web.port, '/health/ready', 'application/json')).body) as {
       ready: boolean; stuck: Array<{ loop: string; runningMs: number; deadlineMs: number }>; failing: unknown[];
     };
     assert.equal(json.ready, false);
-    assert.deepEqual(json.stuck.map((s) => [s.loop, s.deadlineMs]), [['deleter', 400]], "the cleanup loop's passes do not make the deleter look fresh");
-    assert.ok((json.stuck[0]?.runningMs ?? 0) > 400);
+    assert.deepEqual(json.stuck.map((s) => [s.loop, s.deadlineMs]), [['deleter', 2000]], "the cleanup loop's passes do not make the deleter look fresh");
+    assert.ok((json.stuck[0]?.runningMs ?? 0) > 2000);
     assert.deepEqual(json.failing, []);
     const dash = JSON.parse((await get(web.port, '/dashboard.json')).body) as { ready: boolean; stuck: Array<{ loop: string }> };
     assert.deepEqual([dash.ready, dash.stuck.map((s) => s.loop)], [false, ['deleter']]);
