@@ -53,6 +53,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
       get lapsedSessionsVanish() { return lapseSession !== undefined; },
     };
     nodeStoreContract(harness);
+    corruptRecordContract(harness, () => spoil);
 
     void describe('installation', () => {
       void it('has one installation id: a UUID made on the first ask, the same on every later ask', async () => {

@@ -50,14 +50,15 @@ export class SqliteStore implements Store, ImageDataStore {
   private readonly createBuildTx: (input: NewBuild) => BuildRecord;
   private installation: string | undefined;
 
-  private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number) {
+  private constructor(readonly file: string, private readonly db: Database.Database, clock: () => number, log?: Logger) {
     const sequences = new Sequences(db);
-    this.builds = new SqliteBuilds(db, clock, sequences);
-    this.uploads = new SqliteUploads(db, clock, sequences);
-    this.intents = new SqliteIntents(db, clock);
-    this.nodes = new SqliteNodes(db, clock, sequences);
-    this.requests = new SqliteRequests(db, clock, sequences);
-    this.sessions = new SqliteSessions(db, clock);
+    const corrupt = new CorruptLog(log?.child({ component: 'store' }));
+    this.builds = new SqliteBuilds(db, clock, sequences, corrupt);
+    this.uploads = new SqliteUploads(db, clock, sequences, corrupt);
+    this.intents = new SqliteIntents(db, clock, corrupt);
+    this.nodes = new SqliteNodes(db, clock, sequences, corrupt);
+    this.requests = new SqliteRequests(db, clock, sequences, corrupt);
+    this.sessions = new SqliteSessions(db, clock, corrupt);
     this.locks = new SqliteLocks(db, clock);
     this.changes = new ChangeWatch(db);
     this.imageData = new SqliteImageData(db, clock);
