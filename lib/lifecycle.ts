@@ -85,6 +85,34 @@ export function backoffDelay(attempt: number, initialMs: number, maxMs: number, 
   return Math.round(base * (0.8 + 0.2 * random()));
 }
 
+/** Options of {@link retryWithBackoff}. */
+export interface RetryOptions {
+  /** Whether a failure of attempt `attempt` (0-based) is tried again; otherwise it is thrown. */
+  retryable: (err: unknown, attempt: number) => boolean;
+  /** Capped backoff between attempts (see {@link backoffDelay}). */
+  initialMs: number;
+  maxMs: number;
+  /** Told before each wait (e.g. to log the first failure once). */
+  onRetry?: (err: unknown, attempt: number) => void;
+}
+
+/**
+ * Runs `attempt` until it resolves, waiting a capped exponential backoff after each failure
+ * that `retryable` accepts; the first failure it refuses is thrown. The one retry loop of the
+ * store writes that must outlive an outage (a job's result, a launch's outcome).
+ */
+export async function retryWithBackoff<T>(attempt: () => Promise<T>, opts: RetryOptions): Promise<T> {
+  for (let n = 0; ; n++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!opts.retryable(err, n)) throw err;
+      opts.onRetry?.(err, n);
+      await sleep(backoffDelay(n, opts.initialMs, opts.maxMs));
+    }
+  }
+}
+
 /** Releasers run in LIFO order; every one runs even when an earlier one fails. */
 export class Releasers {
   private readonly stack: Array<{ what: string; release: () => unknown }> = [];

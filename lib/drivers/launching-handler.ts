@@ -5,7 +5,7 @@
  * Quota and reuse hooks default to "yes"; drivers override what they know better.
  */
 import { coerceError, QuotaExceededError, StateConflictError } from '../errors.js';
-import { backoffDelay, sleep } from '../lifecycle.js';
+import { retryWithBackoff } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
 import type { Store } from '../store/store.js';
@@ -91,20 +91,18 @@ export abstract class LaunchingHandler implements RequestHandler {
    */
   private async recordOutcome(node: NodeRecord, outcome: NodePatch, log: Logger): Promise<void> {
     const until = Date.now() + OUTCOME_RETRY_MS;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.hctx.store.updateNode(node.id, outcome, { expectStates: ['building'] });
-        if (attempt > 0) log.info('launch outcome recorded after the store answered again', { state: outcome.state, attempts: attempt + 1 });
-        return;
-      } catch (err) {
-        const e = coerceError(err);
-        if (e instanceof StateConflictError || Date.now() >= until) {
-          log.warn('could not record the launch outcome', { state: outcome.state, error: e.message });
-          return;
-        }
-        if (attempt === 0) log.warn('could not record the launch outcome yet; retrying', { state: outcome.state, error: e.message });
-        await sleep(backoffDelay(attempt, 500, 10_000));
-      }
+    let attempts = 1;
+    try {
+      await retryWithBackoff(() => this.hctx.store.updateNode(node.id, outcome, { expectStates: ['building'] }), {
+        retryable: (err) => !(err instanceof StateConflictError) && Date.now() < until, initialMs: 500, maxMs: 10_000,
+        onRetry: (err, n) => {
+          attempts = n + 2;
+          if (n === 0) log.warn('could not record the launch outcome yet; retrying', { state: outcome.state, error: coerceError(err).message });
+        },
+      });
+      if (attempts > 1) log.info('launch outcome recorded after the store answered again', { state: outcome.state, attempts });
+    } catch (err) {
+      log.warn('could not record the launch outcome', { state: outcome.state, error: coerceError(err).message });
     }
   }
 

@@ -17,7 +17,7 @@ import { fn } from '../../lib/gearman/functions.js';
 import type { JobResult } from '../../lib/gearman/types.js';
 import { imageTarget, takesImages } from '../../lib/drivers/config-registry.js';
 import { externalImageName } from '../../lib/images/external-name.js';
-import { backoffDelay, sleep } from '../../lib/lifecycle.js';
+import { retryWithBackoff } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';
 import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
@@ -488,20 +488,22 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
    * afterwards instead of being dropped (and the job submitted again).
    */
   private async guard<T>(write: () => Promise<T | undefined>, id: string): Promise<T | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await write();
-      } catch (err) {
-        if (err instanceof StateConflictError) {
-          this.log.info('record changed meanwhile; result not recorded', { id, state: err.actualState });
-          return undefined;
-        }
-        if (!isStoreUnreachable(err) || this.stopped) throw err;
-        if (attempt === 0) this.log.warn('state store unreachable; recording the result when it answers again', { id, error: coerceError(err).message });
-        await sleep(backoffDelay(attempt, 500, 5000));
+    try {
+      return await retryWithBackoff(write, {
+        retryable: (err) => isStoreUnreachable(err) && !this.stopped, initialMs: 500, maxMs: 5000,
+        onRetry: (err, n) => {
+          if (n === 0) this.log.warn('state store unreachable; recording the result when it answers again', { id, error: coerceError(err).message });
+        },
+      });
+    } catch (err) {
+      if (err instanceof StateConflictError) {
+        this.log.info('record changed meanwhile; result not recorded', { id, state: err.actualState });
+        return undefined;
       }
+      throw err;
     }
   }
+
 }
 
 function describe(action: Action): Record<string, unknown> {

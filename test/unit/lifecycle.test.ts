@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KeptUnlessFailed, pollUntil, waitFor, WaitTimeoutError } from '../../lib/lifecycle.js';
+import { KeptUnlessFailed, pollUntil, retryWithBackoff, waitFor, WaitTimeoutError } from '../../lib/lifecycle.js';
 
 describe('pollUntil and waitFor', () => {
   it('returns the first value an attempt gives, passing the time left', async () => {
@@ -55,5 +55,31 @@ describe('KeptUnlessFailed', () => {
     kept.clear();
     assert.equal(await kept.get(), 3);
     assert.equal(made, 3);
+  });
+});
+
+describe('retryWithBackoff', () => {
+  it('tries again after each failure it accepts, with growing waits, and resolves with the first success', async () => {
+    const at: number[] = [];
+    const told: number[] = [];
+    const v = await retryWithBackoff(async () => {
+      at.push(Date.now());
+      if (at.length < 4) throw new Error(`no answer ${at.length}`);
+      return 'recorded';
+    }, { retryable: () => true, initialMs: 20, maxMs: 40, onRetry: (_err, n) => told.push(n) });
+    assert.equal(v, 'recorded');
+    assert.deepEqual(told, [0, 1, 2]);
+    const gaps = at.slice(1).map((t, i) => t - (at[i] as number));
+    // 20, 40, 40 ms less up to 20 % jitter (timers may run late, never early)
+    assert.ok((gaps[0] as number) >= 15 && (gaps[1] as number) >= 31 && (gaps[2] as number) >= 31, `gaps ${gaps.join(', ')}`);
+  });
+
+  it('throws the first failure it refuses, without waiting', async () => {
+    let attempts = 0;
+    await assert.rejects(retryWithBackoff(async () => {
+      attempts += 1;
+      throw new Error(attempts === 1 ? 'transient' : 'final');
+    }, { retryable: (err) => (err as Error).message === 'transient', initialMs: 5, maxMs: 5 }), /final/);
+    assert.equal(attempts, 2);
   });
 });
