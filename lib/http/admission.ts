@@ -47,6 +47,8 @@ export class AdmissionListener {
   /** Oldest first; handed over from the end. */
   private readonly waiting: Socket[] = [];
   private readonly admitted = new Set<Socket>();
+  /** Connections whose request has arrived (the request timeout no longer applies). */
+  private readonly requested = new WeakSet<Socket>();
   private held = 0;
   private refused = 0;
   private lastReport = 0;
@@ -60,6 +62,9 @@ export class AdmissionListener {
     const self = new AdmissionListener(front, httpServer, opts);
     front.on('connection', (socket) => self.arrive(socket));
     httpServer.on('request', (req, res) => {
+      self.requested.add(req.socket);
+      // The request is in: end the request timeout (http destroys a socket on any timeout it has not armed itself).
+      req.socket.setTimeout(0);
       res.once('close', () => self.release(req.socket));
     });
     const max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
@@ -143,7 +148,7 @@ export class AdmissionListener {
     // on a listening server). Set after the hand-over, which resets the socket's timeout; the
     // keep-alive timeout http sets after the first answer replaces it.
     socket.setTimeout(this.opts.requestTimeoutMs ?? 10_000, () => {
-      if (this.admitted.has(socket)) socket.destroy();
+      if (this.admitted.has(socket) && !this.requested.has(socket)) socket.destroy();
     });
     socket.resume();
   }
