@@ -147,6 +147,15 @@ async function main(): Promise<number> {
     : Promise.resolve();
   // QEMU guests under TCG take a core each for minutes: one at a time, in the serial group.
   const serial = files.filter((f) => bootsServers(f) || bootsVms(f));
+  // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
+  // test file spends its 10 minutes on the real DIB; a build that fails here is tried again, and
+  // reported, by the first file that needs the image.
+  const vmImage = files.some(bootsVms)
+    ? import('./support/qemu-image.js').then((m) => m.bootableImage()).then(
+      (image) => console.log(`# bootable test image ready${image.buildSeconds ? ` (built in ${image.buildSeconds} s)` : ' (cached)'}`),
+      (err: Error) => console.error(`# bootable test image not built before the tests: ${err.message}`),
+    )
+    : Promise.resolve();
   const withCloud = files.filter((f) => !serial.includes(f) && usesCloud(f));
   const plain = files.filter((f) => !serial.includes(f) && !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
@@ -156,7 +165,7 @@ async function main(): Promise<number> {
       const failed = await keystoneUp;
       return Math.max(code, failed ? notRun(withCloud, failed) : await runTests(withCloud, 2));
     }),
-    Promise.all([keystone, nova]).then(() => runTests(serial, 1), (err: Error) => notRun(serial, err)),
+    Promise.all([keystone, nova, vmImage]).then(() => runTests(serial, 1), (err: Error) => notRun(serial, err)),
   ]);
   return Math.max(...codes);
 }

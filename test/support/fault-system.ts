@@ -200,9 +200,28 @@ export class FaultSystem {
     for (const id of before.builds) if (builds.get(id)?.state !== 'ready') details.push(`lost build ${id} (${builds.get(id)?.state ?? 'gone'})`);
     for (const id of before.uploads) if (uploads.get(id)?.state !== 'ready') details.push(`lost upload ${id} (${uploads.get(id)?.state ?? 'gone'})`);
     const lost = details.length;
-    const leaks = await this.leaks(graceMs);
+    const leaks = [...await this.leaks(graceMs), ...await this.secretsInLogs()];
     details.push(...leaks);
     return { lost, leaked: leaks.length, details };
+  }
+
+  /**
+   * The clouds.yaml passwords the daemons were given, wherever they appear in the server's or
+   * the builder's log or a build log (a leaked secret counts as leaked, like a stray image).
+   */
+  private async secretsInLogs(): Promise<string[]> {
+    type Clouds = { clouds?: Record<string, { auth?: { password?: unknown } }> };
+    const parsed = yaml.load(await readFile(this.proxy.cloudsYamlPath, 'utf8')) as Clouds;
+    const secrets = Object.values(parsed.clouds ?? {}).map((c) => String(c.auth?.password ?? '')).filter((p) => p.length >= 4);
+    const env = this.builder?.env;
+    const logs = [path.join(this.dir, 'server.log'), ...(env ? [path.join(env.dir, 'builder.log')] : [])];
+    if (env) logs.push(...(await readdir(env.buildLogDir).catch(() => [] as string[])).map((f) => path.join(env.buildLogDir, f)));
+    const found: string[] = [];
+    for (const file of logs) {
+      const text = await readFile(file, 'utf8').catch(() => '');
+      if (secrets.some((secret) => text.includes(secret))) found.push(`a clouds.yaml password in ${path.basename(file)}`);
+    }
+    return found;
   }
 
   private async leaks(graceMs: number): Promise<string[]> {
