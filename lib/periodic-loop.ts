@@ -185,19 +185,25 @@ export class PeriodicLoop extends EventEmitter<PeriodicLoopEvents> {
     r.passes += 1;
     r.lastPass = now;
     r.runningSince = null;
-    if (failure) {
-      r.consecutiveFailures += 1;
-      r.lastError = failure.message;
-      this.opts.log.error(`${this.opts.name} pass failed`, { error: failure.message, consecutiveFailures: r.consecutiveFailures });
-      this.emit('pass:failed', failure, this.health);
-    } else {
-      if (r.consecutiveFailures > 0) this.opts.log.info(`${this.opts.name} passes succeed again`, { after: r.consecutiveFailures });
-      r.consecutiveFailures = 0;
-      r.lastError = null;
-      r.lastSuccess = now;
-      this.emit('pass:complete', this.health);
+    // What listeners and onPass do is theirs: a throw there is logged, never the end of the loop
+    // (an unawaited rejection of run() would take the daemon down).
+    try {
+      if (failure) {
+        r.consecutiveFailures += 1;
+        r.lastError = failure.message;
+        this.opts.log.error(`${this.opts.name} pass failed`, { error: failure.message, consecutiveFailures: r.consecutiveFailures });
+        this.emit('pass:failed', failure, this.health);
+      } else {
+        if (r.consecutiveFailures > 0) this.opts.log.info(`${this.opts.name} passes succeed again`, { after: r.consecutiveFailures });
+        r.consecutiveFailures = 0;
+        r.lastError = null;
+        r.lastSuccess = now;
+        this.emit('pass:complete', this.health);
+      }
+      this.opts.onPass?.(this.health);
+    } catch (raw) {
+      this.opts.log.error(`${this.opts.name}: a listener of its pass failed`, { error: coerceError(raw).message });
     }
-    this.opts.onPass?.(this.health);
     return more;
   }
 

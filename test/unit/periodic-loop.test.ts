@@ -101,6 +101,20 @@ describe('PeriodicLoop', () => {
     assert.throws(() => loop.start(), /cannot start from state stopped/);
   });
 
+  it('goes on passing when its onPass or a listener throws, and stops cleanly', async () => {
+    let passes = 0;
+    const loop = new PeriodicLoop({
+      name: 'noisy', log: testLogger(), intervalMs: () => 5,
+      pass: () => { passes += 1; return Promise.resolve(); },
+      onPass: () => { throw new TypeError('heartbeat broke'); },
+    });
+    loop.on('pass:complete', () => { throw new Error('listener broke'); });
+    loop.start();
+    await waitFor(() => passes >= 3, { timeoutMs: 5000, what: 'three passes despite the throws' });
+    await loop.stop();
+    assert.equal(loop.health.consecutiveFailures, 0);
+  });
+
   it('does not let a nudge cut a failure backoff short, but ends an idle wait at once', async () => {
     let calls = 0;
     const loop = new PeriodicLoop({
