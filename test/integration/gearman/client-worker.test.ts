@@ -73,7 +73,7 @@ void describe('gearman client and worker against gearmand', () => {
       (await adminWorkers(g.address)).find((w) => w.clientId === 'runtime-cando')?.functions.sort();
     await waitFor(async () => (await fnsOf())?.join() === 'fn-a,fn-b', { timeoutMs: 5000, what: 'fn-a and fn-b registered' });
 
-    worker.unregister('fn-a');
+    await worker.unregister('fn-a');
     assert.deepEqual(worker.registeredFunctions(), ['fn-b']);
     assert.equal(worker.isRegistered('fn-a'), false);
     await waitFor(async () => (await fnsOf())?.join() === 'fn-b', { timeoutMs: 5000, what: 'fn-a unregistered' });
