@@ -23,24 +23,12 @@ import { openStore } from '../../lib/store/open-store.js';
 import { recordFault } from './fault-report.js';
 import { startGearmand } from './gearmand.js';
 import { startProcess } from './processes.js';
-import { bootableImage, QEMU_TEST_USER } from './qemu-image.js';
+import { bootableImage, COPY_DIB, QEMU_TEST_USER } from './qemu-image.js';
 import type { ZooKeeperHandle } from './zookeeper.js';
 
 /** The server's ZooKeeper session (s): a 10 s outage keeps it, a 60 s one does not. */
 const SESSION_TIMEOUT_S = 20;
 const ROOT = path.resolve('.');
-
-/** A DIB stand-in: takes DIB's argv, copies $COPY_DIB_SOURCE to `<out>.qcow2` with its checksum. */
-const COPY_DIB = `#!/bin/bash
-set -eu
-out=
-while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift ;; esac; shift; done
-[ -n "$out" ] || { echo "no -o given" >&2; exit 2; }
-mkdir -p "$out.d"
-cp -L "$COPY_DIB_SOURCE" "$out.qcow2"
-sha256sum "$out.qcow2" > "$out.qcow2.sha256"
-echo "Build completed successfully"
-`;
 
 /** Runs the scenario once with ZooKeeper down `outageS` seconds; records its fault row, then asserts. */
 export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS: number): Promise<void> {

@@ -27,21 +27,9 @@ import { NodepoolServer } from '../../../server/main.js';
 import { DibBuilder } from '../../../workers/builder/dib-builder.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { testImageServices } from '../../support/image-services.js';
-import { bootableImage } from '../../support/qemu-image.js';
+import { bootableImage, COPY_DIB } from '../../support/qemu-image.js';
 import { testLogger } from '../../support/test-log.js';
 
-/** A DIB stand-in: takes DIB's argv, copies $COPY_DIB_SOURCE to `<out>.qcow2` with its checksums. */
-const COPY_DIB = `#!/bin/bash
-set -eu
-out=
-while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift ;; esac; shift; done
-[ -n "$out" ] || { echo "no -o given" >&2; exit 2; }
-mkdir -p "$out.d"
-cp -L "$COPY_DIB_SOURCE" "$out.qcow2"
-sha256sum "$out.qcow2" > "$out.qcow2.sha256"
-md5sum "$out.qcow2" > "$out.qcow2.md5"
-echo "Build completed successfully"
-`;
 
 const COMMAND_OK = 'test -e /etc/os-release && echo validated';
 const COMMAND_BAD = 'test -e /nonexistent';
