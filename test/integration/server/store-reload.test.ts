@@ -50,6 +50,19 @@ describe('nodepool-server on ZooKeeper: a store change on reload', () => {
     assert.deepEqual(runningProcesses().map((p) => p.name), []);
   });
 
+  it('names its store in the start line, and a changed webapp address by what it serves and what is configured', async () => {
+    assert.match(await logText(), new RegExp(`nodepool-server started .*store=zookeeper 127\\.0\\.0\\.1:${zk.port}/site-a`));
+    const port = await freePort();
+    await sys.rewrite((parts) => ({ ...parts, extra: { ...zkAt('/site-a'), webapp: { port } } }));
+    const line = await waitFor(async () => (await logText()).split('\n').find((l) => l.includes('webapp address changed')), {
+      timeoutMs: 10_000, what: 'the webapp address warning',
+    });
+    // This server runs with --no-webapp: it serves nothing, and says so rather than naming a port.
+    assert.match(line, /serving=nothing \(the web status is not served\)/);
+    assert.match(line, new RegExp(`configured=127\\.0\\.0\\.1:${port}`));
+    await sys.rewrite((parts) => ({ ...parts, extra: zkAt('/site-a') }));
+  });
+
   it('restarts its services against the new chroot, and the old one loses its session', async () => {
     const liveIn = async (store: Store): Promise<number> => {
       let n = 0;
