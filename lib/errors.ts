@@ -157,15 +157,19 @@ export class ZooKeeperError extends StoreError {
   }
 }
 
+/** Thrown by an operation on a ZooKeeper store this process has closed (code `CONNECTION_LOSS`, as before): never worth retrying. */
+export class ZooKeeperClosedError extends ZooKeeperError {}
+
 /** ZooKeeper's answers that mean "not now" (the server is unreachable or the session is being replaced), not "no". */
 const UNREACHABLE_CODES = new Set(['CONNECTION_LOSS', 'OPERATION_TIMEOUT', 'SESSION_EXPIRED']);
 
 /**
  * True when `err` says the state store could not be reached (a ZooKeeper connection loss, an
- * operation with no answer, a session being replaced): the same write may succeed later.
+ * operation with no answer, a session being replaced): the same write may succeed later. A
+ * store this process closed is not unreachable: nothing will answer there again.
  */
 export function isStoreUnreachable(err: unknown): boolean {
-  return err instanceof ZooKeeperError && UNREACHABLE_CODES.has(err.code);
+  return err instanceof ZooKeeperError && !(err instanceof ZooKeeperClosedError) && UNREACHABLE_CODES.has(err.code);
 }
 
 /**

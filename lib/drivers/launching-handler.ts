@@ -4,7 +4,7 @@
  * aborted when over quota); `launchesComplete` tells when every launch has an outcome.
  * Quota and reuse hooks default to "yes"; drivers override what they know better.
  */
-import { coerceError, QuotaExceededError, StateConflictError } from '../errors.js';
+import { coerceError, isStoreUnreachable, QuotaExceededError } from '../errors.js';
 import { retryWithBackoff } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
@@ -94,7 +94,7 @@ export abstract class LaunchingHandler implements RequestHandler {
     let attempts = 1;
     try {
       await retryWithBackoff(() => this.hctx.store.updateNode(node.id, outcome, { expectStates: ['building'] }), {
-        retryable: (err) => !(err instanceof StateConflictError) && Date.now() < until, initialMs: 500, maxMs: 10_000,
+        retryable: (err) => isStoreUnreachable(err) && Date.now() < until, initialMs: 500, maxMs: 10_000,
         onRetry: (err, n) => {
           attempts = n + 2;
           if (n === 0) log.warn('could not record the launch outcome yet; retrying', { state: outcome.state, error: coerceError(err).message });

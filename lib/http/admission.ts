@@ -72,7 +72,10 @@ export class AdmissionListener {
     front.on('drop', () => self.refusedOne(`${2 * max} connections held; new ones are refused`));
     await new Promise<void>((resolve, reject) => {
       front.once('error', reject);
-      front.listen(opts.port, opts.host, () => {
+      // A burst of connections larger than Node's default backlog (511) overflows the kernel's
+      // accept queue, and a health probe's SYN that is dropped there waits for TCP's 1 s retransmit:
+      // the queue holds the whole bound (the kernel caps it at net.core.somaxconn).
+      front.listen({ port: opts.port, host: opts.host, backlog: Math.max(2 * max, 4096) }, () => {
         front.off('error', reject);
         resolve();
       });

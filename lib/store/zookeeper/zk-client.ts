@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
-import { ZooKeeperError } from '../../errors.js';
+import { ZooKeeperClosedError, ZooKeeperError } from '../../errors.js';
 import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
 
 /** Create modes, as ZooKeeper numbers them. */
@@ -422,7 +422,7 @@ export class ZkClient extends EventEmitter {
 
   private call<T>(what: string, path: string | undefined, start: (cb: (err: unknown, value: T) => void) => void, noNodeIsUndefined: boolean,
     inOrder?: (value: T) => void): Promise<T> {
-    if (this.state === 'closed') return Promise.reject(new ZooKeeperError('CONNECTION_LOSS', `${what}: the ZooKeeper session is closed`, path));
+    if (this.state === 'closed') return Promise.reject(new ZooKeeperClosedError('CONNECTION_LOSS', `${what}: the ZooKeeper session is closed`, path));
     if (this.state === 'expired') return Promise.reject(new ZooKeeperError('SESSION_EXPIRED', `${what}: the ZooKeeper session expired`, path));
     const timeoutMs = this.opts.opTimeoutMs ?? Math.max(this.sessionTimeoutMs, 5000);
     return new Promise<T>((resolve, reject) => {

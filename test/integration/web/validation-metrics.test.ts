@@ -65,7 +65,8 @@ describe('metrics of validating uploads and validation outcomes', () => {
   it('Prometheus: uploads per state include validating; outcomes are counted once each', async () => {
     const validating = await uploadIn('vms', 'validating');
     await uploadIn('cloud-a', 'ready');
-    const metrics = new PrometheusMetrics({ store, config: () => env.config, loops: () => [] });
+    // Each render below must read the store anew: no reuse of the last exposition (the web's 1 s reuse is tested in web-paths and the scrape storm).
+    const metrics = new PrometheusMetrics({ store, config: () => env.config, loops: () => [], reuseMs: 0 });
     reporter = new StatsdReporter({ client: new StatsdClient({ host: '127.0.0.1', port: statsd.port }), store, config: () => env.config, log: testLogger(), gaugeIntervalMs: 100 });
     reporter.start();
     const uploads = (text: string, provider: string, state: string): number | undefined => sample(text, 'nodepool_image_uploads', { provider, diskimage: 'deb', state });
