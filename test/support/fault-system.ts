@@ -24,6 +24,7 @@ import { startGearmand, type GearmandHandle, type StartGearmandOptions } from '.
 import { GlanceFaultProxy } from './glance-fault-proxy.js';
 import { useLoopbackCloud, type LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
+import { secretsIn } from './secret-scan.js';
 
 const ROOT = path.resolve('.');
 const FINAL_BUILD = new Set(['ready', 'failed', 'lost']);
@@ -210,19 +211,12 @@ export class FaultSystem {
    * the builder's log or a build log (a leaked secret counts as leaked, like a stray image).
    */
   private async secretsInLogs(): Promise<string[]> {
-    type Clouds = { clouds?: Record<string, { auth?: { password?: unknown } }> };
-    const parsed = yaml.load(await readFile(this.proxy.cloudsYamlPath, 'utf8')) as Clouds;
-    const secrets = Object.values(parsed.clouds ?? {}).map((c) => String(c.auth?.password ?? '')).filter((p) => p.length >= 4);
     const env = this.builder?.env;
     const logs = [path.join(this.dir, 'server.log'), ...(env ? [path.join(env.dir, 'builder.log')] : [])];
     if (env) logs.push(...(await readdir(env.buildLogDir).catch(() => [] as string[])).map((f) => path.join(env.buildLogDir, f)));
-    const found: string[] = [];
-    for (const file of logs) {
-      const text = await readFile(file, 'utf8').catch(() => '');
-      if (secrets.some((secret) => text.includes(secret))) found.push(`a clouds.yaml password in ${path.basename(file)}`);
-    }
-    return found;
+    return secretsIn(this.proxy.cloudsYamlPath, logs);
   }
+
 
   private async leaks(graceMs: number): Promise<string[]> {
     const glance = await glanceAdmin(this.cloud);

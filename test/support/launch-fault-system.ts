@@ -19,6 +19,7 @@ import { loadCloud } from '../../lib/drivers/openstack/clouds-yaml.js';
 import { KeystoneSession } from '../../lib/drivers/openstack/keystone.js';
 import { NovaClient, type NovaServer } from '../../lib/drivers/openstack/nova.js';
 import { waitFor } from '../../lib/lifecycle.js';
+import { secretsIn } from './secret-scan.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { NodepoolClient } from '../../lib/client/nodepool-client.js';
 import { recordFault } from './fault-report.js';
@@ -155,6 +156,9 @@ export class LaunchFaultSystem {
     for (const [pid] of this.strayProcesses()) {
       try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
     }
+    // A clouds.yaml password in any server log counts as leaked too.
+    const logs = Array.from({ length: this.restarts }, (_, i) => path.join(this.launcher.dir, `server-${i}.log`));
+    leaks.push(...await secretsIn(this.proxy.cloudsYamlPath, logs));
     details.push(...leaks);
     return { lost, leaked: leaks.length, details };
   }
