@@ -14,6 +14,7 @@ import { waitFor } from '../../lib/lifecycle.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
+import type { ImageLifecycle } from '../../server/image-lifecycle/image-lifecycle.js';
 import { NodepoolServer } from '../../server/main.js';
 import type { DibBuilder } from '../../workers/builder/dib-builder.js';
 import {
@@ -164,19 +165,9 @@ export class ImageSystem {
   passes(n: number, timeoutMs = 30_000): Promise<void> {
     const lifecycle = this.server?.lifecycle;
     if (!lifecycle) return Promise.reject(new Error('no in-process server with an image lifecycle'));
-    return new Promise((resolve, reject) => {
-      let left = n;
-      const done = (err?: Error): void => {
-        clearTimeout(timer);
-        lifecycle.off('pass:complete', onPass);
-        if (err) reject(err);
-        else resolve();
-      };
-      const onPass = (): void => { if (--left === 0) done(); };
-      const timer = setTimeout(() => done(new Error(`${n} image-lifecycle passes did not complete within ${timeoutMs} ms`)), timeoutMs);
-      lifecycle.on('pass:complete', onPass);
-    });
+    return lifecyclePasses(lifecycle, n, timeoutMs, 'image-lifecycle passes');
   }
+
 
   /** Waits for a build matching `pred` (bounded). */
   waitForBuild(what: string, pred: (b: BuildRecord, all: BuildRecord[]) => boolean, timeoutMs = 60_000): Promise<BuildRecord> {
@@ -207,3 +198,19 @@ export class ImageSystem {
 }
 
 export type { BuilderEnv };
+
+/** Resolves after `n` more complete passes of `lifecycle`; rejects (naming `what`) after `timeoutMs`. */
+export function lifecyclePasses(lifecycle: ImageLifecycle, n: number, timeoutMs: number, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let left = n;
+    const done = (err?: Error): void => {
+      clearTimeout(timer);
+      lifecycle.off('pass:complete', onPass);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onPass = (): void => { if (--left === 0) done(); };
+    const timer = setTimeout(() => done(new Error(`${n} ${what} did not complete within ${timeoutMs} ms`)), timeoutMs);
+    lifecycle.on('pass:complete', onPass);
+  });
+}

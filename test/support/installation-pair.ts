@@ -20,6 +20,7 @@ import type { DibBuilder } from '../../workers/builder/dib-builder.js';
 import { createBuilderEnv, inProcessBuilder, type BuilderEnv, type RawDiskimage, type RawProvider } from './builder-env.js';
 import type { GearmandHandle } from './gearmand.js';
 import { testImageServices } from './image-services.js';
+import { lifecyclePasses } from './image-system.js';
 import type { LoopbackCloud } from './openstack.js';
 import { testLogger } from './test-log.js';
 
@@ -108,19 +109,9 @@ export class Installation {
   passes(n: number, timeoutMs = 60_000): Promise<void> {
     const lifecycle = this.server?.lifecycle;
     if (!lifecycle) return Promise.reject(new Error(`installation ${this.opts.name} has no server with an image lifecycle`));
-    return new Promise((resolve, reject) => {
-      let left = n;
-      const done = (err?: Error): void => {
-        clearTimeout(timer);
-        lifecycle.off('pass:complete', onPass);
-        if (err) reject(err);
-        else resolve();
-      };
-      const onPass = (): void => { if (--left === 0) done(); };
-      const timer = setTimeout(() => done(new Error(`${n} passes of ${this.opts.name} did not complete within ${timeoutMs} ms`)), timeoutMs);
-      lifecycle.on('pass:complete', onPass);
-    });
+    return lifecyclePasses(lifecycle, n, timeoutMs, `passes of ${this.opts.name}`);
   }
+
 
   /** Waits until `cond` holds over this installation's builds and uploads (bounded). */
   waitForState(what: string, cond: (s: { builds: BuildRecord[]; uploads: UploadRecord[] }) => boolean, timeoutMs = 90_000): Promise<{ builds: BuildRecord[]; uploads: UploadRecord[] }> {

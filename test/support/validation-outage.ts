@@ -10,6 +10,7 @@
  * running, and no image left in the provider that no ready upload names.
  */
 import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { chmod, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,9 +23,9 @@ import type { UploadRecord } from '../../lib/store/models.js';
 import { openStore } from '../../lib/store/open-store.js';
 import { recordFault } from './fault-report.js';
 import { startGearmand } from './gearmand.js';
-import { startProcess } from './processes.js';
+import { runningProcesses, startProcess } from './processes.js';
 import { bootableImage, COPY_DIB, QEMU_TEST_USER } from './qemu-image.js';
-import type { ZooKeeperHandle } from './zookeeper.js';
+import { startZooKeeper, type ZooKeeperHandle } from './zookeeper.js';
 
 /** The server's ZooKeeper session (s): a 10 s outage keeps it, a 60 s one does not. */
 const SESSION_TIMEOUT_S = 20;
@@ -135,4 +136,23 @@ async function qemuOf(dir: string): Promise<number[]> {
     if (cmd.startsWith('qemu-system') && cmd.includes(dir)) out.push(Number(name));
   }
   return out;
+}
+
+/** The test file of one outage length: its own ZooKeeper, the scenario once (one file per length keeps each under the runner's 10-minute bound). */
+export function describeValidationOutage(outageS: number): void {
+  describe(`faults: ZooKeeper killed ${outageS} s mid-validation`, () => {
+    let zk: ZooKeeperHandle;
+
+    before(async () => {
+      zk = await startZooKeeper();
+    });
+    after(async () => {
+      await zk?.stop();
+      assert.deepEqual(runningProcesses().map((p) => p.name), []);
+    });
+
+    it('rides it out: the upload ends validated, the server never exits, no VM or image left', { timeout: 580_000 }, async () => {
+      await zookeeperOutageMidValidation(zk, outageS);
+    });
+  });
 }

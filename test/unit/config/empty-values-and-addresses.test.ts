@@ -6,17 +6,8 @@ import path from 'node:path';
 import { configValidate } from '../../../cli/commands/config-validate.js';
 import { parseConfig } from '../../../lib/config/load.js';
 import { describeValue, Problems, scalarString, string } from '../../../lib/config/schema-kit.js';
-import { ConfigError } from '../../../lib/errors.js';
+import { problemsOf } from '../../support/config-problems.js';
 
-function problemsOf(yamlText: string): string[] {
-  try {
-    parseConfig(yamlText, 'nodepool.yaml');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.message.split('\n');
-  }
-  assert.fail('expected the config to be rejected');
-}
 
 describe('config: empty values, secrets in messages, the webapp address', () => {
   let dir = '';

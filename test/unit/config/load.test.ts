@@ -2,16 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig, parseConfig } from '../../../lib/config/load.js';
 import { ConfigError } from '../../../lib/errors.js';
+import { problemsOf } from '../../support/config-problems.js';
 
-function problemsOf(yamlText: string): string[] {
-  try {
-    parseConfig(yamlText, 'nodepool.yaml');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.message.split('\n');
-  }
-  assert.fail('expected the config to be rejected');
-}
 
 describe('config loader', () => {
   it('loads the example config with defaults applied and camelCase keys', () => {

@@ -1,17 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseConfig } from '../../../lib/config/load.js';
-import { ConfigError } from '../../../lib/errors.js';
+import { problemsOf } from '../../support/config-problems.js';
 
-function problemsOf(yamlText: string): string[] {
-  try {
-    parseConfig(yamlText, 'nodepool.yaml');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.message.split('\n');
-  }
-  assert.fail('expected the config to be rejected');
-}
 
 describe('config: zookeeper keys', () => {
   it('defaults to no servers, no TLS and a 10 s session timeout', () => {
