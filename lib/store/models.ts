@@ -208,6 +208,22 @@ export interface NodeRecord {
    * locks is deleted. Null (or absent in records written before the field existed) otherwise.
    */
   validatesUpload?: string | null;
+  /**
+   * Fields Nodepool 11 writes and Zuul reads (issue 21 §2), optional so records written before
+   * them still read: the interpreter Ansible uses (`python_path`, default `auto`), its shell
+   * (`shell_type`), the tenant and requestor of the request the node was allocated to, a
+   * driver's opaque data, what the consumer wrote (`user_data`), the job that holds it
+   * (`hold_job`), a static host's slot (`slot`, 0…max-parallel-jobs−1) and the cloud's host id.
+   */
+  pythonPath?: string | null;
+  shellType?: string | null;
+  tenantName?: string | null;
+  requestor?: string | null;
+  driverData?: unknown;
+  userData?: unknown;
+  holdJob?: string | null;
+  slot?: number | null;
+  hostId?: string | null;
 }
 
 /**
@@ -253,6 +269,12 @@ export interface NodeRequestRecord {
   reason: string | null;
   /** When set, the request is removed once this session dies (an ephemeral request). */
   requestorSession: string | null;
+  /** Zuul's `tenant_name`: the tenant whose `tenant-resource-limits` apply (issue 21). */
+  tenantName?: string | null;
+  /** Zuul's `relative_priority` (lower first within one priority). */
+  relativePriority?: number;
+  /** Zuul's `event_id`. */
+  eventId?: string | null;
 }
 
 /** What a new request starts with. */
@@ -263,6 +285,7 @@ export interface NewNodeRequest {
   reuse?: boolean;
   provider?: string | null;
   requestorSession?: string | null;
+  tenantName?: string | null;
 }
 
 /** Fields of a request that may change. Setting `state` also sets `stateTime`. */
@@ -303,4 +326,8 @@ export interface LauncherRecord {
   /** Labels this pool can serve. */
   supportedLabels: string[];
   registered: number;
+  /** Nodepool 11's pool `priority` (lower is preferred; default 100). */
+  priority?: number;
+  /** True while the pool waits for quota (Nodepool 11's pool component `paused`). */
+  paused?: boolean;
 }

@@ -167,6 +167,24 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE nodes ADD COLUMN validates_upload TEXT;
     `,
   },
+  {
+    // Nodepool 11's node and request fields that Zuul reads (issue 21 §2).
+    version: 5,
+    sql: `
+      ALTER TABLE nodes ADD COLUMN python_path TEXT;
+      ALTER TABLE nodes ADD COLUMN shell_type TEXT;
+      ALTER TABLE nodes ADD COLUMN tenant_name TEXT;
+      ALTER TABLE nodes ADD COLUMN requestor TEXT;
+      ALTER TABLE nodes ADD COLUMN driver_data TEXT;
+      ALTER TABLE nodes ADD COLUMN user_data TEXT;
+      ALTER TABLE nodes ADD COLUMN hold_job TEXT;
+      ALTER TABLE nodes ADD COLUMN slot INTEGER;
+      ALTER TABLE nodes ADD COLUMN host_id TEXT;
+      ALTER TABLE node_requests ADD COLUMN tenant_name TEXT;
+      ALTER TABLE node_requests ADD COLUMN relative_priority INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE node_requests ADD COLUMN event_id TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -281,6 +281,15 @@ export interface NodeRow {
   consumer_session: string | null;
   handed_off: number;
   validates_upload: string | null;
+  python_path: string | null;
+  shell_type: string | null;
+  tenant_name: string | null;
+  requestor: string | null;
+  driver_data: string | null;
+  user_data: string | null;
+  hold_job: string | null;
+  slot: number | null;
+  host_id: string | null;
 }
 
 /** The node fields a row stores beside id, state_time and created. */
@@ -319,6 +328,15 @@ export const NODE_COLUMNS: { readonly [K in keyof NodeFields]-?: readonly [colum
   consumerSession: ['consumer_session', 'plain'],
   handedOff: ['handed_off', 'bool'],
   validatesUpload: ['validates_upload', 'plain'],
+  pythonPath: ['python_path', 'plain'],
+  shellType: ['shell_type', 'plain'],
+  tenantName: ['tenant_name', 'plain'],
+  requestor: ['requestor', 'plain'],
+  driverData: ['driver_data', 'jsonOrNull'],
+  userData: ['user_data', 'jsonOrNull'],
+  holdJob: ['hold_job', 'plain'],
+  slot: ['slot', 'plain'],
+  hostId: ['host_id', 'plain'],
 };
 
 /** The value a node field is stored as. Thrown: StoreError when a JSON field has no JSON form. */
@@ -373,6 +391,15 @@ export function nodeFromRow(r: NodeRow): NodeRecord {
     consumerSession: r.consumer_session,
     handedOff: r.handed_off === 1,
     validatesUpload: r.validates_upload,
+    pythonPath: r.python_path,
+    shellType: r.shell_type,
+    tenantName: r.tenant_name,
+    requestor: r.requestor,
+    driverData: r.driver_data === null ? null : parseJson(r.driver_data, 'node', r.id, 'driver_data'),
+    userData: r.user_data === null ? null : parseJson(r.user_data, 'node', r.id, 'user_data'),
+    holdJob: r.hold_job,
+    slot: r.slot,
+    hostId: r.host_id,
   };
 }
 
