@@ -234,6 +234,17 @@ export function validationAllocation(uploadId: string): string {
   return `validation-${uploadId}`;
 }
 
+/** What a new node starts with for each field {@link NewNode} may leave out (every backend). */
+export const NODE_DEFAULTS: Readonly<Required<Omit<NodeRecord, 'id' | 'stateTime' | 'created' | 'state' | 'provider' | 'pool' | 'labels'>>> = {
+  launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null, publicIpv6: null,
+  privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null,
+  cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
+  holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
+  // Nodepool's default interpreter is `auto` (Ansible's discovery); an explicit null would reach Zuul as None.
+  pythonPath: 'auto', shellType: null, tenantName: null, requestor: null, driverData: null, userData: null,
+  holdJob: null, slot: null, hostId: null,
+};
+
 /** What a new node starts with; everything else starts empty. */
 export type NewNode = Pick<NodeRecord, 'state' | 'provider' | 'pool' | 'labels'> & Partial<Omit<NodeRecord, 'id' | 'stateTime' | 'created'>>;
 

@@ -23,6 +23,8 @@ export function nodeStoreContract(h: StoreHarness): void {
         publicIpv6: null, privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [],
         externalId: null, cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
         holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
+        pythonPath: 'auto', shellType: null, tenantName: null, requestor: null, driverData: null, userData: null,
+        holdJob: null, slot: null, hostId: null,
       });
       assert.deepEqual(await h.store.getNode(n.id), n);
     });

@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { nodeLock } from '../lock-names.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
-import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
+import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
   checkedRows, checkNodeState, checkStringList, corruptRows, NODE_COLUMNS, nodeColumnValue, nodeFromRow, placeholders,
@@ -37,13 +37,6 @@ export function formatNodeId(sequence: number): string {
 
 const FIELDS = Object.keys(NODE_COLUMNS) as Array<keyof NodeFields>;
 
-/** What a node starts with for each field NewNode may leave out. */
-const NODE_DEFAULTS: Readonly<Omit<NodeFields, 'state' | 'provider' | 'pool' | 'labels'>> = {
-  launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null, publicIpv6: null,
-  privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null,
-  cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
-  holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
-};
 
 /** The value a new node starts with in `field`: the input's, else the default. */
 function initialValue(input: NewNode, field: keyof NodeFields): unknown {

@@ -8,7 +8,7 @@
  */
 import { StateConflictError, StoreError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
-import type { NewNode, NodePatch, NodeRecord, NodeState } from '../models.js';
+import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import { checkNodeState, checkStringList } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
@@ -27,13 +27,6 @@ export interface NodeFilter {
   allocatedTo?: string;
 }
 
-/** What a node starts with for each field NewNode may leave out. */
-const NODE_DEFAULTS: Omit<NodeRecord, 'id' | 'stateTime' | 'created' | 'state' | 'provider' | 'pool' | 'labels'> = {
-  launcher: null, allocatedTo: null, hostname: null, interfaceIp: null, publicIpv4: null, publicIpv6: null,
-  privateIpv4: null, connectionType: 'ssh', connectionPort: 22, username: null, hostKeys: [], externalId: null,
-  cloud: null, region: null, az: null, image: null, resources: null, attributes: {}, reason: null,
-  holdReason: null, holdExpiration: null, consumerSession: null, handedOff: false, validatesUpload: null,
-};
 
 /** Reads of node records {@link ZkNodes.update} may write at (bounded; cleared when full). */
 const MAX_READS_KEPT = 5000;
