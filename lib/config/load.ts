@@ -1,20 +1,54 @@
 /**
- * The one config loader for every process: read YAML, validate against the schema and each
- * provider's driver schema, check cross-references, apply defaults, freeze.
+ * The one config loader for every process: read YAML (after Nodepool's `%(NODEPOOL_…)`
+ * substitution) and the secure file, validate against the schema and each provider's driver
+ * schema, check cross-references, apply defaults, freeze. Keys accepted but not honoured come
+ * back as `warnings`, for the daemons to log and `config-validate` to print.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { ConfigError } from '../errors.js';
+import { ConfigError, type ConfigProblem } from '../errors.js';
 import { driverConfigOf, imageTargets, providerPools } from '../drivers/config-registry.js';
+import { substituteEnv, unsetPlaceholders, type ConfigEnv } from './env-substitution.js';
 import { deepFreeze, Problems } from './schema-kit.js';
-import { nodepoolSchema, type Config } from './schema.js';
+import { nodepoolSchema, type Config, type ConfigWarning } from './schema.js';
+import { checkSecureDiskimages, secureParts } from './secure.js';
 
-/** Parses config text (pure). Thrown: {@link ConfigError} listing every problem with its key path. */
-export function parseConfig(text: string, file: string): Config {
+export type { ConfigEnv } from './env-substitution.js';
+
+/** How a config is read besides its file. */
+export interface LoadOptions {
+  /** The environment for `%(NODEPOOL_…)` (bin/ passes process.env; lib never reads it). None: no substitution. */
+  env?: ConfigEnv;
+  /** The secure file (`-s/--secure`). */
+  secureFile?: string;
+}
+
+/** A secure file's text for {@link parseConfig}. */
+export interface SecureText {
+  file: string;
+  text: string;
+}
+
+/** Values from the secure file's env-vars and secret-named `%(NODEPOOL_…)` variables: bin/ registers them with processSecrets. */
+const SECRETS = new WeakMap<Config, readonly string[]>();
+
+/** The secret values a config was loaded with (never logged; see lib/redact.ts processSecrets). */
+export function configSecrets(config: Config): readonly string[] {
+  return SECRETS.get(config) ?? [];
+}
+
+/** Substitutes, then parses one YAML document. Thrown: {@link ConfigError} for invalid YAML or an empty document. */
+function readDocument(text: string, file: string, env: ConfigEnv | undefined, secrets: Set<string>): unknown {
+  let source = text;
+  if (env) {
+    const s = substituteEnv(text, env);
+    source = s.text;
+    s.secretValues.forEach((v) => secrets.add(v));
+  }
   let doc: unknown;
   try {
-    doc = yaml.load(text, { filename: file });
+    doc = yaml.load(source, { filename: file });
   } catch (err) {
     const e = err as { reason?: string; mark?: { line: number; column: number } };
     const where = e.mark ? `line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
@@ -25,34 +59,80 @@ export function parseConfig(text: string, file: string): Config {
     // diskimages" a live reload would delete every image, so it is never a valid config.
     throw new ConfigError(file, [{ path: '', message: 'the document is empty (a truncated or half-written file?); a config needs at least one key' }]);
   }
+  const p = new Problems();
+  unsetPlaceholders(doc, '', p);
+  if (p.list.length) throw new ConfigError(file, p.list);
+  return doc;
+}
+
+const warningsOf = (file: string, list: readonly ConfigProblem[]): ConfigWarning[] => list.map((w) => ({ file, ...w }));
+
+/** Parses config text, and the secure file's (pure). Thrown: {@link ConfigError} listing every problem with its file and key path. */
+export function parseConfig(text: string, file: string, opts: { env?: ConfigEnv; secure?: SecureText } = {}): Config {
+  const secrets = new Set<string>();
+  const warnings: ConfigWarning[] = [];
+  let doc = readDocument(text, file, opts.env, secrets);
+  let secure: ReturnType<typeof secureParts>;
+  if (opts.secure) {
+    const sp = new Problems();
+    secure = secureParts(readDocument(opts.secure.text, opts.secure.file, opts.env, secrets), sp);
+    if (!secure || sp.list.length) throw new ConfigError(opts.secure.file, sp.list);
+    warnings.push(...warningsOf(opts.secure.file, sp.warnings));
+    if (typeof doc === 'object' && !Array.isArray(doc)) doc = { ...(doc as object), ...secure.replace };
+  }
   const problems = new Problems();
   const parsed = nodepoolSchema.parse(doc, '', problems);
   if (parsed) checkReferences(parsed, problems);
   if (!parsed || problems.list.length) throw new ConfigError(file, problems.list);
+  warnings.unshift(...warningsOf(file, problems.warnings));
+  let diskimages = parsed.diskimages;
+  if (secure && opts.secure) {
+    const sp = new Problems();
+    const abstract = new Set(rawDiskimages(doc).filter((d) => d.abstract === true).map((d) => String(d.name)));
+    checkSecureDiskimages(secure, new Set(diskimages.map((d) => d.name)), abstract, file, sp);
+    if (sp.list.length) throw new ConfigError(opts.secure.file, sp.list);
+    const extra = new Map(secure.diskimages.map((d) => [d.name, d.envVars]));
+    diskimages = diskimages.map((d) => (extra.has(d.name) ? { ...d, envVars: { ...d.envVars, ...extra.get(d.name) } } : d));
+    secure.diskimages.forEach((d) => Object.values(d.envVars).forEach((v) => secrets.add(v)));
+  }
   const base = path.dirname(path.resolve(file));
   const abs = (p: string): string => path.resolve(base, p);
   const imagesDir = abs(parsed.imagesDir);
-  return deepFreeze({
+  const config: Config = deepFreeze({
     ...parsed,
+    diskimages,
     file,
+    ...(opts.secure ? { secureFile: opts.secure.file } : {}),
     stateDir: abs(parsed.stateDir),
     imagesDir,
     buildLogDir: abs(parsed.buildLogDir),
     elementsDir: parsed.elementsDir === undefined ? undefined : abs(parsed.elementsDir),
     buildTmpDir: parsed.buildTmpDir === undefined ? path.join(imagesDir, '.tmp') : abs(parsed.buildTmpDir),
     cloudsFile: parsed.cloudsFile === undefined ? undefined : abs(parsed.cloudsFile),
+    warnings,
   });
+  SECRETS.set(config, [...secrets]);
+  return config;
 }
 
-/** Reads and parses a config file. Thrown: {@link ConfigError}, also when the file cannot be read. */
-export function loadConfig(file: string): Config {
-  let text: string;
+function readText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError(file, [{ path: '', message: `cannot read: ${(err as Error).message}` }], { cause: err });
   }
-  return parseConfig(text, file);
+}
+
+/** Reads and parses a config file and its secure file. Thrown: {@link ConfigError}, also when a file cannot be read. */
+export function loadConfig(file: string, opts: LoadOptions = {}): Config {
+  const text = readText(file);
+  const secure = opts.secureFile === undefined ? undefined : { file: opts.secureFile, text: readText(opts.secureFile) };
+  return parseConfig(text, file, { ...(opts.env ? { env: opts.env } : {}), ...(secure ? { secure } : {}) });
+}
+
+function rawDiskimages(doc: unknown): Array<Record<string, unknown>> {
+  const list = (doc as { diskimages?: unknown }).diskimages;
+  return Array.isArray(list) ? list.filter((d): d is Record<string, unknown> => typeof d === 'object' && d !== null) : [];
 }
 
 type Parsed = NonNullable<ReturnType<typeof nodepoolSchema.parse>>;

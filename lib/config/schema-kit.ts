@@ -7,11 +7,16 @@ import path from 'node:path';
 import type { ConfigProblem } from '../errors.js';
 import { isSecretPath } from '../redact.js';
 
-/** Collects problems while a document is parsed. */
+/** Collects problems (which make a document invalid) and warnings (which do not) while it is parsed. */
 export class Problems {
   readonly list: ConfigProblem[] = [];
+  /** Keys accepted but not honoured (deprecated, or for a driver this program lacks): logged, never silent. */
+  readonly warnings: ConfigProblem[] = [];
   add(path: string, message: string): void {
     this.list.push({ path, message });
+  }
+  warn(path: string, message: string): void {
+    this.warnings.push({ path, message });
   }
 }
 
@@ -132,6 +137,17 @@ export function checked<T>(schema: Schema<T>, check: (v: T, path: string, p: Pro
   };
 }
 
+/** A schema whose parsed value is turned into another (a compiled form); problems are those of `schema`. */
+export function mapped<T, U>(schema: Schema<T>, fn: (v: T) => U): Schema<U> {
+  return {
+    expected: schema.expected,
+    parse(v, path, p) {
+      const parsed = schema.parse(v, path, p);
+      return parsed === undefined ? undefined : fn(parsed);
+    },
+  };
+}
+
 /**
  * A yargs `coerce` for a number given on the command line, checked with a config schema so a
  * flag and a key share their limits and wording: `--timeout: expected number >= 1, got "abc"`
@@ -218,6 +234,47 @@ export interface Field<T> {
   schema: Schema<T>;
   required: boolean;
   default?: () => T;
+  /** The key is accepted and its value dropped (the schema only records a warning); see {@link ignored}. */
+  ignore?: true;
+}
+
+/**
+ * A key Nodepool accepts that this program does not honour (deprecated, or read only by a
+ * driver it lacks): any value is accepted, a warning naming the key path is recorded in
+ * {@link Problems.warnings}, and the parsed object has no value for it. E.g. an openstack
+ * provider's `'nodepool-id': ignored('deprecated; Nodepool ignores it too')`.
+ */
+export function ignored(reason: string): Field<undefined> {
+  return {
+    required: false,
+    ignore: true,
+    schema: {
+      expected: 'anything (ignored)',
+      parse(_v, path, p) {
+        p.warn(path, `accepted and ignored: ${reason}`);
+        return undefined;
+      },
+    },
+  };
+}
+
+/**
+ * A key that still works but is deprecated: parsed with `schema` as usual, and a warning
+ * naming the key path (`reason`, e.g. "use connection-port") is recorded when it is present.
+ */
+export function deprecated<T>(schema: Schema<T>, reason: string): Schema<T> {
+  return {
+    expected: schema.expected,
+    parse(v, path, p) {
+      p.warn(path, `deprecated: ${reason}`);
+      return schema.parse(v, path, p);
+    },
+  };
+}
+
+/** The same fields with no defaults (absent keys stay undefined): for entries merged before defaults apply. */
+export function withoutDefaults<F extends Fields>(fields: F): { [K in keyof F]: F[K] extends Field<infer T> ? Field<T | undefined> : never } {
+  return Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, { ...f, default: undefined }])) as never;
 }
 
 export function required<T>(schema: Schema<T>): Field<T> {
@@ -257,6 +314,10 @@ export function object<F extends Fields>(fields: F, opts: { allowUnknown?: boole
       for (const [key, field] of Object.entries(fields)) {
         const sub = path ? `${path}.${key}` : key;
         const raw = src[key];
+        if (field.ignore) {
+          if (raw !== undefined) field.schema.parse(raw, sub, p);
+          continue;
+        }
         if (raw === undefined) {
           if (field.required) { p.add(sub, `expected ${field.schema.expected}, got nothing (required)`); ok = false; }
           else out[camel(key)] = field.default?.();

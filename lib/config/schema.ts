@@ -3,13 +3,15 @@
  * follow Nodepool's own; defaults live here only. Providers are checked against their
  * driver's schema (lib/drivers/config-registry.ts: config parts only, no runtime code).
  */
-import { IMAGE_FORMATS } from '../images/image-file.js';
-import { DEFAULT_DRIVER, DRIVER_NAMES, driverConfigs, type ProviderConfig } from '../drivers/config-registry.js';
-import { diskimageName } from './names.js';
+import { diskimageList } from './diskimages.js';
+import { providerList } from './providers.js';
 import {
-  bool, checked, defaultsOf, int, list, object, oneOf, optional, record, required, scalarString, seconds, string,
-  type Problems, type Schema,
+  bool, checked, defaultsOf, int, list, mapped, object, optional, required, seconds, string,
 } from './schema-kit.js';
+import { tenantResourceLimits } from './tenant-limits.js';
+
+export { BUILDER_KINDS, type DiskimageConfig } from './diskimages.js';
+export type { TenantResourceLimit } from './tenant-limits.js';
 
 const gearmanServer = object({
   host: required(string()),
@@ -20,14 +22,30 @@ const gearmanServer = object({
   'ssl-key': optional(string()),
 });
 
+/** `port` is left unset here: its default depends on `zookeeper-tls`, see {@link zookeeperPortDefault}. */
 const zookeeperServer = object({
   host: required(string()),
-  port: optional(int({ min: 1, max: 65535 }), 2181),
+  port: optional(int({ min: 1, max: 65535 })),
   chroot: optional(string()),
 });
 
-/** PEM file paths for mutual TLS to ZooKeeper's secure port (Nodepool's `zookeeper-tls`). */
-const zookeeperTls = object({
+/**
+ * The port of a `zookeeper-servers` entry without one: 2281 (ZooKeeper's secure port, Nodepool
+ * 11's default) when `zookeeper-tls` is set, else 2181 (plain ZooKeeper, this program's default).
+ */
+export function zookeeperPortDefault(tls: boolean): number {
+  return tls ? 2281 : 2181;
+}
+
+/** `zookeeper-servers` (also in the secure file, where it replaces the main file's). */
+export const zookeeperServers = checked(list(zookeeperServer), (servers, path, p) => {
+  // A ZooKeeper connection has one chroot: every server must name the same one (or none).
+  const roots = new Set(servers.map((s) => (s.chroot ?? '').replace(/\/+$/, '')));
+  if (roots.size > 1) p.add(path, `expected one chroot for all servers, got ${[...roots].map((r) => JSON.stringify(r || '/')).join(', ')}`);
+});
+
+/** PEM file paths for mutual TLS to ZooKeeper's secure port (Nodepool's `zookeeper-tls`); also in the secure file. */
+export const zookeeperTls = object({
   ca: required(string()),
   cert: required(string()),
   key: required(string()),
@@ -39,48 +57,6 @@ const label = object({
   /** Compared with node ages only (no timer waits for it), so not bounded by MAX_TIMER_SECONDS. */
   'max-ready-age': optional(int({ min: 0 }), 0),
 });
-
-/** How a diskimage is built: diskimage-builder, or a command of the operator's (docs/writing-a-builder.md). */
-export const BUILDER_KINDS = ['dib', 'command'] as const;
-
-const diskimage = checked(object({
-  name: required(diskimageName()),
-  elements: optional(list(string()), []),
-  release: optional(scalarString()),
-  'env-vars': optional(record(scalarString()), {}),
-  formats: optional(list(oneOf(IMAGE_FORMATS), { uniqueBy: (f) => f, what: 'format' })),
-  'rebuild-age': optional(seconds({ min: 1 }), 86400),
-  'build-timeout': optional(seconds({ min: 1 }), 28800),
-  pause: optional(bool(), false),
-  'dib-cmd': optional(string(), 'disk-image-create'),
-  'qemu-img-options': optional(string()),
-  builder: optional(oneOf(BUILDER_KINDS), 'dib'),
-  /** argv of a `builder: command` build (no shell); argv[0] is looked up in PATH. */
-  command: optional(list(string(), { minItems: 1, what: 'argument' })),
-}), (d, path, p) => {
-  if (d.builder === 'command' && d.command === undefined) p.add(`${path}.command`, 'expected the argv to run (builder: command), got nothing');
-  if (d.builder === 'dib' && d.command !== undefined) p.add(`${path}.command`, 'only used with builder: command (this diskimage is built by DIB)');
-  if (d.builder === 'command' && d.elements.length) p.add(`${path}.elements`, 'only used with builder: dib (this diskimage is built by its command)');
-});
-
-/** Parses a provider with its driver's schema; an unknown driver names the provider. */
-const provider: Schema<ProviderConfig> = {
-  expected: 'a provider mapping',
-  parse(v, path, p: Problems) {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-      p.add(path, `expected a provider mapping, got ${Array.isArray(v) ? 'a list' : String(v)}`);
-      return undefined;
-    }
-    const raw: Record<string, unknown> = { driver: DEFAULT_DRIVER, ...(v as Record<string, unknown>) };
-    const driver = raw.driver;
-    if (typeof driver !== 'string' || !(DRIVER_NAMES as readonly string[]).includes(driver)) {
-      const name = typeof raw.name === 'string' ? ` (provider ${raw.name})` : '';
-      p.add(`${path}.driver`, `unknown driver ${JSON.stringify(driver)}${name}: expected one of ${DRIVER_NAMES.join(', ')}`);
-      return undefined;
-    }
-    return (driverConfigs[driver as ProviderConfig['driver']].providerSchema as Schema<ProviderConfig>).parse(raw, path, p);
-  },
-};
 
 /** Tunables of the server's image lifecycle (seconds). */
 const imageLifecycle = checked(object({
@@ -128,19 +104,25 @@ const launcher = object({
   'session-ttl': optional(seconds({ min: 1, fractions: true }), 30),
 });
 
-const webapp = object({
+/** Where the web status listens unless `webapp.listen-address` says (Nodepool's is 0.0.0.0). */
+const DEFAULT_LISTEN_ADDRESS = '127.0.0.1';
+
+/** `webapp`: `listen-address`, or Nodepool's spelling `listen_address` (both only when equal). */
+const webapp = mapped(checked(object({
   port: optional(int({ min: 0, max: 65535 }), 8005),
-  'listen-address': optional(string(), '127.0.0.1'),
-});
+  'listen-address': optional(string()),
+  /** Nodepool 11's spelling of `listen-address`. */
+  listen_address: optional(string()),
+}), (w, path, p) => {
+  if (w.listenAddress !== undefined && w.listen_address !== undefined && w.listenAddress !== w.listen_address) {
+    p.add(`${path ? `${path}.` : ''}listen_address`, `expected the same address as listen-address (${JSON.stringify(w.listenAddress)}) or only one of the two, got ${JSON.stringify(w.listen_address)}`);
+  }
+}), (w) => ({ port: w.port, listenAddress: w.listenAddress ?? w.listen_address ?? DEFAULT_LISTEN_ADDRESS }));
 
 /** Schema of a whole nodepool.yaml. */
-export const nodepoolSchema = object({
+export const nodepoolSchema = mapped(object({
   'gearman-servers': optional(list(gearmanServer), []),
-  'zookeeper-servers': optional(checked(list(zookeeperServer), (servers, path, p) => {
-    // A ZooKeeper connection has one chroot: every server must name the same one (or none).
-    const roots = new Set(servers.map((s) => (s.chroot ?? '').replace(/\/+$/, '')));
-    if (roots.size > 1) p.add(path, `expected one chroot for all servers, got ${[...roots].map((r) => JSON.stringify(r || '/')).join(', ')}`);
-  }), []),
+  'zookeeper-servers': optional(zookeeperServers, []),
   'zookeeper-tls': optional(zookeeperTls),
   /** ZooKeeper session timeout of each process's connection (Nodepool's default 10.0). */
   'zookeeper-timeout': optional(seconds({ min: 0.1, fractions: true }), 10),
@@ -153,19 +135,24 @@ export const nodepoolSchema = object({
   'build-tmp-dir': optional(string()),
   'clouds-file': optional(string()),
   labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
-  diskimages: optional(list(diskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
-  providers: optional(list(provider, { uniqueBy: (pr) => pr.name, what: 'provider' }), []),
+  /** Abstract entries are parents only and left out; see lib/config/diskimages.ts for inheritance. */
+  diskimages: optional(diskimageList(), []),
+  /** Providers of drivers this program lacks are left out with a warning (lib/config/providers.ts). */
+  providers: optional(providerList(), []),
+  /** Per Zuul tenant, quota across every provider (lib/config/tenant-limits.ts). */
+  'tenant-resource-limits': optional(tenantResourceLimits(), []),
   /** Seconds a held node may live (0: unlimited); compared with ages only, so not bounded by MAX_TIMER_SECONDS. */
   'max-hold-age': optional(int({ min: 0 }), 0),
   'image-lifecycle': optional(imageLifecycle, () => defaultsOf(imageLifecycle)),
   launcher: optional(launcher, () => defaultsOf(launcher)),
   webapp: optional(webapp, () => defaultsOf(webapp)),
-});
+}), (c) => ({
+  ...c,
+  zookeeperServers: c.zookeeperServers.map((s) => ({ ...s, port: s.port ?? zookeeperPortDefault(c.zookeeperTls !== undefined) })),
+}));
 
 type Parsed<S> = S extends { parse(...args: never[]): infer T | undefined } ? Exclude<T, undefined> : never;
 type RawConfig = Parsed<typeof nodepoolSchema>;
-/** One diskimage of the config. */
-export type DiskimageConfig = RawConfig['diskimages'][number];
 /** One gearmand the processes connect to. */
 export type GearmanServerConfig = RawConfig['gearmanServers'][number];
 export type LabelConfig = RawConfig['labels'][number];
@@ -174,9 +161,21 @@ export type LauncherConfig = RawConfig['launcher'];
 /** Tunables of the server's image lifecycle. */
 export type ImageLifecycleConfig = RawConfig['imageLifecycle'];
 
+/** A key Nodepool accepts that this program does not honour, found while loading (logged, printed by config-validate). */
+export interface ConfigWarning {
+  /** The file it is in (nodepool.yaml or the secure file). */
+  readonly file: string;
+  readonly path: string;
+  readonly message: string;
+}
+
 /** The loaded, validated, frozen configuration. */
 export interface Config extends Readonly<Omit<RawConfig, 'buildTmpDir'>> {
   /** The file it was loaded from. */
   readonly file: string;
+  /** The secure file merged into it (`-s/--secure`), if any. */
+  readonly secureFile?: string;
   readonly buildTmpDir: string;
+  /** Keys accepted but not honoured: every daemon logs them at load and reload. */
+  readonly warnings: readonly ConfigWarning[];
 }

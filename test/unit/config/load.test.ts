@@ -86,12 +86,12 @@ describe('config loader', () => {
     const lines = problemsOf([
       'labels: [{name: l, min-redy: 1}]',
       'diskimages: [{name: a}, {name: a}]',
-      'providers: [{name: p9, driver: aws}]',
+      'providers: [{name: p9, driver: nimbus}]',
     ].join('\n'));
     assert.equal(lines.length, 3);
     assert.match(lines[0] ?? '', /^nodepool\.yaml: labels\[0\]\.min-redy: unknown key \(known keys: name, min-ready, max-ready-age\)$/);
     assert.equal(lines[1], 'nodepool.yaml: diskimages[1]: duplicate diskimage "a" (also at diskimages[0])');
-    assert.equal(lines[2], 'nodepool.yaml: providers[0].driver: unknown driver "aws" (provider p9): expected one of openstack, static, qemu');
+    assert.equal(lines[2], 'nodepool.yaml: providers[0].driver: unknown driver "nimbus" (provider p9): expected one of openstack, static, qemu');
   });
 
   it('refuses an empty, blank or null document (a truncated file must not read as "no providers")', () => {

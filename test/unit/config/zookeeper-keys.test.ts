@@ -12,6 +12,12 @@ describe('config: zookeeper keys', () => {
     assert.equal(c.zookeeperTimeout, 10);
   });
 
+  it('defaults the port to 2181 without zookeeper-tls', () => {
+    const c = parseConfig('zookeeper-servers: [{host: zk1}, {host: zk2, port: 2999}]\nzookeeper-timeout: 10', 'n.yaml');
+    assert.deepEqual(c.zookeeperServers.map((s) => s.port), [2181, 2999]);
+    assert.equal(c.zookeeperTimeout, 10, 'an integer timeout is accepted as well as a float (Nodepool\'s schema takes only floats)');
+  });
+
   it('reads servers with the default port, the chroot, TLS files and a fractional timeout', () => {
     const c = parseConfig([
       'zookeeper-servers:',
@@ -20,8 +26,9 @@ describe('config: zookeeper keys', () => {
       'zookeeper-tls: {ca: /etc/zk/ca.pem, cert: /etc/zk/client.pem, key: /etc/zk/client.key}',
       'zookeeper-timeout: 4.5',
     ].join('\n'), 'n.yaml');
+    // With zookeeper-tls, a server without a port is on ZooKeeper's secure port 2281 (Nodepool 11's default).
     assert.deepEqual(c.zookeeperServers, [
-      { host: 'zk1.example.org', port: 2181, chroot: '/nodepool-test' },
+      { host: 'zk1.example.org', port: 2281, chroot: '/nodepool-test' },
       { host: 'zk2.example.org', port: 2281, chroot: '/nodepool-test' },
     ]);
     assert.deepEqual(c.zookeeperTls, { ca: '/etc/zk/ca.pem', cert: '/etc/zk/client.pem', key: '/etc/zk/client.key' });
