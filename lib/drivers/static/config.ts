@@ -5,7 +5,7 @@
  * `name:connection-port`, unique across the provider's pools.
  */
 import { normalizeHostKey } from '../../ssh/host-keys.js';
-import { int, list, object, oneOf, optional, required, seconds, string, type Problems, type Schema } from '../../config/schema-kit.js';
+import { bool, int, list, object, oneOf, optional, required, seconds, string, type Problems, type Schema } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import type { DriverConfig, PoolInfo } from '../driver-config.js';
 
@@ -65,6 +65,15 @@ const staticNode = object({
   /** Seconds a registration scan may take (and the liveness connect before reuse). */
   timeout: optional(seconds({ min: 0.1, fractions: true }), 5),
   'host-key': optional(hostKeys(), []),
+  /**
+   * Off: the host is not scanned at registration (its `host-key` list becomes the node's host
+   * keys) and not checked before reuse (Nodepool assumes it is live).
+   */
+  'host-key-checking': optional(bool(), true),
+  /** The interpreter Ansible uses on the host (`auto`: Ansible discovers it). */
+  'python-path': optional(string(), 'auto'),
+  /** The host's shell for Ansible (e.g. `sh`, `cmd`, `powershell`); unset: Ansible's default. */
+  'shell-type': optional(string()),
   'connection-port': optional(int({ min: 1, max: 65535 }), 22),
   'connection-type': optional(oneOf(CONNECTION_TYPES), 'ssh'),
   'max-parallel-jobs': optional(int({ min: 1 }), 1),

@@ -1,6 +1,7 @@
 /**
  * Scans configured static hosts: an SSH key exchange (ssh-keyscan) for ssh and network_cli
- * hosts, a TCP connect for winrm hosts, each retried until the host's `timeout`. Concurrent
+ * hosts, a TCP connect for winrm hosts, each retried until the host's `timeout`; an ssh host
+ * with `host-key-checking: false` is not connected to (its configured keys stand in). Concurrent
  * scans of one host share one attempt, a sync scans a bounded number of hosts at once, and a
  * slot refill may reuse keys scanned moments ago after one TCP connect.
  */
@@ -9,7 +10,7 @@ import { coerceError } from '../../errors.js';
 import { HostScanError, keyscan } from '../../ssh/keyscan.js';
 import { tcpProbe, waitForTcp } from '../../ssh/tcp-probe.js';
 import type { StaticHost } from './config.js';
-import { gathersKeys, type ScanOutcome } from './registration-plan.js';
+import { gathersKeys, skipsScan, type ScanOutcome } from './registration-plan.js';
 
 /** Options of {@link HostScanner}. */
 export interface HostScannerOptions {
@@ -33,6 +34,7 @@ export class HostScanner {
 
   /** Scans one host (a full key scan). Resolves with the outcome; rejects only when aborted. */
   scan(host: StaticHost): Promise<ScanOutcome> {
+    if (skipsScan(host)) return Promise.resolve({ ok: true, keys: [...host.node.hostKey] });
     const running = this.inflight.get(host.id);
     if (running) return running;
     const p = this.scanOnce(host).finally(() => this.inflight.delete(host.id));
@@ -46,6 +48,7 @@ export class HostScanner {
    * cost a full scan per node; the cleanup pass right after a start-up sync would repeat it).
    */
   async recheck(host: StaticHost, maxAgeMs: number): Promise<ScanOutcome> {
+    if (skipsScan(host)) return this.scan(host);
     const last = this.lastKeys.get(host.id);
     if (!last || Date.now() - last.at > maxAgeMs || this.inflight.has(host.id)) return this.scan(host);
     const probe = await tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000, this.opts.signal);

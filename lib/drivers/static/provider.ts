@@ -15,7 +15,7 @@ import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '..
 import { staticHosts, type StaticHost, type StaticProviderConfig } from './config.js';
 import { StaticRequestHandler } from './handler.js';
 import { HostScanner } from './host-scanner.js';
-import { acceptScan, planRegistration, recordHostId, registrationFields, type RegistrationAction } from './registration-plan.js';
+import { acceptScan, freeSlots, planRegistration, recordHostId, registrationFields, type RegistrationAction } from './registration-plan.js';
 import { SyncGate } from './sync-gate.js';
 import { nodeLock } from '../../store/lock-names.js';
 
@@ -116,8 +116,10 @@ export class StaticProvider implements Provider {
         return;
       }
       await this.gate.forHost(host.id, async () => {
-        if ((await this.countRecords(host.id)) >= host.node.maxParallelJobs) return;
-        const created = await this.ctx.store.createNode(registrationFields(this.name, host, accepted.keys));
+        const records = await this.recordsOf(host.id);
+        if (records.length >= host.node.maxParallelJobs) return;
+        const [slot] = freeSlots(records, host.node.maxParallelJobs, 1);
+        const created = await this.ctx.store.createNode(registrationFields(this.name, host, accepted.keys, slot));
         this.remember(host.id, created.id);
         this.log.info('registered', { host: host.id, nodes: [created.id], after: node.id });
       });
@@ -140,6 +142,8 @@ export class StaticProvider implements Provider {
    * is never handed out on an old answer.
    */
   hostAnswers(host: StaticHost): ReturnType<typeof tcpProbe> {
+    // host-key-checking off: Nodepool assumes the host is live and does not connect.
+    if (!host.node.hostKeyChecking) return Promise.resolve({ ok: true });
     let probe = this.probing.get(host.id);
     if (!probe) {
       probe = tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000).finally(() => this.probing.delete(host.id));
@@ -167,16 +171,21 @@ export class StaticProvider implements Provider {
   }
 
   /**
-   * How many records the host has, any state: the ones seen by the last sync or registered
+   * The host's records, any state: the ones seen by the last sync or registered
    * since, re-read by id (a refill after every returned node must not list all nodes).
    * Records registered for this host by another process since the last sync are not seen;
    * one launcher per static provider is assumed, as in Nodepool.
    */
-  private async countRecords(hostId: string): Promise<number> {
-    if (!this.synced) return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId).length;
+  private async recordsOf(hostId: string): Promise<NodeRecord[]> {
+    if (!this.synced) return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId);
     const ids = this.known.get(hostId) ?? new Set<string>();
-    for (const id of [...ids]) if (!(await this.ctx.store.getNode(id))) ids.delete(id);
-    return ids.size;
+    const records: NodeRecord[] = [];
+    for (const id of [...ids]) {
+      const r = await this.ctx.store.getNode(id);
+      if (r) records.push(r);
+      else ids.delete(id);
+    }
+    return records;
   }
 
   private remember(hostId: string, id: string): void {
@@ -218,7 +227,7 @@ export class StaticProvider implements Provider {
     switch (action.kind) {
       case 'register': {
         const ids: string[] = [];
-        for (let i = 0; i < action.count; i++) ids.push((await store.createNode(action.node)).id);
+        for (const slot of action.slots) ids.push((await store.createNode({ ...action.node, slot })).id);
         for (const id of ids) this.remember(action.hostId, id);
         this.log.info('registered', { host: action.hostId, nodes: ids });
         return;

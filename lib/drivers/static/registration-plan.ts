@@ -19,7 +19,7 @@ export type ScanOutcome = { ok: true; keys: string[] } | { ok: false; reason: st
 
 /** One step of a plan. `candidates` are tried in order until `count` records are deregistered. */
 export type RegistrationAction =
-  | { kind: 'register'; hostId: string; count: number; node: NewNode }
+  | { kind: 'register'; hostId: string; count: number; node: NewNode; slots: number[] }
   | { kind: 'deregister'; hostId: string; count: number; candidates: string[]; reason: string }
   | { kind: 'update'; hostId: string; nodeId: string; patch: NodePatch };
 
@@ -61,19 +61,41 @@ export function gathersKeys(host: StaticHost): boolean {
   return host.node.connectionType !== 'winrm';
 }
 
+/**
+ * Whether the host is taken as configured, with no connection (Nodepool's `checkHost`): an
+ * ssh or network_cli host with `host-key-checking: false`, whose `host-key` list becomes its
+ * nodes' host keys. A winrm host is still connected to: it has no keys to trust instead.
+ */
+export function skipsScan(host: StaticHost): boolean {
+  return gathersKeys(host) && !host.node.hostKeyChecking;
+}
+
+/**
+ * The lowest `count` slots (0…max-parallel-jobs−1) no record of the host has. Records that
+ * carry no slot (registered before slots existed) hold none, so there are always enough.
+ */
+export function freeSlots(records: ReadonlyArray<Pick<NodeRecord, 'slot'>>, max: number, count: number): number[] {
+  const used = new Set(records.map((r) => r.slot).filter((s): s is number => typeof s === 'number'));
+  const free: number[] = [];
+  for (let s = 0; free.length < count; s++) if (!used.has(s)) free.push(s);
+  return free;
+}
+
 /** The host keys to register with, or why the host must not be registered. */
 export function acceptScan(host: StaticHost, scan: ScanOutcome): { ok: true; keys: string[] } | ({ ok: false } & Omit<HostProblem, 'hostId'>) {
   if (!scan.ok) return { ok: false, kind: 'unreachable', message: `${host.id}: unreachable, not registered: ${scan.reason}` };
   if (!gathersKeys(host)) return { ok: true, keys: [] };
+  if (skipsScan(host)) return { ok: true, keys: [...host.node.hostKey] };
   const mismatch = hostKeyMismatch(host.node.hostKey, scan.keys);
   if (mismatch) return { ok: false, kind: 'host-key', message: `${host.id}: ${mismatch}; not registered` };
   return { ok: true, keys: scan.keys };
 }
 
-/** The fields a ready record of this host has, given its scanned keys. */
-export function registrationFields(provider: string, host: StaticHost, hostKeys: readonly string[]): NewNode {
+/** The fields a ready record of this host has, given its scanned keys (and, for a new record, its slot). */
+export function registrationFields(provider: string, host: StaticHost, hostKeys: readonly string[], slot?: number): NewNode {
   const name = host.node.name;
   return {
+    ...(slot === undefined ? {} : { slot }),
     state: 'ready',
     provider,
     pool: host.pool,
@@ -88,10 +110,15 @@ export function registrationFields(provider: string, host: StaticHost, hostKeys:
     connectionPort: host.node.connectionPort,
     hostKeys: [...hostKeys],
     attributes: { ...host.attributes },
+    pythonPath: host.node.pythonPath,
+    shellType: host.node.shellType ?? null,
   };
 }
 
-const UPDATABLE = ['pool', 'labels', 'username', 'connectionType', 'connectionPort', 'hostKeys', 'attributes', 'interfaceIp', 'publicIpv4', 'publicIpv6'] as const;
+const UPDATABLE = [
+  'pool', 'labels', 'username', 'connectionType', 'connectionPort', 'hostKeys', 'attributes', 'interfaceIp', 'publicIpv4', 'publicIpv6',
+  'pythonPath', 'shellType',
+] as const;
 
 /** The fields of a ready record that differ from what the config and scan want (empty when none). */
 export function recordDrift(record: NodeRecord, wanted: NewNode): NodePatch {
@@ -102,9 +129,33 @@ export function recordDrift(record: NodeRecord, wanted: NewNode): NodePatch {
   return patch as NodePatch;
 }
 
+/**
+ * Splits a host's staying records into those whose slot stands (a unique slot below `max`,
+ * or a busy record, which is never touched) and the ready ones that need a new slot.
+ */
+function slotted(records: readonly NodeRecord[], max: number, leaving: ReadonlySet<string>): { keep: NodeRecord[]; reslot: NodeRecord[] } {
+  const keep: NodeRecord[] = [];
+  const reslot: NodeRecord[] = [];
+  const taken = new Set<number>();
+  // Busy records first: their slot is theirs; a ready record sharing it moves.
+  const order = [...records].filter((r) => !leaving.has(r.id)).sort((a, b) => Number(isTakeable(a)) - Number(isTakeable(b)));
+  for (const r of order) {
+    const s = r.slot;
+    const valid = typeof s === 'number' && s >= 0 && s < max && !taken.has(s);
+    if (valid) taken.add(s);
+    if (valid || !isTakeable(r)) keep.push(r);
+    else reslot.push(r);
+  }
+  return { keep, reslot };
+}
+
+function isTakeable(r: NodeRecord): boolean {
+  return r.state === 'ready' && r.allocatedTo === null;
+}
+
 /** Ready records nobody holds an allocation on: the only ones the driver may take back. */
 function takeable(records: readonly NodeRecord[]): NodeRecord[] {
-  return records.filter((r) => r.state === 'ready' && r.allocatedTo === null).sort((a, b) => (a.id < b.id ? 1 : -1));
+  return records.filter(isTakeable).sort((a, b) => (a.id < b.id ? 1 : -1));
 }
 
 /** Plans one sync of the provider's registrations (Nodepool's StaticNodeProvider._start). */
@@ -134,16 +185,22 @@ export function planRegistration(input: PlanInput): RegistrationPlan {
     const live = records.filter((r) => r.state !== 'deleting');
     const missing = max - records.length;
     const excess = live.length - max;
-    if (missing > 0) actions.push({ kind: 'register', hostId: host.id, count: missing, node: wanted });
     const ready = takeable(records);
     const leaving = excess > 0 ? ready.slice(0, excess) : [];
+    const leavingIds = new Set(leaving.map((r) => r.id));
+    // A ready record without a valid slot of its own (older records, a lowered max-parallel-jobs) gets a free one.
+    const { keep, reslot } = slotted(records, max, leavingIds);
+    const slots = freeSlots(keep, max, Math.max(missing, 0) + reslot.length);
+    if (missing > 0) actions.push({ kind: 'register', hostId: host.id, count: missing, node: wanted, slots: slots.slice(0, missing) });
+    const newSlot = new Map(reslot.map((r, i) => [r.id, slots[Math.max(missing, 0) + i] as number]));
     if (leaving.length) {
       actions.push({ kind: 'deregister', hostId: host.id, count: excess, candidates: ready.map((r) => r.id), reason: `${host.id}: more records (${live.length}) than max-parallel-jobs (${max})` });
     }
-    const leavingIds = new Set(leaving.map((r) => r.id));
     for (const r of ready) {
       if (leavingIds.has(r.id)) continue;
       const patch = recordDrift(r, wanted);
+      const slot = newSlot.get(r.id);
+      if (slot !== undefined) patch.slot = slot;
       if (Object.keys(patch).length) actions.push({ kind: 'update', hostId: host.id, nodeId: r.id, patch });
     }
   }

@@ -24,6 +24,8 @@ export interface TestHost {
   maxParallelJobs?: number;
   timeout?: number;
   connectionType?: string;
+  /** Further node keys as written in the YAML (e.g. `python-path`, `host-key-checking`). */
+  extra?: Record<string, unknown>;
 }
 
 /** A static provider config named `lab` with pool `main` serving labels small and big. */
@@ -36,6 +38,7 @@ export function staticConfigYaml(hosts: readonly TestHost[]): string {
     ...(h.hostKey ? { 'host-key': h.hostKey } : {}),
     ...(h.maxParallelJobs ? { 'max-parallel-jobs': h.maxParallelJobs } : {}),
     ...(h.connectionType ? { 'connection-type': h.connectionType } : {}),
+    ...h.extra,
   });
   return [
     'labels: [{name: small}, {name: big}]',

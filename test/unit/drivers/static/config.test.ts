@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../../lib/config/load.js';
 import { ConfigError } from '../../../../lib/errors.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
-import { configEquals } from '../../../../lib/drivers/common-config.js';
+import { configEquals, poolPriority } from '../../../../lib/drivers/common-config.js';
 import { staticHosts, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIALxfbX9TwoknOH3jri1F6wjGMKQSpsD6S1WXU/kTBfV';
@@ -33,8 +33,8 @@ describe('static driver config', () => {
     assert.equal(pool?.maxServers, Number.MAX_SAFE_INTEGER);
     assert.deepEqual(pool?.nodeAttributes, {});
     assert.deepEqual(pool?.nodes[0], {
-      name: 'host1', labels: ['small'], username: 'zuul', timeout: 5, hostKey: [],
-      connectionPort: 22, connectionType: 'ssh', maxParallelJobs: 1,
+      name: 'host1', labels: ['small'], username: 'zuul', timeout: 5, hostKey: [], hostKeyChecking: true, pythonPath: 'auto',
+      shellType: undefined, connectionPort: 22, connectionType: 'ssh', maxParallelJobs: 1,
     });
   });
 
@@ -88,5 +88,23 @@ describe('static driver config', () => {
     assert.ok(!configEquals(a, load(text.map((l) => l.replace('max-parallel-jobs: 2', 'max-parallel-jobs: 3')))));
     const hosts = staticHosts(a);
     assert.deepEqual(hosts.map((h) => [h.id, h.pool, h.attributes]), [['h1:22', 'main', { rack: 'r1' }]]);
+  });
+
+  it('reads Nodepool 11 node keys: host-key-checking, python-path, shell-type, and priority on provider and pool', () => {
+    const p = load(['- name: lab', '  driver: static', '  priority: 50', '  pools:', '    - name: main', '      priority: 10', '      nodes:',
+      `        - {name: h1, labels: small, host-key-checking: false, host-key: ["${KEY}"], python-path: /usr/bin/python3, shell-type: csh}`,
+      '    - name: other', '      nodes: [{name: h2, labels: small}]']);
+    assert.deepEqual(p.pools[0]?.nodes.map((n) => [n.hostKeyChecking, n.pythonPath, n.shellType]), [[false, '/usr/bin/python3', 'csh']]);
+    assert.deepEqual([p.priority, p.pools[0]?.priority, p.pools[1]?.priority], [50, 10, undefined]);
+    assert.deepEqual([poolPriority(p, 'main'), poolPriority(p, 'other')], [10, 50]);
+    const bare = load(['- name: lab', '  driver: static', '  pools: [{name: main, nodes: [{name: h1, labels: small}]}]']);
+    assert.equal(poolPriority(bare, 'main'), 100);
+  });
+
+  it('names the key path of a bad host-key-checking or priority', () => {
+    const lines = problems(['- name: lab', '  driver: static', '  priority: high', '  pools:', '    - name: main',
+      '      nodes: [{name: h1, labels: small, host-key-checking: "no"}]']);
+    assert.ok(lines.some((l) => l.includes('providers[0].priority: expected')), lines.join('\n'));
+    assert.ok(lines.some((l) => l.includes('providers[0].pools[0].nodes[0].host-key-checking: expected true or false')), lines.join('\n'));
   });
 });

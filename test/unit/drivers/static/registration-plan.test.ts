@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { StaticHost, StaticNodeConfig } from '../../../../lib/drivers/static/config.js';
-import { planRegistration, registrationFields, type RegistrationAction, type ScanOutcome } from '../../../../lib/drivers/static/registration-plan.js';
+import { acceptScan, freeSlots, planRegistration, registrationFields, skipsScan, type RegistrationAction, type ScanOutcome } from '../../../../lib/drivers/static/registration-plan.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 
 const ED = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIALxfbX9TwoknOH3jri1F6wjGMKQSpsD6S1WXU/kTBfV';
@@ -10,14 +10,18 @@ const EC = 'ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYA
 
 function host(name: string, over: Partial<StaticNodeConfig> = {}, pool = 'main'): StaticHost {
   const node: StaticNodeConfig = {
-    name, labels: ['small'], username: 'zuul', timeout: 5, hostKey: [], connectionPort: 22, connectionType: 'ssh', maxParallelJobs: 1, ...over,
+    name, labels: ['small'], username: 'zuul', timeout: 5, hostKey: [], hostKeyChecking: true, pythonPath: 'auto', connectionPort: 22, connectionType: 'ssh', maxParallelJobs: 1, ...over,
   };
   return { id: `${name}:${node.connectionPort}`, pool, attributes: {}, node };
 }
 
 let nextId = 1;
+/** Slots handed out so far per host (each test's records get slots 0, 1, … unless told otherwise). */
+const slotsOf = new WeakMap<StaticHost, number>();
 function record(h: StaticHost, over: Partial<NodeRecord> = {}): NodeRecord {
-  const f = registrationFields('lab', h, [EC, ED]);
+  const slot = slotsOf.get(h) ?? 0;
+  slotsOf.set(h, slot + 1);
+  const f = registrationFields('lab', h, [EC, ED], slot);
   return {
     id: String(nextId++).padStart(10, '0'), stateTime: 0, created: 0, allocatedTo: null, privateIpv4: null, externalId: null,
     cloud: null, region: null, az: null, image: null, resources: null, reason: null, holdReason: null, holdExpiration: null,
@@ -41,8 +45,9 @@ describe('static registration planner', () => {
     assert.deepEqual(a.node, {
       state: 'ready', provider: 'lab', pool: 'main', labels: ['small', 'big'], launcher: 'static:lab', hostname: '192.0.2.10',
       interfaceIp: '192.0.2.10', publicIpv4: '192.0.2.10', publicIpv6: null, username: 'ci', connectionType: 'ssh',
-      connectionPort: 22, hostKeys: [EC, ED], attributes: {},
+      connectionPort: 22, hostKeys: [EC, ED], attributes: {}, pythonPath: 'auto', shellType: null,
     });
+    assert.deepEqual(a.slots, [0, 1, 2]);
   });
 
   it('counts records in any state, so in-use and deleting slots are not registered twice', () => {
@@ -120,5 +125,29 @@ describe('static registration planner', () => {
   it('leaves a host without a scan outcome alone', () => {
     const h = host('h1', { maxParallelJobs: 2 });
     assert.deepEqual(planRegistration({ provider: 'lab', hosts: [h], records: [], scans: new Map() }), { actions: [], problems: [] });
+  });
+
+  it('registers missing records in the free slots only, and gives a ready record without a valid slot a free one', () => {
+    const h = host('h1', { maxParallelJobs: 4 });
+    const busy = record(h, { state: 'in-use', slot: 1 });
+    const legacy = record(h, { slot: null });
+    const clash = record(h, { slot: 1 });
+    const plan = planRegistration({ provider: 'lab', hosts: [h], records: [busy, legacy, clash], scans: new Map([[h.id, ok()]]) });
+    assert.deepEqual(plan.actions, [
+      { kind: 'register', hostId: 'h1:22', count: 1, node: registrationFields('lab', h, [EC, ED]), slots: [0] },
+      { kind: 'update', hostId: 'h1:22', nodeId: clash.id, patch: { slot: 3 } },
+      { kind: 'update', hostId: 'h1:22', nodeId: legacy.id, patch: { slot: 2 } },
+    ]);
+    assert.deepEqual(freeSlots([{ slot: 0 }, { slot: 2 }, { slot: null }], 4, 2), [1, 3]);
+  });
+
+  it('with host-key-checking off takes the configured keys without scanning, and updates python-path and shell-type', () => {
+    const h = host('h1', { hostKeyChecking: false, hostKey: [ED2], pythonPath: '/usr/bin/python3', shellType: 'sh' });
+    assert.equal(skipsScan(h), true);
+    assert.equal(skipsScan(host('w1', { hostKeyChecking: false, connectionType: 'winrm' })), false, 'a winrm host is still connected to');
+    assert.deepEqual(acceptScan(h, ok([ED2])), { ok: true, keys: [ED2] });
+    const old = record(host('h1'));
+    const plan = planRegistration({ provider: 'lab', hosts: [h], records: [old], scans: new Map([[h.id, ok([ED2])]]) });
+    assert.deepEqual(plan.actions, [{ kind: 'update', hostId: 'h1:22', nodeId: old.id, patch: { hostKeys: [ED2], pythonPath: '/usr/bin/python3', shellType: 'sh' } }]);
   });
 });
