@@ -342,3 +342,9 @@ export interface LauncherRecord {
   /** True while the pool waits for quota (Nodepool 11's pool component `paused`). */
   paused?: boolean;
 }
+
+/**
+ * What {@link SessionStore.updateLauncher} may change in a registered launcher (Nodepool 11
+ * refreshes its pool component's labels and priority every pass and `paused` as it changes).
+ */
+export type LauncherPatch = Partial<Pick<LauncherRecord, 'supportedLabels' | 'priority' | 'paused'>>;

@@ -6,9 +6,10 @@
  * The interface is split by entity so nodes, requests and locks join it later as siblings.
  */
 import type { Logger } from '../log.js';
+import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
-  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
+  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from './models.js';
@@ -134,11 +135,31 @@ export interface SessionStore {
    * `requestorSession` lapsed); returns how many of each went.
    */
   reapSessions(): Promise<ReapCounts>;
-  /** Registers (or refreshes) a launcher under a live session. */
+  /**
+   * Registers (or refreshes) a launcher (one pool worker) under a live session; `priority` and
+   * `paused` keep their registered values when not given (first: 100 and false). The ZooKeeper
+   * store also writes the pool's Nodepool 11 component (`/nodepool/components/pool/<host><seq>`,
+   * lib/store/components.ts), anew after the session was replaced.
+   */
   registerLauncher(input: Omit<LauncherRecord, 'registered'>): Promise<LauncherRecord>;
+  /**
+   * Changes a registered launcher's labels, priority or paused flag (and its pool component);
+   * undefined when it is not registered.
+   */
+  updateLauncher(id: string, patch: LauncherPatch): Promise<LauncherRecord | undefined>;
+  /** Removes a launcher registration and its pool component. */
   unregisterLauncher(id: string): Promise<void>;
-  /** Launchers whose session is live. */
+  /** Launchers whose session is live, with their priority and paused flag. */
   listLaunchers(): Promise<LauncherRecord[]>;
+  /**
+   * Makes the session's Nodepool 11 components of `kind` (`launcher`: this process; `builder`:
+   * the builder hosts this server knows of) exactly `components`, one per hostname: creates
+   * what is missing, rewrites what changed, removes the rest. Call it again after the session
+   * was replaced (the components went with the old one). SQLite keeps nothing: the registry is
+   * for Nodepool 11 and Zuul, which read only ZooKeeper, and SQLite's sessions already name each
+   * process. Thrown: StoreError when the session is not live.
+   */
+  publishComponents(sessionId: string, kind: ProcessComponentKind, components: readonly ComponentInfo[]): Promise<void>;
 }
 
 /**

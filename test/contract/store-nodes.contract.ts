@@ -146,8 +146,10 @@ export function nodeStoreContract(h: StoreHarness): void {
       assert.deepEqual(r, {
         id: r.id, priority: 100, state: 'requested', stateTime: T0 + 4, created: T0 + 4,
         labels: ['small', 'small', 'large'], requestor: 'zuul', reuse: true, provider: null, declinedBy: [], nodes: [],
-        reason: null, requestorSession: null,
+        reason: null, requestorSession: null, tenantName: null, relativePriority: 0, eventId: r.eventId,
       });
+      // Nodepool gives a request without one a uuid4().hex event_id; Zuul reads it from every request.
+      assert.match(r.eventId ?? '', /^[0-9a-f]{32}$/);
       assert.deepEqual(await h.store.getRequest(r.id), r);
       const m = await request({ priority: 7, reuse: false, provider: 'cloud-a', requestor: 'min-ready' });
       assert.match(m.id, /^007-\d{10}$/);
@@ -397,7 +399,9 @@ export function nodeStoreContract(h: StoreHarness): void {
       const a = await session(1);
       const b = await session(2);
       const first = await launcher('L1', a.id);
-      assert.deepEqual(first, { id: 'L1', sessionId: a.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small'], registered: T0 });
+      assert.deepEqual(first, {
+        id: 'L1', sessionId: a.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small'], registered: T0, priority: 100, paused: false,
+      });
       h.now = T0 + 5;
       const again = await h.store.registerLauncher({ id: 'L1', sessionId: a.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small', 'large'] });
       assert.deepEqual(again, { ...first, supportedLabels: ['small', 'large'], registered: T0 + 5 });

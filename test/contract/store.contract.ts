@@ -11,6 +11,7 @@ import { ids, lapseByClock, storeError, T0, type StoreHarness } from './store-he
 import type { Spoil } from './spoil.js';
 import { corruptRecordContract } from './store-corrupt.contract.js';
 import { nodeStoreContract } from './store-nodes.contract.js';
+import { nodepool11StoreContract } from './store-nodepool11.contract.js';
 
 /**
  * Opens a fresh, empty store on `clock`; `cleanup` closes it and removes what it made.
@@ -53,6 +54,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
       get lapsedSessionsVanish() { return lapseSession !== undefined; },
     };
     nodeStoreContract(harness);
+    nodepool11StoreContract(harness);
     corruptRecordContract(harness, () => spoil);
 
     void describe('installation', () => {

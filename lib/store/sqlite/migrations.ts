@@ -185,6 +185,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE node_requests ADD COLUMN event_id TEXT;
     `,
   },
+  {
+    // Nodepool 11's pool priority and paused flag on launcher registrations (issue 21 §2).
+    version: 6,
+    sql: `
+      ALTER TABLE launchers ADD COLUMN priority INTEGER NOT NULL DEFAULT 100;
+      ALTER TABLE launchers ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

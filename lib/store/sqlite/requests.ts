@@ -12,6 +12,7 @@ import { requestLock } from '../lock-names.js';
 import {
   checkedRows, checkRequestState, checkStringList, corruptRows, placeholders, requestFromRow, toJson, type NodeRequestRow,
 } from './rows.js';
+import { newEventId } from '../request-defaults.js';
 import type { Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
 
@@ -50,8 +51,8 @@ export class SqliteRequests {
     this.getStmt = db.prepare<[string], NodeRequestRow>('SELECT * FROM node_requests WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
       INSERT INTO node_requests (id, priority, state, state_time, created, labels, requestor, reuse, provider,
-                                 declined_by, nodes, reason, requestor_session)
-      VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, '[]', '[]', NULL, ?)`);
+                                 declined_by, nodes, reason, requestor_session, tenant_name, relative_priority, event_id)
+      VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, '[]', '[]', NULL, ?, ?, 0, ?)`);
     this.deleteStmt = db.prepare<[string]>('DELETE FROM node_requests WHERE id = ?');
     this.deleteLockStmt = db.prepare<[string]>('DELETE FROM locks WHERE resource = ?');
     const createTx = db.transaction((input: NewNodeRequest) => this.createNow(input));
@@ -110,7 +111,7 @@ export class SqliteRequests {
     const now = this.clock();
     const id = formatRequestId(priority, this.sequences.next(REQUEST_SEQUENCE));
     this.insertStmt.run(id, priority, now, now, toJson(input.labels, `node request ${id} labels`), input.requestor,
-      input.reuse === false ? 0 : 1, input.provider ?? null, input.requestorSession ?? null);
+      input.reuse === false ? 0 : 1, input.provider ?? null, input.requestorSession ?? null, input.tenantName ?? null, newEventId());
     return this.mustGet(id);
   }
 

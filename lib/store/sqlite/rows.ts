@@ -391,7 +391,8 @@ export function nodeFromRow(r: NodeRow): NodeRecord {
     consumerSession: r.consumer_session,
     handedOff: r.handed_off === 1,
     validatesUpload: r.validates_upload,
-    pythonPath: r.python_path,
+    // Absent means `auto` to Zuul (its getattr default); a record never says null here.
+    pythonPath: r.python_path ?? 'auto',
     shellType: r.shell_type,
     tenantName: r.tenant_name,
     requestor: r.requestor,
@@ -418,6 +419,9 @@ export interface NodeRequestRow {
   nodes: string;
   reason: string | null;
   requestor_session: string | null;
+  tenant_name: string | null;
+  relative_priority: number;
+  event_id: string | null;
 }
 
 /** Maps a `node_requests` row to a fresh record. Thrown: CorruptRecordError. */
@@ -437,6 +441,9 @@ export function requestFromRow(r: NodeRequestRow): NodeRequestRecord {
     nodes: c.strList('nodes'),
     reason: r.reason,
     requestorSession: r.requestor_session,
+    tenantName: r.tenant_name,
+    relativePriority: r.relative_priority,
+    eventId: r.event_id,
   };
 }
 
@@ -477,6 +484,8 @@ export interface LauncherRow {
   pool: string;
   supported_labels: string;
   registered: number;
+  priority: number;
+  paused: number;
 }
 
 /** Maps a `launchers` row to a fresh record. Thrown: CorruptRecordError. */
@@ -489,6 +498,8 @@ export function launcherFromRow(r: LauncherRow): LauncherRecord {
     pool: r.pool,
     supportedLabels: c.strList('supported_labels'),
     registered: r.registered,
+    priority: r.priority,
+    paused: r.paused !== 0,
   };
 }
 

@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
-import type { LauncherRecord, SessionRecord } from '../models.js';
+import { DEFAULT_POOL_PRIORITY } from '../components.js';
+import { checkLauncherPatch } from '../launcher-patch.js';
+import type { LauncherPatch, LauncherRecord, SessionRecord } from '../models.js';
 import { REQUEST_LOCK_PREFIX } from '../lock-names.js';
 import {
   checkedRows, checkStringList, corruptRows, launcherFromRow, sessionFromRow, toJson, type LauncherRow, type SessionRow,
@@ -40,7 +42,9 @@ export class SqliteSessions {
     launchers: Database.Statement<[number]>;
     sessions: Database.Statement<[number]>;
   };
-  private readonly upsertLauncherStmt: Database.Statement<[string, string, string, string, string, number], LauncherRow>;
+  private readonly upsertLauncherStmt: Database.Statement<[string, string, string, string, string, number, ...Array<number | null>], LauncherRow>;
+  private readonly getLauncherStmt: Database.Statement<[string], LauncherRow>;
+  private readonly updateLauncherStmt: Database.Statement<[string, number, number, string], LauncherRow>;
   private readonly deleteLauncherStmt: Database.Statement<[string]>;
   private readonly listLaunchersStmt: Database.Statement<[number], LauncherRow>;
   private readonly closeTx: (id: string) => void;
@@ -68,11 +72,17 @@ export class SqliteSessions {
       launchers: db.prepare(`DELETE FROM launchers WHERE session_id NOT IN ${LIVE_IDS}`),
       sessions: db.prepare('DELETE FROM sessions WHERE ? - renewed > ttl_ms'),
     };
+    // Priority and paused keep their registered values when a refresh does not give them (NULL).
     this.upsertLauncherStmt = db.prepare(`
-      INSERT INTO launchers (id, session_id, provider, pool, supported_labels, registered) VALUES (?, ?, ?, ?, ?, ?)
+      INSERT INTO launchers (id, session_id, provider, pool, supported_labels, registered, priority, paused)
+      VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, ${DEFAULT_POOL_PRIORITY}), COALESCE(?, 0))
       ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, provider = excluded.provider, pool = excluded.pool,
-        supported_labels = excluded.supported_labels, registered = excluded.registered
+        supported_labels = excluded.supported_labels, registered = excluded.registered,
+        priority = COALESCE(?, launchers.priority), paused = COALESCE(?, launchers.paused)
       RETURNING *`);
+    this.getLauncherStmt = db.prepare<[string], LauncherRow>('SELECT * FROM launchers WHERE id = ?');
+    this.updateLauncherStmt = db.prepare<[string, number, number, string], LauncherRow>(
+      'UPDATE launchers SET supported_labels = ?, priority = ?, paused = ? WHERE id = ? RETURNING *');
     this.deleteLauncherStmt = db.prepare<[string]>('DELETE FROM launchers WHERE id = ?');
     this.listLaunchersStmt = db.prepare<[number], LauncherRow>(`
       SELECT l.* FROM launchers l JOIN sessions s ON s.id = l.session_id WHERE ? - s.renewed <= s.ttl_ms ORDER BY l.id`);
@@ -132,6 +142,19 @@ export class SqliteSessions {
     return this.registerTx(input);
   }
 
+  /** Changes a registered launcher; undefined when there is none. Thrown: StoreError for a bad value. */
+  updateLauncher(id: string, patch: LauncherPatch): LauncherRecord | undefined {
+    const row = this.getLauncherStmt.get(id);
+    if (!row) return undefined;
+    const cur = launcherFromRow(row);
+    const what = `updating launcher ${id}`;
+    checkLauncherPatch(patch, what);
+    const labels = patch.supportedLabels ?? cur.supportedLabels;
+    const next = this.updateLauncherStmt.get(toJson(labels, `${what}: supportedLabels`), patch.priority ?? cur.priority ?? DEFAULT_POOL_PRIORITY,
+      (patch.paused ?? cur.paused ?? false) ? 1 : 0, id);
+    return next ? launcherFromRow(next) : undefined;
+  }
+
   /** Removes a launcher registration (nothing when there is none). */
   unregisterLauncher(id: string): void {
     this.deleteLauncherStmt.run(id);
@@ -171,8 +194,11 @@ export class SqliteSessions {
       throw new StoreError(`cannot register launcher ${input.id}: session ${input.sessionId} is not live (lapsed, closed or never opened)`);
     }
     checkStringList(input.supportedLabels, `registering launcher ${input.id}: supportedLabels`);
+    checkLauncherPatch(input, `registering launcher ${input.id}`);
+    const priority = input.priority ?? null;
+    const paused = input.paused === undefined ? null : input.paused ? 1 : 0;
     const row = this.upsertLauncherStmt.get(input.id, input.sessionId, input.provider, input.pool,
-      toJson(input.supportedLabels, `launcher ${input.id} supportedLabels`), this.clock());
+      toJson(input.supportedLabels, `launcher ${input.id} supportedLabels`), this.clock(), priority, paused, priority, paused);
     if (!row) throw new StoreError(`launcher ${input.id} was not registered`);
     return launcherFromRow(row);
   }

@@ -10,8 +10,9 @@ import { CorruptLog, sortCorrupt, type CorruptFilter, type CorruptRecord } from 
 import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import { checkImportInstallation, withInstallation } from '../installation.js';
 import type { Logger } from '../../log.js';
+import type { ComponentInfo, ProcessComponentKind } from '../components.js';
 import type {
-  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
+  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
@@ -265,8 +266,22 @@ export class SqliteStore implements Store, ImageDataStore {
     return this.guard(`registering launcher ${input.id}`, () => this.sessions.registerLauncher(input));
   }
 
+  updateLauncher(id: string, patch: LauncherPatch): Promise<LauncherRecord | undefined> {
+    return this.guard(`updating launcher ${id}`, () => this.sessions.updateLauncher(id, patch));
+  }
+
   unregisterLauncher(id: string): Promise<void> {
     return this.guard(`unregistering launcher ${id}`, () => this.sessions.unregisterLauncher(id));
+  }
+
+  /**
+   * Checks the session and keeps nothing: Nodepool 11's component registry is read only from
+   * ZooKeeper (by Nodepool and Zuul), and this file's sessions already name each process.
+   */
+  publishComponents(sessionId: string, kind: ProcessComponentKind, components: readonly ComponentInfo[]): Promise<void> {
+    return this.guard(`publishing ${components.length} ${kind} component(s)`, () => {
+      if (!this.sessions.isLive(sessionId)) throw new StoreError(`cannot publish ${kind} components: session ${sessionId} is not live (lapsed, closed or never opened)`);
+    });
   }
 
   listLaunchers(): Promise<LauncherRecord[]> {

@@ -1,6 +1,6 @@
 /**
  * Where the ZooKeeper store keeps things: Nodepool's tree (`/nodepool/images`, `/nodepool/nodes`,
- * `/nodepool/requests`, `/nodepool/requests-lock`, `/nodepool/launchers`) under the configured
+ * `/nodepool/requests`, `/nodepool/requests-lock`, `/nodepool/launchers`, `/nodepool/components`) under the configured
  * chroot, plus this project's own paths beside it (`sessions`, `sequences`, `status`, `locks`,
  * per-provider pauses), which Nodepool's readers never look at.
  */
@@ -36,6 +36,8 @@ export class Layout {
   readonly requests: string;
   readonly requestsLock: string;
   readonly launchers: string;
+  /** Nodepool 11's component registry (made when the first component is written). */
+  readonly components: string;
   readonly sessions: string;
   readonly sequences: string;
   readonly status: string;
@@ -49,6 +51,7 @@ export class Layout {
     this.requests = `${this.root}/requests`;
     this.requestsLock = `${this.root}/requests-lock`;
     this.launchers = `${this.root}/launchers`;
+    this.components = `${this.root}/components`;
     this.sessions = `${this.root}/sessions`;
     this.sequences = `${this.root}/sequences`;
     this.status = `${this.root}/status`;
@@ -116,6 +119,11 @@ export class Layout {
 
   launcher(id: string): string {
     return `${this.launchers}/${segment(id, 'launcher id')}`;
+  }
+
+  /** `components/<kind>`: its children are `<hostname><10-digit sequence>`. */
+  componentKind(kind: string): string {
+    return `${this.components}/${segment(kind, 'component kind')}`;
   }
 
   session(id: string): string {

@@ -7,6 +7,7 @@
  * of an ephemeral record is its znode's owner.
  */
 import { CorruptRecordError, StoreError } from '../../errors.js';
+import { DEFAULT_POOL_PRIORITY } from '../components.js';
 import { Fields, type CorruptKind } from '../corrupt.js';
 import {
   BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES,
@@ -188,8 +189,19 @@ export function nodeJson(n: NodeRecord): Json {
     resources: n.resources,
     attributes: n.attributes,
     comment: n.holdReason,
-    // Nodepool's hold_expiration is a duration; ours is a point in time, so it has its own name.
+    // Nodepool's hold_expiration is a duration from state_time; ours is a point in time, under its own name.
+    hold_expiration: holdDuration(n.holdExpiration, n.stateTime),
     hold_expires_at: n.holdExpiration === null ? null : toSeconds(n.holdExpiration),
+    hold_job: n.holdJob ?? null,
+    // Zuul passes an explicit null to Ansible as None; absent or `auto` is Ansible's discovery.
+    python_path: n.pythonPath ?? 'auto',
+    shell_type: n.shellType ?? null,
+    slot: n.slot ?? null,
+    host_id: n.hostId ?? null,
+    tenant_name: n.tenantName ?? null,
+    requestor: n.requestor ?? null,
+    driver_data: n.driverData ?? null,
+    user_data: n.userData ?? null,
     reason: n.reason,
     consumer_session: n.consumerSession,
     handed_off: n.handedOff,
@@ -199,12 +211,26 @@ export function nodeJson(n: NodeRecord): Json {
 }
 
 /**
- * When a held node expires (epoch ms): ours (`hold_expires_at`, a point in time), else
- * Nodepool's and Zuul's `hold_expiration` (seconds the hold lasts from `state_time`), else never.
+ * Nodepool's `hold_expiration` for a point in time: whole seconds from `state_time`, at least 1
+ * (0 and null mean "no expiration" to Nodepool), or null when the hold does not expire.
+ */
+function holdDuration(expiresAt: number | null, stateTime: number): number | null {
+  return expiresAt === null ? null : Math.max(1, Math.round((expiresAt - stateTime) / 1000));
+}
+
+/**
+ * When a held node expires (epoch ms): ours (`hold_expires_at`, a point in time) while
+ * `hold_expiration` is still the duration we wrote with it; else Nodepool's and Zuul's
+ * `hold_expiration` (seconds the hold lasts from `state_time`: a consumer that wrote a new one
+ * is read as it meant); else never.
  */
 function holdExpirationOf(j: Json): number | null {
-  if (typeof j.hold_expires_at === 'number') return toMs(j.hold_expires_at);
-  if (typeof j.hold_expiration === 'number' && j.hold_expiration > 0) return toMs(j.state_time) + Math.round(j.hold_expiration * 1000);
+  const duration = typeof j.hold_expiration === 'number' ? j.hold_expiration : null;
+  if (typeof j.hold_expires_at === 'number') {
+    const ours = toMs(j.hold_expires_at);
+    if (duration === null || duration === holdDuration(ours, toMs(j.state_time))) return ours;
+  }
+  if (duration !== null && duration > 0) return toMs(j.state_time) + Math.round(duration * 1000);
   return null;
 }
 
@@ -257,13 +283,23 @@ export function nodeFromJson(id: string, j: Json): NodeRecord {
     consumerSession: str(j.consumer_session),
     handedOff: j.handed_off === true,
     validatesUpload: str(j.validates_upload),
+    pythonPath: str(j.python_path) ?? 'auto',
+    shellType: str(j.shell_type),
+    tenantName: str(j.tenant_name),
+    requestor: str(j.requestor),
+    driverData: j.driver_data === undefined ? null : clone(j.driver_data),
+    userData: j.user_data === undefined ? null : clone(j.user_data),
+    holdJob: str(j.hold_job),
+    slot: typeof j.slot === 'number' ? j.slot : null,
+    hostId: str(j.host_id),
   };
 }
 
 /**
  * A node request's JSON (priority is in the id; an ephemeral request's session is its owner).
  * Updates merge it into the stored JSON, so fields only a consumer writes (Zuul's
- * `relative_priority`, `event_id`, `requestor_data`) keep their values.
+ * `relative_priority`, `event_id`, `tenant_name`, `requestor_data`) keep their values: they
+ * are written only at create ({@link newRequestJson}).
  */
 export function requestJson(r: NodeRequestRecord): Json {
   return {
@@ -278,6 +314,11 @@ export function requestJson(r: NodeRequestRecord): Json {
     created_time: toSeconds(r.created),
     reason: r.reason,
   };
+}
+
+/** A new request's JSON: {@link requestJson} with the fields a consumer may change later. */
+export function newRequestJson(r: NodeRequestRecord): Json {
+  return { ...requestJson(r), relative_priority: r.relativePriority ?? 0, event_id: r.eventId ?? null, tenant_name: r.tenantName ?? null };
 }
 
 /**
@@ -303,12 +344,18 @@ export function requestFromJson(id: string, priority: number, ephemeralOwner: st
     nodes: f.strList('nodes'),
     reason: f.optStr('reason'),
     requestorSession: ephemeralOwner,
+    tenantName: str(j.tenant_name),
+    relativePriority: typeof j.relative_priority === 'number' ? j.relative_priority : 0,
+    eventId: str(j.event_id),
   };
 }
 
-/** A launcher's JSON (Nodepool's `id`, `provider_name`, `supported_labels`, then ours). */
+/** A launcher's JSON (Nodepool's `id`, `provider_name`, `supported_labels`, `priority`, `paused`, then ours). */
 export function launcherJson(l: LauncherRecord): Json {
-  return { id: l.id, provider_name: l.provider, supported_labels: l.supportedLabels, pool: l.pool, registered_time: toSeconds(l.registered) };
+  return {
+    id: l.id, provider_name: l.provider, supported_labels: l.supportedLabels, priority: l.priority ?? DEFAULT_POOL_PRIORITY,
+    paused: l.paused ?? false, pool: l.pool, registered_time: toSeconds(l.registered),
+  };
 }
 
 /** Thrown: CorruptRecordError when the JSON is not a launcher's. */
@@ -321,6 +368,8 @@ export function launcherFromJson(id: string, sessionId: string, j: Json): Launch
     pool: f.optStr('pool') ?? '',
     supportedLabels: f.strList('supported_labels'),
     registered: toMs(j.registered_time),
+    priority: typeof j.priority === 'number' ? j.priority : DEFAULT_POOL_PRIORITY,
+    paused: j.paused === true,
   };
 }
 
@@ -376,7 +425,11 @@ export const copyUpload = (u: UploadRecord): UploadRecord => ({ ...u, progress: 
 
 export const copyNode = (n: NodeRecord): NodeRecord => ({
   ...n, labels: [...n.labels], hostKeys: [...n.hostKeys], resources: n.resources ? { ...n.resources } : null, attributes: { ...n.attributes },
+  // A consumer's data may be any JSON: copied only when it is an object or list (rare, small).
+  driverData: copyJson(n.driverData), userData: copyJson(n.userData),
 });
+
+const copyJson = (v: unknown): unknown => (v !== null && typeof v === 'object' ? structuredClone(v) : v ?? null);
 
 export const copyRequest = (r: NodeRequestRecord): NodeRequestRecord => ({
   ...r, labels: [...r.labels], declinedBy: [...r.declinedBy], nodes: [...r.nodes],

@@ -15,7 +15,8 @@ import type { ExpectState } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
 import { REQUEST_ID_RE } from './layout.js';
-import { copyRequest, decodeRecord, encode, ownerOf, requestFromJson, requestJson, type Json } from './records.js';
+import { newEventId } from '../request-defaults.js';
+import { copyRequest, decodeRecord, encode, newRequestJson, ownerOf, requestFromJson, requestJson, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import { MODE, type Stat, type ZkClient } from './zk-client.js';
 
@@ -60,10 +61,11 @@ export class ZkRequests {
     const rec: NodeRequestRecord = {
       id: '', priority, state: 'requested', stateTime: now, created: now, labels: [...input.labels], requestor: input.requestor,
       reuse: input.reuse !== false, provider: input.provider ?? null, declinedBy: [], nodes: [], reason: null, requestorSession: session,
+      tenantName: input.tenantName ?? null, relativePriority: 0, eventId: newEventId(),
     };
     let path: string;
     try {
-      path = await client.create(`${this.ctx.layout.requests}/${String(priority).padStart(3, '0')}-`, encode({ ...requestJson(rec), relative_priority: 0 }, what),
+      path = await client.create(`${this.ctx.layout.requests}/${String(priority).padStart(3, '0')}-`, encode(newRequestJson(rec), what),
         session === null ? MODE.persistentSequential : MODE.ephemeralSequential);
     } catch (err) {
       if (err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT')) {

@@ -8,9 +8,12 @@
  * after a plain connection loss the client reconnects to the same session.
  */
 import { StoreError, ZooKeeperError } from '../../errors.js';
-import type { LauncherRecord, SessionRecord } from '../models.js';
+import { componentVersion, DEFAULT_POOL_PRIORITY } from '../components.js';
+import { checkLauncherPatch } from '../launcher-patch.js';
+import type { LauncherPatch, LauncherRecord, SessionRecord } from '../models.js';
 import { checkStringList } from '../sqlite/rows.js';
-import type { ZkContext } from './context.js';
+import { ZkComponents } from './components.js';
+import { updateJson, type ZkContext } from './context.js';
 import { corruptEntry, memoized } from './checked.js';
 import type { CorruptRecord } from '../corrupt.js';
 import { decode, decodeRecord, encode, launcherFromJson, launcherJson, ownerOf, sessionFromJson, sessionJson } from './records.js';
@@ -23,8 +26,14 @@ export class ZkSessions {
   private readonly mine = new Map<string, ZkClient>();
   /** Sessions of this handle found dead by a renewal and closed (ids only; a few per outage). */
   private readonly givenUp = new Set<string>();
+  /** The hostname each session of this handle was opened with (its components carry it). */
+  private readonly hostnames = new Map<string, string>();
+  /** Nodepool 11's component registry, written with the sessions of this handle. */
+  readonly components: ZkComponents;
 
-  constructor(private readonly ctx: ZkContext, private readonly connect: (ttlMs: number) => Promise<ZkClient>) {}
+  constructor(private readonly ctx: ZkContext, private readonly connect: (ttlMs: number) => Promise<ZkClient>, version = componentVersion()) {
+    this.components = new ZkComponents(ctx, (id, what) => this.client(id, what), (id) => this.hostnames.get(id) ?? '', version);
+  }
 
   async open(input: NewSession): Promise<SessionRecord> {
     if (!Number.isInteger(input.ttlMs) || input.ttlMs <= 0) {
@@ -42,6 +51,7 @@ export class ZkSessions {
       throw err;
     }
     this.mine.set(id, client);
+    this.hostnames.set(id, input.hostname);
     this.ctx.wroteElsewhere();
     return rec;
   }
@@ -137,16 +147,24 @@ export class ZkSessions {
     return { sessions: 0, locks: 0, launchers: 0, requests: 0 };
   }
 
-  /** Registers (or refreshes) a launcher as an ephemeral node of its session. */
+  /**
+   * Registers (or refreshes) a launcher as an ephemeral node of its session, and its pool
+   * component; priority and paused keep their registered values when not given.
+   */
   async registerLauncher(input: Omit<LauncherRecord, 'registered'>): Promise<LauncherRecord> {
     const what = `registering launcher ${input.id}`;
     const client = this.client(input.sessionId, `cannot register launcher ${input.id}`);
     checkStringList(input.supportedLabels, `${what}: supportedLabels`);
-    const rec: LauncherRecord = { ...input, supportedLabels: [...input.supportedLabels], registered: this.ctx.clock() };
+    checkLauncherPatch(input, what);
     const path = this.ctx.layout.launcher(input.id);
-    const data = encode(launcherJson(rec), `launcher ${input.id}`);
     for (let attempt = 1; attempt <= 10; attempt++) {
       const got = await client.getData(path);
+      const before = got ? launcherBefore(input.id, got.data) : undefined;
+      const rec: LauncherRecord = {
+        ...input, supportedLabels: [...input.supportedLabels], registered: this.ctx.clock(),
+        priority: input.priority ?? before?.priority ?? DEFAULT_POOL_PRIORITY, paused: input.paused ?? before?.paused ?? false,
+      };
+      const data = encode(launcherJson(rec), `launcher ${input.id}`);
       try {
         if (!got) {
           await client.create(path, data, MODE.ephemeral);
@@ -157,6 +175,7 @@ export class ZkSessions {
           await client.multi([{ op: 'remove', path, version: got.stat.version }, { op: 'create', path, data, mode: MODE.ephemeral }], what);
         }
         this.ctx.wroteElsewhere();
+        await this.components.registerPool(rec);
         return rec;
       } catch (err) {
         if (!(err instanceof ZooKeeperError && ['NODE_EXISTS', 'NO_NODE', 'BAD_VERSION'].includes(err.code))) throw err;
@@ -165,12 +184,38 @@ export class ZkSessions {
     throw new StoreError(`${what}: its znode kept changing`);
   }
 
+  /** Changes a registered launcher and its pool component; undefined when it is not registered. */
+  async updateLauncher(id: string, patch: LauncherPatch): Promise<LauncherRecord | undefined> {
+    const what = `updating launcher ${id}`;
+    checkLauncherPatch(patch, what);
+    let path: string;
+    try {
+      path = this.ctx.layout.launcher(id);
+    } catch {
+      return undefined;
+    }
+    let rec: LauncherRecord | undefined;
+    const done = await updateJson(this.ctx.main(), path, what, (cur, stat) => {
+      const now = launcherFromJson(id, ownerOf(stat.ephemeralOwner) ?? '', cur);
+      rec = {
+        ...now, supportedLabels: [...(patch.supportedLabels ?? now.supportedLabels)],
+        priority: patch.priority ?? now.priority ?? DEFAULT_POOL_PRIORITY, paused: patch.paused ?? now.paused ?? false,
+      };
+      return { ...cur, ...launcherJson(rec) };
+    });
+    if (!done || !rec) return undefined;
+    await this.components.updatePool(rec);
+    return rec;
+  }
+
+  /** Removes the registration and its pool component (whichever session made them). */
   async unregisterLauncher(id: string): Promise<void> {
     try {
       await this.ctx.main().remove(this.ctx.layout.launcher(id));
     } catch (err) {
       if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
     }
+    await this.components.removePool(id);
   }
 
   /** From the cache: registered launchers (their sessions are alive, or the node would be gone), by id. */
@@ -204,5 +249,15 @@ export class ZkSessions {
     const { data, stat } = e;
     if (!data || !stat) return undefined;
     return memoized(e, this.ctx.corrupt, () => launcherFromJson(id, ownerOf(stat.ephemeralOwner) ?? '', decodeRecord(data, 'launcher', id)));
+  }
+}
+
+/** A registration's priority and paused flag as stored (none when its JSON does not parse). */
+function launcherBefore(id: string, data: Buffer): Pick<LauncherRecord, 'priority' | 'paused'> | undefined {
+  try {
+    const l = launcherFromJson(id, '', decodeRecord(data, 'launcher', id));
+    return { priority: l.priority, paused: l.paused };
+  } catch {
+    return undefined;
   }
 }

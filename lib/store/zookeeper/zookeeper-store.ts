@@ -5,11 +5,12 @@
  * belong to no store session) plus one session per store session it opened (sessions.ts).
  */
 import { coerceError, StoreError } from '../../errors.js';
+import type { ComponentEntry, ComponentInfo, ComponentKind, ProcessComponentKind } from '../components.js';
 import { CorruptLog, sortCorrupt, type CorruptFilter, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImageDataStore, ImportCounts } from '../image-data.js';
 import { checkImportInstallation, withInstallation } from '../installation.js';
 import type {
-  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherRecord, LockRecord, NewBuild, NewNode,
+  BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
   PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from '../models.js';
@@ -333,8 +334,21 @@ export class ZooKeeperStore implements Store, ImageDataStore {
     return this.guard(`registering launcher ${input.id}`, () => this.sessions.registerLauncher(input));
   }
 
+  updateLauncher(id: string, patch: LauncherPatch): Promise<LauncherRecord | undefined> {
+    return this.guard(`updating launcher ${id}`, () => this.sessions.updateLauncher(id, patch));
+  }
+
   unregisterLauncher(id: string): Promise<void> {
     return this.guard(`unregistering launcher ${id}`, () => this.sessions.unregisterLauncher(id));
+  }
+
+  publishComponents(sessionId: string, kind: ProcessComponentKind, components: readonly ComponentInfo[]): Promise<void> {
+    return this.guard(`publishing ${components.length} ${kind} component(s)`, () => this.sessions.components.publish(sessionId, kind, components));
+  }
+
+  /** Nodepool 11's component registry as stored: every component of `kind` (any process's), by znode name. */
+  listComponents(kind: ComponentKind): Promise<ComponentEntry[]> {
+    return this.guard(`listing ${kind} components`, () => this.sessions.components.list(kind));
   }
 
   listLaunchers(): Promise<LauncherRecord[]> {
