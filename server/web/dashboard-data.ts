@@ -1,7 +1,7 @@
 /**
  * What the dashboard (`/`) shows, as one JSON document it polls (`/dashboard.json`): builds
  * with state and age, uploads with their live transfer, nodes counted by provider, label and
- * state and listed, requests, and the loops whose passes fail or hang; uploads in validation and why
+ * state and listed with their addresses, requests, and the loops whose passes fail or hang; uploads in validation and why
  * uploads failed (whole reasons, console tails included), and the upload targets that need
  * attention. Made from the store with the CLI's presenters, so ages, transfers and attention
  * lines read as in `image-list` and `list`.
@@ -36,7 +36,8 @@ export interface DashboardData {
   uploadAttention: string[];
   /** Node counts per provider and label, by state (only states with nodes). */
   nodeCounts: Array<{ provider: string; label: string; states: Record<string, number> }>;
-  nodes: Array<{ id: string; provider: string; labels: string; state: string; age: string; externalId: string }>;
+  /** `address`: where consumers reach the node (its interface IP, else its public, else its private address). */
+  nodes: Array<{ id: string; provider: string; labels: string; state: string; age: string; externalId: string; address: string }>;
   requests: Array<{ id: string; state: string; labels: string; requestor: string; nodes: string; age: string }>;
 }
 
@@ -71,7 +72,10 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
     }),
     uploadAttention: [...targetAttention({ targets: status?.value.targets ?? [], uploads, pauses, now }), ...(status?.value.held ?? []).map((why) => `deletion held: ${why}`)],
     nodeCounts: [...counts.values()].sort((a, b) => (a.provider + a.label < b.provider + b.label ? -1 : 1)),
-    nodes: nodes.map((n) => ({ id: n.id, provider: n.provider, labels: n.labels.join(','), state: n.state, age: age(n.stateTime), externalId: n.externalId ?? '' })),
+    nodes: nodes.map((n) => ({
+      id: n.id, provider: n.provider, labels: n.labels.join(','), state: n.state, age: age(n.stateTime), externalId: n.externalId ?? '',
+      address: n.interfaceIp ?? n.publicIpv4 ?? n.publicIpv6 ?? n.privateIpv4 ?? '',
+    })),
     requests: requests.map((r) => ({ id: r.id, state: r.state, labels: r.labels.join(','), requestor: r.requestor, nodes: r.nodes.join(','), age: age(r.stateTime) })),
   };
 }

@@ -2,7 +2,8 @@
  * The dashboard at `/`: one self-contained HTML page (no framework, no external files) that
  * polls `/dashboard.json` every two seconds and redraws its tables: failing loops, builds,
  * uploads with progress bars and reasons (multi-line ones kept as lines), the upload targets
- * that need attention (validating, failing), nodes by provider and label, nodes, requests.
+ * that need attention (validating, failing), nodes by provider and label, nodes with their
+ * addresses, requests.
  * Every value is put in with textContent, never as HTML.
  */
 
@@ -51,7 +52,7 @@ function draw(d) {
   table('uploads', ['Upload', 'Build', 'Provider', 'State', 'Age', 'Progress', 'Reason'], d.uploads, (u) => [u.id, u.buildId, u.provider, stateCell(u.state), u.age, progressCell(u), reasonCell(u.reason)]);
   list('upload-attention', d.uploadAttention);
   table('node-counts', ['Provider', 'Label', 'Nodes by state'], d.nodeCounts, (c) => [c.provider, c.label, Object.entries(c.states).map(([s, n]) => s + ' ' + n).join(', ')]);
-  table('nodes', ['Node', 'Provider', 'Label', 'Server ID', 'State', 'Age'], d.nodes, (n) => [n.id, n.provider, n.labels, n.externalId, stateCell(n.state), n.age]);
+  table('nodes', ['Node', 'Provider', 'Label', 'Server ID', 'Address', 'State', 'Age'], d.nodes, (n) => [n.id, n.provider, n.labels, n.externalId, n.address, stateCell(n.state), n.age]);
   table('requests', ['Request', 'State', 'Labels', 'Requestor', 'Nodes', 'Age'], d.requests, (r) => [r.id, stateCell(r.state), r.labels, r.requestor, r.nodes, r.age]);
   document.getElementById('updated').textContent = 'updated ' + new Date(d.generated).toLocaleTimeString();
 }

@@ -1,12 +1,14 @@
 /**
  * The web status of nodepool-server (node:http, no framework), on `webapp.listen-address` and
- * `webapp.port`: Nodepool's read-only lists (status-views.ts) as text tables or JSON, `/ready`,
- * `/health/live`, `/health/ready`, Prometheus `/metrics` and the dashboard at `/` (polling
- * `/dashboard.json`). Only GET and HEAD; unknown paths are 404 (`//x` and `/x/` are `/x`).
- * Lists are cached for a second per path, query and format, as Nodepool's webapp does, and
- * `/metrics` is rendered at most once a second whatever the number of scrapes; the health
- * endpoints read only memory, and the connections held at once are bounded, so a storm of
- * clients cannot stall the server.
+ * `webapp.port`: Nodepool 11's read-only lists at its paths, in its shapes (nodepool-views.ts:
+ * PrettyTable text or a JSON list of rows, negotiated as Nodepool does) and our richer lists
+ * at `/api/<same name>` (status-views.ts: the CLI's tables with their attention lines, or the
+ * CLI's `--json`), `/ready`, `/health/live`, `/health/ready`, Prometheus `/metrics` and the
+ * dashboard at `/` (polling `/dashboard.json`). Only GET and HEAD; unknown paths are 404 (`//x`
+ * and `/x/` are `/x`). Lists are cached for a second per path, query and format, as Nodepool's
+ * webapp does, and `/metrics` is rendered at most once a second whatever the number of
+ * scrapes; the health endpoints read only memory, and the connections held at once are
+ * bounded, so a storm of clients cannot stall the server.
  */
 import http from 'node:http';
 import { coerceError } from '../../lib/errors.js';
@@ -18,7 +20,9 @@ import { renderTable } from '../../lib/status/table.js';
 import { dashboardData } from './dashboard-data.js';
 import { dashboardPage } from './dashboard-page.js';
 import { readinessReport } from './health.js';
-import { parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
+import { nodepoolFormat, parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
+import { nodepoolText, pythonJson } from '../../lib/status/nodepool-format.js';
+import { NODEPOOL_VIEWS } from './nodepool-views.js';
 import { STATUS_VIEWS, type StatusSource } from './status-views.js';
 
 /** Options of {@link WebServer.start}. */
@@ -51,6 +55,11 @@ export interface Answer {
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
 const FIXED = new Set(['/', '/ready', '/health/live', '/health/ready', '/metrics']);
+/** Our richer lists: `/api/node-list` is what `/node-list` answered before it took Nodepool's shape. */
+const API_PREFIX = '/api';
+/** Nodepool's webapp answers exactly these content types. */
+const NODEPOOL_TEXT = 'text/plain; charset=UTF-8';
+const NODEPOOL_JSON = 'application/json';
 
 const text = (status: number, body: string, headers?: Record<string, string>): Answer =>
   ({ status, contentType: TEXT, body: body.endsWith('\n') ? body : `${body}\n`, ...(headers ? { headers } : {}) });
@@ -111,9 +120,23 @@ export class WebServer {
   private async answer(req: http.IncomingMessage): Promise<Answer> {
     const url = requestPath(req.url);
     const { route, jsonSuffix } = parseStatusPath(url.pathname);
-    const known = STATUS_VIEWS.has(route) || (route === '/dashboard' ? jsonSuffix : !jsonSuffix && FIXED.has(route));
+    const api = route.startsWith(`${API_PREFIX}/`) && STATUS_VIEWS.has(route.slice(API_PREFIX.length));
+    const known = api || NODEPOOL_VIEWS.has(route) || (route === '/dashboard' ? jsonSuffix : !jsonSuffix && FIXED.has(route));
     if (!known) return text(404, `not found: ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(405, `method ${req.method ?? ''} not allowed: the web status is read-only`, { Allow: 'GET, HEAD' });
+    if (api) {
+      const format = statusFormat(req.headers.accept, jsonSuffix);
+      return this.cached(`${route}\u0000${format}\u0000${url.searchParams.toString()}`, req, () => this.renderApi(route.slice(API_PREFIX.length), format, url.searchParams));
+    }
+    if (NODEPOOL_VIEWS.has(route) || route === '/ready') {
+      const format = nodepoolFormat(req.headers.accept, jsonSuffix);
+      // Nodepool's webapp fails with a 500 (an IndexError) when the Accept header matches none
+      // of text/html, text/plain and application/json; a 406 says what is wrong instead.
+      if (format === null) return text(406, 'not acceptable: the lists are text/plain or application/json', { ...listHeaders(Date.now(), 1000) });
+      if (route === '/ready') return this.ready(format);
+      const params = [...url.searchParams.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return this.cached(`${route}\u0000${format}\u0000${new URLSearchParams(params).toString()}`, req, () => this.renderNodepool(route, format, url.searchParams));
+    }
     const format = statusFormat(req.headers.accept, jsonSuffix);
     switch (route) {
       case '/':
@@ -122,8 +145,6 @@ export class WebServer {
         return { ...json(200, await dashboardData(this.opts.status, this.opts.loops(), this.opts.started())), headers: { 'Cache-Control': 'no-store' } };
       case '/health/live':
         return text(200, 'ok');
-      case '/ready':
-        return this.opts.started() ? text(200, 'ready') : text(500, 'not ready: not every provider has started yet');
       case '/health/ready': {
         const report = readinessReport(this.opts.started(), this.opts.loops(), Date.now());
         const status = report.ready ? 200 : 503;
@@ -133,26 +154,32 @@ export class WebServer {
         if (!this.opts.metrics) return text(404, 'not found: /metrics');
         return { status: 200, contentType: this.opts.metrics.contentType, body: await this.opts.metrics.render() };
       default:
-        return this.list(route, format, url, req.headers['if-modified-since']);
+        return text(404, `not found: ${url.pathname}`);
     }
   }
 
-  /** A status list, from the cache when it is fresh; 304 when the client's copy is as new. */
-  private async list(route: string, format: StatusFormat, url: { searchParams: URLSearchParams }, ifModifiedSince: string | undefined): Promise<Answer> {
+  /**
+   * Nodepool's `/ready`: 503 until every provider has started, then `OK` (not JSON-encoded,
+   * whatever the format), with the lists' headers but not cached.
+   */
+  private ready(format: StatusFormat): Answer {
+    const headers = listHeaders(Date.now(), 1000);
+    if (!this.opts.started()) return text(503, 'not ready: not every provider has started yet', headers);
+    return { status: 200, contentType: format === 'json' ? NODEPOOL_JSON : NODEPOOL_TEXT, body: 'OK', headers };
+  }
+
+  /** A list, from the cache when it is fresh; 304 when the client's copy is as new. */
+  private async cached(key: string, req: http.IncomingMessage, render: () => Promise<Answer>): Promise<Answer> {
     const ttl = this.opts.cacheMs ?? 1000;
-    const key = `${route}\u0000${format}\u0000${url.searchParams.toString()}`;
     const now = Date.now();
     let entry = this.cache.get(key);
     if (!entry || now - entry.at >= ttl) {
-      entry = { answer: await this.render(route, format, url.searchParams), at: now };
+      entry = { answer: await render(), at: now };
       if (ttl > 0 && entry.answer.status === 200) this.cache.set(key, entry);
       for (const [k, e] of this.cache) if (now - e.at >= ttl) this.cache.delete(k);
     }
-    const headers = {
-      'Cache-Control': `public, max-age=${Math.ceil(ttl / 1000)}`,
-      'Last-Modified': new Date(entry.at).toUTCString(),
-      Expires: new Date(entry.at + ttl).toUTCString(),
-    };
+    const headers = listHeaders(entry.at, ttl);
+    const ifModifiedSince = req.headers['if-modified-since'];
     const since = ifModifiedSince ? Date.parse(ifModifiedSince) : NaN;
     if (entry.answer.status === 200 && Number.isFinite(since) && Math.floor(entry.at / 1000) <= Math.floor(since / 1000)) {
       return { ...entry.answer, status: 304, body: '', headers };
@@ -160,7 +187,15 @@ export class WebServer {
     return { ...entry.answer, headers: { ...entry.answer.headers, ...headers } };
   }
 
-  private async render(route: string, format: StatusFormat, params: URLSearchParams): Promise<Answer> {
+  /** A Nodepool list: `json.dumps` of its rows, or its PrettyTable with the `?fields=` columns. */
+  private async renderNodepool(route: string, format: StatusFormat, params: URLSearchParams): Promise<Answer> {
+    const list = await (NODEPOOL_VIEWS.get(route) as NonNullable<ReturnType<typeof NODEPOOL_VIEWS.get>>)(this.opts.status, params);
+    if (format === 'json') return { status: 200, contentType: NODEPOOL_JSON, body: pythonJson(list.rows) };
+    return { status: 200, contentType: NODEPOOL_TEXT, body: nodepoolText(list, params.get('fields'), this.opts.status.clock()) };
+  }
+
+  /** One of our richer lists (`/api/…`): the CLI's table and lines, or its `--json`. */
+  private async renderApi(route: string, format: StatusFormat, params: URLSearchParams): Promise<Answer> {
     const view = await (STATUS_VIEWS.get(route) as NonNullable<ReturnType<typeof STATUS_VIEWS.get>>)(this.opts.status, params);
     if (format === 'json') return json(200, view.json);
     const fields = params.get('fields');
@@ -170,4 +205,13 @@ export class WebServer {
     const lines = fields ? [] : view.lines;
     return text(200, renderTable(picked.columns, picked.rows) + lines.map((l) => `${l}\n`).join(''));
   }
+}
+
+/** Nodepool's list headers: cacheable for `ttlMs` (whole seconds) from `at`. */
+function listHeaders(at: number, ttlMs: number): Record<string, string> {
+  return {
+    'Cache-Control': `public, max-age=${Math.ceil(ttlMs / 1000)}`,
+    'Last-Modified': new Date(at).toUTCString(),
+    Expires: new Date(at + ttlMs).toUTCString(),
+  };
 }

@@ -2,8 +2,8 @@
  * The dashboard in a real headless Chromium against a running nodepool-server (in-process)
  * with a builder, a Glance provider and a static host (real sshd): the page loads while the
  * first build runs, then shows — without being reloaded — the build ready, its upload, and the
- * static node taken in use by a consumer. A screenshot goes to the test output directory
- * (`NODEPOOL_TEST_OUTPUT`, default `.run/test-output`).
+ * static node taken in use by a consumer, with its address. A screenshot goes to the test
+ * output directory (`NODEPOOL_TEST_OUTPUT`, default `.run/test-output`).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -78,7 +78,7 @@ describe('the dashboard in headless Chromium', () => {
     await cloud?.stop();
   });
 
-  it('shows the build, its upload and a node as they appear, refreshing by itself', async () => {
+  it('shows the build, its upload and a node with its address as they appear, refreshing by itself', async () => {
     const html = await get(port, '/');
     assert.equal(html.headers.get('content-type'), 'text/html; charset=utf-8');
     const tab = await browser.open(`http://127.0.0.1:${port}/`);
@@ -96,9 +96,10 @@ describe('the dashboard in headless Chromium', () => {
       const t = await text();
       const buildReady = /deb-0000000001\tdeb\tready/.test(t);
       const uploaded = new RegExp(`deb-0000000001\\t${provider}\\tready`).test(t);
-      const inUse = new RegExp(`${node.id}\\thosts\\tsmall\\t[^\\n]*\\tin-use`).test(t);
+      // Server ID is empty for a static host; its address is the host's.
+      const inUse = new RegExp(`${node.id}\\thosts\\tsmall\\t\\t${sshd.host.replaceAll('.', '\\.')}\\tin-use`).test(t);
       return buildReady && uploaded && inUse ? t : undefined;
-    }, { timeoutMs: 60_000, what: 'the ready build, its upload and the in-use node on the dashboard', intervalMs: 250 });
+    }, { timeoutMs: 60_000, what: 'the ready build, its upload and the in-use node with its address on the dashboard', intervalMs: 250 });
     assert.match(later, /all loops pass/);
     assert.match(later, /hosts\tsmall\tin-use 1/);
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fieldKey, parseStatusPath, selectFields, statusFormat } from '../../../../server/web/negotiate.js';
+import { fieldKey, nodepoolFormat, parseStatusPath, selectFields, statusFormat } from '../../../../server/web/negotiate.js';
 
 describe('web status negotiation', () => {
   it('splits off a .json suffix and a trailing slash', () => {
@@ -38,5 +38,29 @@ describe('web status negotiation', () => {
     assert.deepEqual(selectFields(['ID', 'Request ID'], [['a', 'b']], 'id', 'Request ID'), { ok: true, columns: ['ID'], rows: [['a']] }, 'an ID column wins');
     assert.deepEqual(selectFields(cols, [], 'id,colour', 'Upload ID'),
       { ok: false, message: 'unknown field "colour"; the fields are: buildid, uploadid, state (id: uploadid)' });
+  });
+
+  it("negotiates Nodepool's lists as its webapp does: text unless JSON is strictly preferred", () => {
+    const cases: Array<[string | undefined, 'text' | 'json' | null]> = [
+      [undefined, 'text'],
+      ['*/*', 'text'],
+      ['text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8', 'text'],
+      ['application/json', 'json'],
+      ['application/json, text/plain', 'text'], // equal q: the earlier offer (text) wins
+      ['text/plain;q=0.5, application/json', 'json'],
+      ['text/*;q=0.1, application/json;q=0.2', 'json'],
+      ['application/json, */*;q=0.9', 'json'], // */* gives text/html 0.9
+      ['application/json;q=0.5, */*', 'text'],
+      ['APPLICATION/JSON', 'json'],
+      ['text/plain;q=0, application/json;q=0.1', 'json'],
+      ['garbage', 'text'], // an invalid header accepts every offer
+      ['application/json;q=2', 'text'], // q above 1 is invalid too
+      ['image/png', null], // matches none: Nodepool's 500, our 406
+      ['application/json;charset=utf-8', null], // a range with parameters matches none of the offers
+      ['text/plain;q=0', null],
+      ['', null],
+    ];
+    for (const [accept, want] of cases) assert.equal(nodepoolFormat(accept, false), want, `Accept: ${String(accept)}`);
+    assert.equal(nodepoolFormat('image/png', true), 'json', 'a .json suffix asks for JSON');
   });
 });
