@@ -91,6 +91,12 @@ export type Action =
    * remove the record after its WORK_COMPLETE, or remove it at once when nobody does.
    */
   | { type: 'delete-build'; buildId: string; reason: string }
+  /**
+   * `delete-after-upload`: submit `image-delete:<id>` with `formats` to the builder holding the
+   * ready build, so it deletes those local files (and their checksums) and keeps the build;
+   * the record's `files` then lists what remains.
+   */
+  | { type: 'delete-formats'; buildId: string; formats: string[]; kept: string[] }
   /** A ready build whose files no builder advertises any more. */
   | { type: 'mark-lost'; buildId: string }
   /** A lost build whose `image-upload:<id>` is registered again: back to ready. */

@@ -24,8 +24,10 @@ import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import type { Action, PlannerSnapshot } from './actions.js';
 import {
-  failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseUploadAttempt, parseUploadComplete,
+  failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseFormatsDeleted, parseUploadAttempt, parseUploadComplete,
+  type FormatsDeleted,
 } from './job-results.js';
+import { filesDeletedReason } from './local-files.js';
 import { progressWriter, uploadProgressWriter } from './progress-writer.js';
 import { advertisedIds } from './registrations.js';
 
@@ -51,6 +53,8 @@ export interface ImageDispatcherEvents {
   'build:ready': [build: BuildRecord];
   'build:failed': [buildId: string, reason: string];
   'build:deleted': [buildId: string];
+  /** `delete-after-upload`: local files of a ready build deleted on its builder (the record lists what remains). */
+  'build:files-deleted': [build: BuildRecord, deleted: FormatsDeleted];
   'upload:ready': [upload: UploadRecord];
   /** Uploaded to a target with `validate:`: a launcher of its provider validates it next. */
   'upload:validating': [upload: UploadRecord];
@@ -183,6 +187,9 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
       case 'delete-build':
         await this.deleteBuild(action.buildId, action.reason, registered);
         return;
+      case 'delete-formats':
+        this.deleteFormats(action.buildId, action.formats, action.kept);
+        return;
       case 'mark-lost': {
         const b = await store.getBuild(action.buildId);
         const reason = `no builder advertises its files any more${b?.builderHostname ? ` (last held by ${b.builderHostname})` : ''}`;
@@ -294,15 +301,44 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     });
   }
 
-  /** Submits `image-delete:<id>`; `done` runs after the builder's WORK_COMPLETE, `refused` (saying when it retries) after another end. */
-  private submitDelete(buildId: string, done: () => Promise<void>, refused: () => string = () => 'the next pass retries'): void {
+  /**
+   * `delete-after-upload`: asks the builder holding a ready build to delete the local files of
+   * `formats` (`image-delete:<id>` with `formats`); the build stays ready, its record's `files`
+   * then list what remains and its reason says what was deleted.
+   */
+  private deleteFormats(buildId: string, formats: string[], kept: string[]): void {
+    if (this.buildDeletes.has(buildId)) return;
+    this.log.info('deleting local files uploaded everywhere (delete-after-upload)', { buildId, formats, kept });
+    this.submitDelete(buildId, async (data) => {
+      const outcome = parseFormatsDeleted(data, buildId);
+      if (!outcome) {
+        // A builder that knows only whole deletes (an older one) ignored `formats`.
+        this.log.warn('the builder deleted the whole build instead of some formats (a builder without partial deletes); the build is marked lost once no builder advertises it', { buildId, formats });
+        return;
+      }
+      const build = await this.guard(() => this.deps.store.updateBuild(buildId, {
+        files: outcome.files, reason: filesDeletedReason(outcome.deleted, kept),
+      }, { expectStates: ['ready'] }), buildId);
+      this.log.info('local files deleted after upload', { buildId, deleted: outcome.deleted, freedBytes: outcome.freedBytes, remaining: outcome.files.map((f) => f.format) });
+      if (build) this.emit('build:files-deleted', build, outcome);
+    }, undefined, formats);
+  }
+
+  /**
+   * Submits `image-delete:<id>` (with `formats`: only those files); `done` runs with the
+   * builder's WORK_COMPLETE data, `refused` (saying when it retries) after another end.
+   */
+  private submitDelete(buildId: string, done: (data: Buffer) => Promise<void>, refused: () => string = () => 'the next pass retries', formats?: string[]): void {
     this.buildDeletes.add(buildId);
     const key = this.installationKey();
-    const job = this.deps.client.submit(fn.imageDelete(buildId), key.installation ? JSON.stringify(key) : '', { unique: this.unique(buildId) });
+    const payload = formats ? JSON.stringify({ ...key, formats }) : key.installation ? JSON.stringify(key) : '';
+    // Its own unique: gearmand must not merge it with a whole delete of the id.
+    const unique = this.unique(formats ? `${buildId}:formats:${formats.join(',')}` : buildId);
+    const job = this.deps.client.submit(fn.imageDelete(buildId), payload, { unique });
     this.track(job.result.then(
       async (result) => {
         if (this.stopped) return;
-        if (result.type === 'complete') await done();
+        if (result.type === 'complete') await done(result.data);
         else this.log.warn('image-delete did not complete', { buildId, reason: failureReason(result), retry: refused() });
       },
       (err: Error) => this.log.warn('image-delete job lost; the next pass retries', { buildId, error: err.message }),

@@ -52,16 +52,45 @@ export function parseBuildComplete(data: Buffer, buildId: string): BuildOutcome 
   if (o['image-id'] !== buildId) throw new BadPayloadError(`${what}: it reports image-id ${JSON.stringify(o['image-id'])}`);
   const formats = o.formats;
   if (!Array.isArray(formats) || !formats.every((f) => typeof f === 'string')) throw new BadPayloadError(`${what}: "formats" must be a list of strings`);
+  return { builderHostname: str(o, 'builder', what), builderId: str(o, 'builder-id', what), formats: formats as string[], files: filesOf(o, what) };
+}
+
+/** The optional `files` list of a payload. */
+function filesOf(o: Record<string, unknown>, what: string): ImageFileInfo[] {
   const files: ImageFileInfo[] = [];
-  if (o.files !== undefined) {
-    if (!Array.isArray(o.files)) throw new BadPayloadError(`${what}: "files" must be a list`);
-    for (const f of o.files as unknown[]) {
-      const r = f as Record<string, unknown>;
-      if (typeof r?.format !== 'string' || typeof r.size !== 'number' || typeof r.sha256 !== 'string') throw new BadPayloadError(`${what}: each file needs format, size and sha256`);
-      files.push({ format: r.format, size: r.size, sha256: r.sha256 });
-    }
+  if (o.files === undefined) return files;
+  if (!Array.isArray(o.files)) throw new BadPayloadError(`${what}: "files" must be a list`);
+  for (const f of o.files as unknown[]) {
+    const r = f as Record<string, unknown>;
+    if (typeof r?.format !== 'string' || typeof r.size !== 'number' || typeof r.sha256 !== 'string') throw new BadPayloadError(`${what}: each file needs format, size and sha256`);
+    files.push({ format: r.format, size: r.size, sha256: r.sha256 });
   }
-  return { builderHostname: str(o, 'builder', what), builderId: str(o, 'builder-id', what), formats: formats as string[], files };
+  return files;
+}
+
+/** What a builder reports after deleting some formats of a build (`image-delete:<id>` with `formats`). */
+export interface FormatsDeleted {
+  /** Formats whose files it deleted (or found gone). */
+  deleted: string[];
+  /** The build's files it still holds. */
+  files: ImageFileInfo[];
+  /** Bytes of the files it removed (images and checksums). */
+  freedBytes: number;
+}
+
+/**
+ * Parses the WORK_COMPLETE of a partial delete; undefined when it is a whole delete's answer
+ * (`{}`: a builder that ignored `formats` and deleted the build).
+ */
+export function parseFormatsDeleted(data: Buffer, buildId: string): FormatsDeleted | undefined {
+  const what = `WORK_COMPLETE of the partial delete of ${buildId}`;
+  const o = object(data.length ? data : Buffer.from('{}'), what);
+  if (o['deleted-formats'] === undefined) return undefined;
+  const deleted = o['deleted-formats'];
+  if (!Array.isArray(deleted) || !deleted.every((f) => typeof f === 'string')) throw new BadPayloadError(`${what}: "deleted-formats" must be a list of strings`);
+  const freed = o['freed-bytes'];
+  if (typeof freed !== 'number' || !(freed >= 0)) throw new BadPayloadError(`${what}: "freed-bytes" must be a number`);
+  return { deleted: deleted as string[], files: filesOf(o, what), freedBytes: freed };
 }
 
 /** Parses an upload's WORK_COMPLETE. */

@@ -5,11 +5,13 @@
  *
  * The rules run in this order on one working view, so each sees the decisions before it:
  * building builds (fail or resume), reconciliation with what builders advertise (lost,
- * found, strays), new builds and requests, uploads, then deletion and retention. A record
+ * found, strays), new builds and requests, uploads, deletion and retention, then local files
+ * freed after upload (`delete-after-upload`). A record
  * gets at most one action per pass.
  */
 import type { Plan, PlannerSnapshot } from './actions.js';
 import { planBuildingBuilds, planNewBuilds } from './builds.js';
+import { planLocalFiles } from './local-files.js';
 import { PlanView } from './plan-view.js';
 import { reconcile } from './reconcile.js';
 import { retention } from './retention.js';
@@ -23,5 +25,6 @@ export function plan(snapshot: PlannerSnapshot): Plan {
   const diskimages = planNewBuilds(view);
   const targets = planUploads(view);
   retention(view);
+  planLocalFiles(view);
   return { actions: view.actions, diskimages, targets, removals: view.removals, held: view.held };
 }

@@ -10,6 +10,7 @@ import { ADMIN_UNREACHABLE } from './builds.js';
 import type { PlanView, UploadTarget, WorkingUpload } from './plan-view.js';
 import type { UploadTargetStatus } from '../../lib/status/lifecycle-status.js';
 import { planValidating } from './validating.js';
+import { missingSource } from './local-files.js';
 
 function failUpload(view: PlanView, u: WorkingUpload, reason: string): void {
   if (!view.emit(u, { type: 'fail-upload', uploadId: u.rec.id, reason })) return;
@@ -77,7 +78,9 @@ function planTarget(view: PlanView, t: UploadTarget): UploadTargetStatus {
   if (uploads.some((u) => u.state === 'ready' && u.build === build)) return status;
   if (retryAt !== null && view.now < retryAt) return status;
   const uploadFn = fn.imageUpload(build.rec.id);
-  if (!view.adminReachable) status.waiting = ADMIN_UNREACHABLE;
+  const missing = missingSource(view, build, t);
+  if (missing !== null) status.waiting = missing;
+  else if (!view.adminReachable) status.waiting = ADMIN_UNREACHABLE;
   else if (!view.isRegistered(uploadFn)) status.waiting = `no builder registers ${uploadFn}`;
   else view.actions.push({ type: 'start-upload', buildId: build.rec.id, provider: t.provider, imageName: t.imageName });
   return status;

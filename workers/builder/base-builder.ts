@@ -31,6 +31,7 @@ import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
 import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import { UploadService } from './upload-service.js';
+import { deleteFormats, type FormatsDeletedPayload } from './format-delete.js';
 import type { BuildMethods } from './build-method.js';
 
 /** Options of {@link BaseBuilder}. */
@@ -383,6 +384,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       const held = this.local.get(id);
       if (!held) throw new UnknownImageError(`image ${id} is not held by ${this.clientId}`);
       checkInstallation(held, req, 'delete', this.clientId);
+      if (req.formats) return this.deleteSomeFormats(id, held, req.formats, log);
       this.deleting.add(id);
       try {
         await this.uploads.settled(id);
@@ -397,6 +399,16 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
         this.deleting.delete(id);
       }
     });
+  }
+
+  /** `image-delete:<id>` with `formats` (delete-after-upload): those files go, the build stays. */
+  private async deleteSomeFormats(id: string, held: ImageSidecar, formats: string[], log: Logger): Promise<FormatsDeletedPayload> {
+    // Uploads of the build running now finish first (one may be converting from these files).
+    await this.uploads.settled(id);
+    const done = await deleteFormats(this.repo, held, formats);
+    if (this.local.get(id) === held) this.local.set(id, done.sidecar);
+    log.info('local files deleted after upload', { formats, removed: done.removed, freedBytes: done.payload['freed-bytes'] });
+    return done.payload;
   }
 }
 

@@ -35,6 +35,8 @@ export interface ImageSidecar {
    * delete and build jobs of another installation for this id are refused.
    */
   installation?: string;
+  /** Formats whose files were deleted after upload (`delete-after-upload`); `files` lists what remains. */
+  'deleted-formats'?: string[];
 }
 
 /** Result of {@link ImageRepository.scan}. */
@@ -136,6 +138,26 @@ export class ImageRepository {
       }
     }
     return removed;
+  }
+
+  /**
+   * Removes the files of some formats of an id (`<id>.<format>` and its `.sha256`/`.md5`) and
+   * returns the bytes they took; the sidecar and every other format stay.
+   */
+  async removeFormats(id: string, formats: readonly string[]): Promise<{ removed: string[]; freedBytes: number }> {
+    const wanted = new Set(formats);
+    const removed: string[] = [];
+    let freedBytes = 0;
+    for (const e of await readdir(this.dir, { withFileTypes: true })) {
+      const c = classifyEntry(e.name, e.isDirectory());
+      if ((c.kind !== 'image' && c.kind !== 'checksum') || c.id !== id || !wanted.has(c.format)) continue;
+      const file = path.join(this.dir, e.name);
+      const size = await stat(file).then((st) => st.size, () => 0);
+      await rm(file, { force: true });
+      freedBytes += size;
+      removed.push(e.name);
+    }
+    return { removed, freedBytes };
   }
 
   /** True when `<id>.<format>` is a known format and present. */

@@ -3,7 +3,7 @@
  * with a message that says what was wrong; no path is touched before this has passed.
  */
 import { InvalidJobError } from '../../lib/errors.js';
-import { parseImageId } from '../../lib/images/image-file.js';
+import { isImageFormat, parseImageId } from '../../lib/images/image-file.js';
 import { INSTALLATION_ID_RE } from '../../lib/store/installation.js';
 
 /** A validated `image-build:<diskimage>` request. */
@@ -36,6 +36,11 @@ export interface UploadRequest {
 export interface DeleteRequest {
   /** The sending server's installation id: refused when the files were built for another. */
   installation?: string;
+  /**
+   * Only these formats' local files (`delete-after-upload`): the build itself stays. Absent:
+   * the whole build, as every payload before this key.
+   */
+  formats?: string[];
 }
 
 const MAX_PAYLOAD = 64 * 1024;
@@ -111,9 +116,18 @@ export function parseUploadPayload(data: Buffer, imageId: string): UploadRequest
   return req;
 }
 
-/** `""` (Nodepool 0.3.x), `{}`, nothing, or `{"installation"}`, for `image-delete:<id>`. */
+/** `""` (Nodepool 0.3.x), `{}`, nothing, or `{"installation", "formats"}` (both optional), for `image-delete:<id>`. */
 export function parseDeletePayload(data: Buffer): DeleteRequest {
   const text = data.toString('utf8').trim();
   if (text === '' || text === '""' || text === '{}' || text === 'null') return {};
-  return installationOf(parseObject(data, 'image-delete'), 'image-delete');
+  const o = parseObject(data, 'image-delete');
+  const req: DeleteRequest = installationOf(o, 'image-delete');
+  if (o.formats !== undefined) {
+    const f = o.formats;
+    if (!Array.isArray(f) || f.length === 0 || !f.every((x) => typeof x === 'string' && isImageFormat(x))) {
+      throw new InvalidJobError(`image-delete payload: "formats" must be a non-empty list of image formats, got ${JSON.stringify(f).slice(0, 80)}`);
+    }
+    req.formats = [...new Set(f as string[])];
+  }
+  return req;
 }

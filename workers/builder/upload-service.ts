@@ -280,7 +280,10 @@ export class UploadService {
     const target = imagePaths.file(repo.dir, id, format);
     if (await repo.hasFile(id, format)) return target;
     const source = conversionSource(await repo.formatsOnDisk(id), format);
-    if (!source) throw new UnknownImageError(`image ${id} has no ${format} file and none to convert from (built: ${sidecar.formats.join(', ')})`);
+    if (!source) {
+      const deleted = sidecar['deleted-formats']?.length ? `; deleted after upload (delete-after-upload): ${sidecar['deleted-formats'].join(', ')}` : '';
+      throw new UnknownImageError(`image ${id} has no ${format} file and none to convert from (built: ${sidecar.formats.join(', ')}${deleted})`);
+    }
     // Uploads of this build to several providers in this format share one conversion; it is
     // cancelled only when every upload waiting on it has been aborted.
     const { started, done } = this.conversions.run(`${id}.${format}`, signal, async (conversionSignal) => {

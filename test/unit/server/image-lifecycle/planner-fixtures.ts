@@ -138,7 +138,7 @@ export interface Row extends Situation {
 function recordOf(a: Action): string | undefined {
   switch (a.type) {
     case 'start-build': case 'start-upload': return undefined;
-    case 'resume-build': case 'fail-build': case 'delete-build': case 'mark-lost': case 'mark-found': return `build:${a.buildId}`;
+    case 'resume-build': case 'fail-build': case 'delete-build': case 'mark-lost': case 'mark-found': case 'delete-formats': return `build:${a.buildId}`;
     case 'delete-stray': return `build:${a.imageId}`;
     case 'resume-upload': case 'fail-upload': case 'delete-upload': case 'fail-validation': case 'skip-validation': return `upload:${a.uploadId}`;
     case 'clear-request': return `request:${a.diskimage}:${a.requested}`;
