@@ -9,7 +9,7 @@
  */
 import { ZooKeeperError } from '../../errors.js';
 import {
-  componentJson, poolComponentJson, type ComponentEntry, type ComponentInfo, type ComponentKind, type ProcessComponentKind,
+  componentJson, poolComponentJson, shortHostname, type ComponentEntry, type ComponentInfo, type ComponentKind, type ProcessComponentKind,
 } from '../components.js';
 import type { LauncherRecord } from '../models.js';
 import type { ZkContext } from './context.js';
@@ -49,7 +49,7 @@ export class ZkComponents {
     const data = Buffer.from(JSON.stringify(poolComponentJson(l, this.hostnameOf(l.sessionId), this.version)));
     const known = this.pools.get(l.id);
     if (known?.sessionId === l.sessionId && await this.refresh(client, known, data)) return;
-    const path = await this.create(client, 'pool', this.hostnameOf(l.sessionId), data);
+    const path = await this.create(client, 'pool', shortHostname(this.hostnameOf(l.sessionId)), data);
     this.pools.set(l.id, { path, sessionId: l.sessionId, data });
     // The one made before (an earlier session of ours, or another process's registration of this id) goes.
     if (known) await this.remove(known.path);
