@@ -26,7 +26,11 @@ const providerDiskimage = object({
   pause: optional(bool(), false),
   meta: optional(record(scalarString()), {}),
   'config-drive': optional(bool(), true),
-  username: optional(string(), 'zuul'),
+  /**
+   * Ours (Nodepool reads it from the top-level diskimage only). Absent: the top-level
+   * diskimage's `username`, else `zuul` (resolved at launch, see node-fields.ts).
+   */
+  username: optional(string()),
   ...connectionFields,
   ...providerDiskimageValidation,
 });
@@ -37,6 +41,8 @@ const cloudImage = object({
   'image-name': optional(string()),
   username: optional(string()),
   'config-drive': optional(bool()),
+  'python-path': optional(string(), 'auto'),
+  'shell-type': optional(string()),
   ...connectionFields,
 });
 
@@ -51,17 +57,29 @@ const poolLabel = object({
   'volume-size': optional(int({ min: 1 }), 50),
   'console-log': optional(bool(), false),
   'instance-properties': optional(record(scalarString()), {}),
+  /** Python `str.format` templates over `{request.<attr>}` (dynamic-properties.ts); added after `instance-properties`. */
+  'dynamic-instance-properties': optional(record(scalarString()), {}),
   userdata: optional(string({ allowEmpty: true })),
+  /** Absent: the pool's `networks`. */
+  networks: optional(list(string())),
+  /** Absent: the pool's `host-key-checking`. */
+  'host-key-checking': optional(bool()),
 });
 
 const pool = object({
   ...commonPoolFields,
   'max-cores': optional(int({ min: 0 })),
   'max-ram': optional(int({ min: 0 })),
+  /** Volumes (boot-from-volume nodes) the pool may have at once. */
+  'max-volumes': optional(int({ min: 0 })),
+  /** GB of volumes (each boot-from-volume node's `volume-size`) the pool may have at once. */
+  'max-volume-gb': optional(int({ min: 0 })),
   'ignore-provider-quota': optional(bool(), false),
   'availability-zones': optional(list(string()), []),
   networks: optional(list(string()), []),
   'security-groups': optional(list(string()), []),
+  /** Give a server without a public address a floating IP from the cloud's external network. */
+  'auto-floating-ip': optional(bool(), true),
   /** Absent: the provider's `host-key-checking`. */
   'host-key-checking': optional(bool()),
   labels: optional(list(poolLabel, { uniqueBy: (l) => l.name, what: 'label' }), []),
@@ -85,6 +103,10 @@ const rawProviderSchema = object({
   'host-key-checking': optional(bool(), true),
   /** Seconds between Nova calls (0: no throttle). */
   rate: optional(seconds({ min: 0, fractions: true }), 0),
+  /** A compute port seen DOWN on two checks more than this many seconds apart is deleted (0: never). */
+  'port-cleanup-interval': optional(int({ min: 0 }), 600),
+  /** Nodepool's deprecated key: accepted, ignored, and warned about when the provider starts. */
+  'nodepool-id': optional(scalarString()),
   ...imageProviderFields,
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   'cloud-images': optional(list(cloudImage, { uniqueBy: (c) => c.name, what: 'cloud-image' }), []),
@@ -99,8 +121,12 @@ type Resolved<T> = Omit<T, 'connectionPort'> & { readonly connectionPort: number
 export type OpenStackDiskimageConfig = Readonly<Resolved<Raw['diskimages'][number]>>;
 /** An image the cloud already has (not managed by nodepool). */
 export type OpenStackCloudImageConfig = Readonly<Resolved<Raw['cloudImages'][number]>>;
-/** One label of a pool. */
-export type OpenStackLabelConfig = Readonly<Raw['pools'][number]['labels'][number]>;
+type RawLabel = Raw['pools'][number]['labels'][number];
+/** One label of a pool, with `networks` and `host-key-checking` resolved from its pool's. */
+export type OpenStackLabelConfig = Readonly<Omit<RawLabel, 'networks' | 'hostKeyChecking'>> & {
+  readonly networks: readonly string[];
+  readonly hostKeyChecking: boolean;
+};
 /** One pool, with `host-key-checking` resolved. */
 export type OpenStackPoolConfig = Readonly<Omit<Raw['pools'][number], 'hostKeyChecking' | 'labels'>> & {
   readonly hostKeyChecking: boolean;
@@ -144,7 +170,13 @@ export const openstackProviderSchema: Schema<OpenStackProviderConfig> = {
       ...raw,
       diskimages: raw.diskimages.map(resolvePort),
       cloudImages: raw.cloudImages.map(resolvePort),
-      pools: raw.pools.map((pl) => ({ ...pl, hostKeyChecking: pl.hostKeyChecking ?? raw.hostKeyChecking })),
+      pools: raw.pools.map((pl) => {
+        const hostKeyChecking = pl.hostKeyChecking ?? raw.hostKeyChecking;
+        return {
+          ...pl, hostKeyChecking,
+          labels: pl.labels.map((l) => ({ ...l, networks: l.networks ?? pl.networks, hostKeyChecking: l.hostKeyChecking ?? hostKeyChecking })),
+        };
+      }),
     };
   },
 };

@@ -2,7 +2,8 @@
  * Request decisions and the launch for one request in one pool of an openstack provider:
  * images available, quota (pool limits and the cloud's, from quota.ts), one availability
  * zone per request, and the launch itself — boot, record the server id at once, wait for
- * ACTIVE, check the host, and retry with a fresh server up to `launch-retries` attempts. A
+ * ACTIVE, attach a floating IP when the pool asks for one (`auto-floating-ip`), check the host
+ * (per label `host-key-checking`), and retry with a fresh server up to `launch-retries` attempts. A
  * `building` record that already names an upload in `image` boots exactly that upload's Glance
  * image (the validation gate), and its host-check failure carries the console log's tail.
  */
@@ -14,10 +15,12 @@ import type { Logger } from '../../log.js';
 import type { NodePatch, NodeRecord, NodeResources } from '../../store/models.js';
 import { LaunchingHandler, type LaunchingHandlerContext } from '../launching-handler.js';
 import { formatHostname, type OpenStackLabelConfig, type OpenStackPoolConfig } from './config.js';
+import { dynamicProperties, requestAttrs } from './dynamic-properties.js';
 import { chooseFlavor, flavorResources } from './flavors.js';
 import type { NovaClient, NovaServer } from './nova.js';
 import type { BootImage, OpenStackProvider } from './provider.js';
-import { fits, poolLimits, sum } from './quota.js';
+import { fits, labelResources, poolLimits, sum, type Resources } from './quota.js';
+import { serverMetadata } from './server-metadata.js';
 
 /** Whether a cloud message says the project is over quota. */
 function isQuotaMessage(message: string): boolean {
@@ -45,13 +48,13 @@ export class OpenStackHandler extends LaunchingHandler {
   }
 
   /** The resources one node of each label takes; undefined when a label or its flavor is unknown. */
-  private async demand(labels: readonly string[]): Promise<NodeResources[] | undefined> {
-    const out: NodeResources[] = [];
+  private async demand(labels: readonly string[]): Promise<Resources[] | undefined> {
+    const out: Resources[] = [];
     for (const name of labels) {
       const l = this.label(name);
       if (!l) return undefined;
       try {
-        out.push(flavorResources(await this.provider.flavorFor(l)));
+        out.push(labelResources(flavorResources(await this.provider.flavorFor(l)), l));
       } catch (err) {
         this.hctx.log.warn('no flavor for label', { label: name, error: coerceError(err).message });
         return undefined;
@@ -76,11 +79,11 @@ export class OpenStackHandler extends LaunchingHandler {
     const needed = sum(demand);
     const nodes = await this.hctx.store.listNodes({ provider: this.provider.name });
     const flavors = await this.provider.flavors();
-    const usage = (n: NodeRecord): NodeResources | undefined => {
+    const usage = (n: NodeRecord): Resources | undefined => {
       if (n.resources) return n.resources;
       const l = this.provider.labelConfig(n.labels[0] ?? '');
       const f = l && chooseFlavor(flavors, { minRam: l.minRam, flavorName: l.flavorName });
-      return f ? flavorResources(f) : undefined;
+      return f && l ? labelResources(flavorResources(f), l) : undefined;
     };
     const used = (list: NodeRecord[]): NodeResources => sum(list.flatMap((n) => usage(n) ?? []));
     if (!fits(poolLimits(this.poolConfig), used(nodes.filter((n) => n.pool === this.poolConfig.name)), needed)) return false;
@@ -134,16 +137,14 @@ export class OpenStackHandler extends LaunchingHandler {
     // A record that arrives naming an upload boots exactly that one (validation); others the newest ready.
     const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label);
     if (!image) throw new LaunchError(`no image for label ${label.name} in provider ${p.name}`);
-    const [nova, flavor, networkIds] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(this.poolConfig)]);
+    const [nova, flavor, networkIds] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(label.networks)]);
     const hostname = formatHostname(p.config.hostnameFormat, { label: label.name, provider: p.name, node: node.id, pool: this.poolConfig.name });
-    const metadata: Record<string, string> = {
-      ...label.instanceProperties,
-      nodepool_provider_name: p.name,
-      nodepool_pool_name: this.poolConfig.name,
-      nodepool_node_id: node.id,
-      nodepool_image_name: image.name,
-      nodepool_node_label: label.name,
-    };
+    const dynamic = dynamicProperties(label.dynamicInstanceProperties, requestAttrs(this.hctx.request));
+    for (const s of dynamic.skipped) log.warn('dynamic-instance-properties: skipped a key that could not be formatted', { key: s.key, error: s.error });
+    const metadata = serverMetadata({
+      provider: p.name, pool: this.poolConfig.name, label: label.name, imageName: image.name, nodeId: node.id,
+      instanceProperties: label.instanceProperties, dynamicProperties: dynamic.values,
+    });
     let id: string;
     try {
       id = await nova.createServer({
@@ -157,20 +158,26 @@ export class OpenStackHandler extends LaunchingHandler {
       if (e instanceof CloudError && e.status === 400) p.invalidateCaches();
       throw e;
     }
+    const resources: NodeResources = labelResources(flavorResources(flavor), label);
     const checkpoint: NodePatch = {
-      externalId: id, hostname, image: image.ref, resources: flavorResources(flavor),
+      externalId: id, hostname, image: image.ref, resources,
       username: image.username, connectionType: image.connectionType, connectionPort: image.connectionPort,
+      pythonPath: image.pythonPath, shellType: image.shellType,
     };
     try {
       // Recorded before anything else can fail, so a crash leaves a server the deleter finds.
       if (!(await this.hctx.store.updateNode(node.id, checkpoint))) throw new LaunchError(`node ${node.id} was deleted during its launch`);
       const server = await this.waitActive(nova, id);
-      const addr = server.addresses;
+      const addr = { ...server.addresses };
+      if (this.poolConfig.autoFloatingIp && !addr.publicIpv4 && addr.privateIpv4) {
+        const fip = await p.attachFloatingIp(server);
+        if (fip) Object.assign(addr, { publicIpv4: fip.address, interfaceIp: fip.address });
+      }
       if (!addr.interfaceIp) throw new LaunchError(`server ${id} is ACTIVE but has no IP address`);
       const consoleTail = label.consoleLog || (typeof node.validatesUpload === 'string' && node.validatesUpload !== '');
-      const hostKeys = this.poolConfig.hostKeyChecking ? await this.checkHost(nova, server, addr.interfaceIp, image, label, consoleTail, log) : [];
+      const hostKeys = label.hostKeyChecking ? await this.checkHost(nova, server, addr.interfaceIp, image, label, consoleTail, log) : [];
       log.info('server active', { externalId: id, ip: addr.interfaceIp, az: server.az });
-      return { ...checkpoint, ...addr, az: server.az ?? node.az, hostKeys };
+      return { ...checkpoint, ...addr, az: server.az ?? node.az, hostKeys, hostId: server.hostId };
     } catch (err) {
       if (!p.signal.aborted) await this.discardServer(node, id, log);
       throw err;

@@ -37,6 +37,8 @@ export interface NovaServer {
   fault: string | null;
   /** The embedded flavor (microversion ≥ 2.47). */
   flavor: { name: string; vcpus: number; ram: number } | null;
+  /** Nova's `hostId`: an opaque id of the compute host, per project (the node's `host_id`). */
+  hostId: string | null;
 }
 
 /** What to boot. */
@@ -117,6 +119,7 @@ export function toNovaServer(raw: Json): NovaServer {
     flavor: flavor && typeof flavor.vcpus === 'number' && typeof flavor.ram === 'number'
       ? { name: typeof flavor.original_name === 'string' ? flavor.original_name : '', vcpus: flavor.vcpus, ram: flavor.ram }
       : null,
+    hostId: typeof raw.hostId === 'string' && raw.hostId ? raw.hostId : null,
   };
 }
 
@@ -127,7 +130,7 @@ export function toNovaServer(raw: Json): NovaServer {
 export function readNovaServer(r: JsonReader): NovaServer {
   r.id('id');
   r.str('status');
-  for (const k of ['name', 'OS-EXT-AZ:availability_zone', 'accessIPv4', 'accessIPv6']) r.optStr(k);
+  for (const k of ['name', 'OS-EXT-AZ:availability_zone', 'accessIPv4', 'accessIPv6', 'hostId']) r.optStr(k);
   r.optObj('metadata');
   const addresses = r.optObj('addresses');
   for (const net of Object.keys(addresses?.value ?? {})) addresses?.list(net).forEach((a) => a.optStr('addr'));

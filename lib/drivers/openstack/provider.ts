@@ -1,7 +1,8 @@
 /**
  * One `driver: openstack` provider at run time: all cloud I/O (Nova through the provider's
- * Keystone session, Glance for cloud images by name), the short-lived caches (flavors,
- * networks, image lookups, the quota snapshot), server deletion, listing and leak cleanup.
+ * Keystone session, Glance for cloud images by name, Neutron for floating IPs and ports),
+ * the short-lived caches (flavors, networks, image lookups, the quota snapshot), server
+ * deletion (with its floating IPs), listing, leak cleanup and `port-cleanup-interval`.
  * Request decisions and the launch live in handler.ts.
  */
 import { CloudError, coerceError, LaunchError } from '../../errors.js';
@@ -17,7 +18,10 @@ import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flav
 import { OpenStackHandler } from './handler.js';
 import { OpenStackImageService } from './glance-image-service.js';
 import { findLeakedServers } from './leaks.js';
-import { NovaClient } from './nova.js';
+import { NeutronClient, type FloatingIp } from './neutron.js';
+import { cloudImageNodeFields, diskimageNodeFields, type ImageNodeFields, type TopDiskimageKeys } from './node-fields.js';
+import { NovaClient, type NovaServer } from './nova.js';
+import { notePorts, planPortCleanup, portCheckDue, type PortCleanupState } from './port-cleanup.js';
 import { cloudLimits, unmanagedUsage } from './quota.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
 
@@ -31,17 +35,14 @@ export interface OpenStackProviderOptions {
   deleteTimeoutMs?: number;
 }
 
-/** The image a label boots and the node fields that come with it. */
-export interface BootImage {
+/** The image a label boots and the node fields that come with it (node-fields.ts). */
+export interface BootImage extends ImageNodeFields {
   /** Glance id. */
   imageId: string;
   /** Upload id (diskimage) or cloud-image name: the node's `image`. */
   ref: string;
-  /** For the `nodepool_image_name` metadata. */
+  /** For the `groups` and `nodepool_image_name` metadata. */
   name: string;
-  username: string | null;
-  connectionType: string;
-  connectionPort: number;
   configDrive: boolean | undefined;
 }
 
@@ -64,7 +65,13 @@ export class OpenStackProvider implements Provider {
     if (!(svc instanceof OpenStackImageService)) throw new CloudError(`provider ${this.name}: its image service is not an OpenStack one, so Nova is out of reach`);
     return new NovaClient(svc.session, { log: this.log, rate: this.config.rate });
   });
+  private readonly neutronClient = new KeptUnlessFailed(async () => {
+    const svc = await this.ctx.imageServices(this.config);
+    if (!(svc instanceof OpenStackImageService) || !NeutronClient.available(svc.session)) return null;
+    return new NeutronClient(svc.session);
+  });
   private readonly flavorList = new KeptUnlessFailed(async () => (await this.nova()).listFlavors());
+  private portCleanup: PortCleanupState | undefined;
   private readonly networks = new Map<string, Promise<string>>();
   private readonly cloudImageIds = new Map<string, { at: number; id: string | undefined }>();
   private quota?: { at: number; value: Promise<CloudQuota> };
@@ -89,6 +96,9 @@ export class OpenStackProvider implements Provider {
   start(): Promise<void> {
     if (this.state === 'created') this.state = 'running';
     this.log.info('provider started', { cloud: this.config.cloud, region: this.config.regionName ?? null });
+    if (this.config.nodepoolId !== undefined) {
+      this.log.warn('nodepool-id is deprecated and ignored (Nodepool ignores it too)', { provider: this.name, key: `providers[${this.name}].nodepool-id` });
+    }
     return Promise.resolve();
   }
 
@@ -136,9 +146,14 @@ export class OpenStackProvider implements Provider {
     return f;
   }
 
-  /** Network ids of a pool's `networks` (names or ids). */
-  async networkIds(pool: OpenStackPoolConfig): Promise<string[]> {
-    return Promise.all(pool.networks.map((n) => {
+  /** Neutron, or null when the cloud's catalog has no network service. */
+  neutron(): Promise<NeutronClient | null> {
+    return this.neutronClient.get();
+  }
+
+  /** Network ids of a label's `networks` (names or ids; the pool's when the label gives none). */
+  async networkIds(networks: readonly string[]): Promise<string[]> {
+    return Promise.all(networks.map((n) => {
       let id = this.networks.get(n);
       if (!id) {
         id = this.nova().then((nova) => nova.networkId(n));
@@ -158,19 +173,13 @@ export class OpenStackProvider implements Provider {
       const uploads = (await this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] })).filter((u) => u.externalId);
       const newest = uploads.reduce<(typeof uploads)[number] | undefined>((a, u) => (!a || u.id > a.id ? u : a), undefined);
       if (!newest?.externalId) return undefined;
-      return {
-        imageId: newest.externalId, ref: newest.id, name: d.name, username: d.username,
-        connectionType: d.connectionType, connectionPort: d.connectionPort, configDrive: d.configDrive,
-      };
+      return { imageId: newest.externalId, ref: newest.id, name: d.name, configDrive: d.configDrive, ...diskimageNodeFields(d, this.topDiskimage(d.name)) };
     }
     const ci = this.config.cloudImages.find((x) => x.name === label.cloudImage);
     if (!ci) return undefined;
     const imageId = ci.imageId ?? (await this.cloudImageId(ci.imageName ?? ci.name));
     if (imageId === undefined) return undefined;
-    return {
-      imageId, ref: ci.name, name: ci.name, username: ci.username ?? null,
-      connectionType: ci.connectionType, connectionPort: ci.connectionPort, configDrive: ci.configDrive,
-    };
+    return { imageId, ref: ci.name, name: ci.name, configDrive: ci.configDrive, ...cloudImageNodeFields(ci) };
   }
 
   /**
@@ -184,10 +193,16 @@ export class OpenStackProvider implements Provider {
     const why = !d ? `cannot be booted as label ${label.name}, which boots no diskimage of provider ${this.name}`
       : pinnedUploadProblem(u, this.name, d.name);
     if (why !== undefined || !u?.externalId || !d) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
-    return {
-      imageId: u.externalId, ref: u.id, name: d.name, username: d.username,
-      connectionType: d.connectionType, connectionPort: d.connectionPort, configDrive: d.configDrive,
-    };
+    return { imageId: u.externalId, ref: u.id, name: d.name, configDrive: d.configDrive, ...diskimageNodeFields(d, this.topDiskimage(d.name)) };
+  }
+
+  /**
+   * The top-level diskimage of that name, for its `username`, `python-path`, `shell-type`
+   * (read structurally: keys the top-level schema lacks read as absent, so Nodepool's defaults apply).
+   */
+  private topDiskimage(name: string): TopDiskimageKeys | undefined {
+    const d: unknown = this.ctx.config.diskimages.find((x) => x.name === name);
+    return d as TopDiskimageKeys | undefined;
   }
 
   /** The id of an active Glance image by name (cached briefly, also when absent). */
@@ -256,9 +271,43 @@ export class OpenStackProvider implements Provider {
     await this.deleteServer(node.externalId);
   }
 
-  /** Deletes a server and waits until Nova no longer knows it. Thrown: {@link CloudError}. */
+  /**
+   * Gives a server with no public address a floating IP from the first external network
+   * (`auto-floating-ip`, as openstacksdk's `auto_ip` does for Nodepool); undefined when the
+   * cloud has no network service or no external network, or the server has no port.
+   */
+  async attachFloatingIp(server: NovaServer): Promise<FloatingIp | undefined> {
+    const neutron = await this.neutron();
+    if (!neutron) return undefined;
+    const [net] = await neutron.externalNetworks();
+    if (!net) return undefined;
+    const [port] = await neutron.listPorts({ deviceId: server.id });
+    if (!port) return undefined;
+    const fip = await neutron.createFloatingIp(net, port.id);
+    this.log.info('floating ip attached', { externalId: server.id, floatingIp: fip.address });
+    return fip;
+  }
+
+  /** Deletes the floating IPs bound to a server's ports (before the server, whose ports go with it). */
+  private async deleteFloatingIps(serverId: string): Promise<void> {
+    const neutron = await this.neutron();
+    if (!neutron) return;
+    for (const port of await neutron.listPorts({ deviceId: serverId })) {
+      for (const fip of await neutron.floatingIpsOfPort(port.id)) {
+        if (await neutron.deleteFloatingIp(fip.id)) this.log.info('floating ip deleted', { externalId: serverId, floatingIp: fip.address });
+      }
+    }
+  }
+
+  /** Deletes a server (its floating IPs first) and waits until Nova no longer knows it. Thrown: {@link CloudError}. */
   async deleteServer(id: string): Promise<void> {
     const nova = await this.nova();
+    try {
+      await this.deleteFloatingIps(id);
+    } catch (err) {
+      // The server still goes: a network API that fails must not keep servers alive.
+      this.log.warn('could not delete the floating ips of a server; deleting the server anyway', { externalId: id, error: coerceError(err).message });
+    }
     if (!(await nova.deleteServer(id))) return;
     try {
       await waitFor(async () => {
@@ -270,10 +319,39 @@ export class OpenStackProvider implements Provider {
     }
   }
 
+  /**
+   * `port-cleanup-interval`: notes the project's DOWN compute ports, and deletes those DOWN on
+   * two checks more than the interval apart (port-cleanup.ts). Nothing without a network service.
+   */
+  async cleanupDownPorts(): Promise<void> {
+    const interval = this.config.portCleanupInterval;
+    if (!portCheckDue(this.portCleanup, this.ctx.clock(), interval)) return;
+    const neutron = await this.neutron();
+    if (!neutron) return;
+    const plan = planPortCleanup(this.portCleanup, this.ctx.clock(), interval, await neutron.listPorts({ status: 'DOWN' }));
+    if (plan.action === 'delete') {
+      for (const id of plan.ids) {
+        try {
+          if (await neutron.deletePort(id)) this.log.info('deleted a port DOWN on two checks', { port: id, intervalS: interval });
+        } catch (err) {
+          this.log.warn('could not delete a DOWN port', { port: id, error: coerceError(err).message });
+        }
+      }
+      if (plan.ids.length) this.ctx.onLeak?.('port', plan.ids.length);
+    }
+    // As Nodepool: the DOWN ports are listed afresh after the deletes.
+    if (plan.action !== 'wait') this.portCleanup = notePorts(this.ctx.clock(), await neutron.listPorts({ status: 'DOWN' }));
+  }
+
   async cleanupLeakedResources(): Promise<void> {
     // A provider that only takes images launches nothing, so it has no servers to look for (and
     // its cloud may have no compute service at all); nodes left from a former pool still count.
     if (this.config.pools.length === 0 && (await this.ctx.store.listNodes({ provider: this.name })).length === 0) return;
+    try {
+      await this.cleanupDownPorts();
+    } catch (err) {
+      this.log.warn('port cleanup failed; trying again at the next pass', { error: coerceError(err).message });
+    }
     // Servers first, records second: a server listed was created after its record, so the record is seen.
     const servers = await (await this.nova()).listServers();
     const nodes = await this.ctx.store.listNodes({ provider: this.name });

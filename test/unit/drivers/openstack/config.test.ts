@@ -42,9 +42,12 @@ describe('openstack provider config', () => {
     assert.equal(p.hostnameFormat, '{label.name}-{provider.name}-{node.id}');
     assert.equal(p.imageNameFormat, '{image_name}-{timestamp}');
     assert.equal(p.rate, 0);
-    assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: 'zuul', connectionType: 'ssh', connectionPort: 22, validate: undefined });
+    assert.equal(p.portCleanupInterval, 600);
+    assert.equal(p.nodepoolId, undefined);
+    assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: undefined, connectionType: 'ssh', connectionPort: 22, validate: undefined });
     assert.deepEqual(p.cloudImages[0], {
       name: 'cirros', imageId: undefined, imageName: undefined, username: undefined, configDrive: undefined, connectionType: 'ssh', connectionPort: 22,
+      pythonPath: 'auto', shellType: undefined,
     });
     const pool = p.pools[0];
     assert.equal(pool?.maxServers, Number.MAX_SAFE_INTEGER);
@@ -57,6 +60,11 @@ describe('openstack provider config', () => {
     assert.equal(label?.volumeSize, 50);
     assert.equal(label?.consoleLog, false);
     assert.deepEqual(label?.instanceProperties, {});
+    assert.deepEqual(label?.dynamicInstanceProperties, {});
+    assert.equal(label?.userdata, undefined);
+    assert.deepEqual([label?.networks, label?.hostKeyChecking], [[], true], 'the pool\'s networks and host-key-checking');
+    assert.equal(pool?.autoFloatingIp, true);
+    assert.deepEqual([pool?.maxVolumes, pool?.maxVolumeGb], [undefined, undefined]);
     assert.deepEqual(openstackDriver.imageTargets?.(p), [{ diskimage: 'deb', format: 'qcow2', pause: false, meta: {}, nameFormat: '{image_name}-{timestamp}', uploadTimeout: 3600, validate: null, postUploadHook: null }]);
     assert.deepEqual(openstackDriver.pools(p), [{ name: 'main', maxServers: Number.MAX_SAFE_INTEGER, labels: ['small'], nodeAttributes: {} }]);
   });

@@ -19,8 +19,10 @@ describe('quota arithmetic', () => {
   });
 
   it('turns pool keys into limits, absent ones unlimited', () => {
-    assert.deepEqual(poolLimits({ maxServers: 2 }), r(Infinity, Infinity, 2));
-    assert.deepEqual(poolLimits({ maxServers: Number.MAX_SAFE_INTEGER, maxCores: 8, maxRam: 1024 }), r(8, 1024, Infinity));
+    const noVolumeLimit = { volumes: Infinity, 'volume-gb': Infinity };
+    assert.deepEqual(poolLimits({ maxServers: 2 }), { ...r(Infinity, Infinity, 2), ...noVolumeLimit });
+    assert.deepEqual(poolLimits({ maxServers: Number.MAX_SAFE_INTEGER, maxCores: 8, maxRam: 1024 }), { ...r(8, 1024, Infinity), ...noVolumeLimit });
+    assert.deepEqual(poolLimits({ maxServers: 2, maxVolumes: 3, maxVolumeGb: 150 }), { ...r(Infinity, Infinity, 2), volumes: 3, 'volume-gb': 150 });
     assert.equal(fits(poolLimits({ maxServers: 0 }), ZERO, r(1, 1, 1)), false);
   });
 
