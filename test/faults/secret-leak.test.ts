@@ -121,7 +121,7 @@ describe('faults: secrets in failures', () => {
         places.push([`nodepool ${args.join(' ')}`, `${r.stdout}\n${r.stderr}`]);
       };
       for (const args of [['image-list'], ['image-list', '--json'], ['dib-image-list'], ['dib-image-list', '--json'], ['list'], ['config-validate']]) await cli(args);
-      for (const route of ['/image-list', '/dib-image-list', '/dashboard.json', '/metrics', '/']) {
+      for (const route of ['/image-list', '/dib-image-list', '/api/image-list', '/api/dib-image-list', '/api/image-list.json', '/dashboard.json', '/metrics', '/']) {
         const res = await fetch(`http://127.0.0.1:${webPort}${route}`, { headers: { Accept: route === '/' ? 'text/html' : '*/*' } });
         places.push([`GET ${route} (${res.status})`, await res.text()]);
       }

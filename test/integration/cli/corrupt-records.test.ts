@@ -117,7 +117,7 @@ describe('nodepool CLI with corrupt records', () => {
     });
   }
 
-  it('the web lists (the same views /dib-image-list, /image-list, /node-list, /request-list serve) show corrupt records too', async () => {
+  it('the web lists (the same views /api/dib-image-list, /api/image-list, /api/node-list, /api/request-list serve) show corrupt records too', async () => {
     const { env, spoil } = await open('sqlite');
     const { store } = env;
     const b = await store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2'] });

@@ -50,13 +50,13 @@ describe('web status: validating uploads and validation failures', () => {
     await env?.remove();
   });
 
-  it('/image-list shows the validating row and one line per failure; the JSON has the whole reason', async () => {
-    const text = (await get(web.port, '/image-list')).body;
+  it('/api/image-list shows the validating row and one line per failure; the JSON has the whole reason', async () => {
+    const text = (await get(web.port, '/api/image-list')).body;
     assert.match(text, /\| deb-0000000001 \| 0000000002 \| cloud-a +\| deb +\| deb-2 +\| img-validating-1 +\| validating \| \d\d:\d\d:\d\d:\d\d \|/);
     assert.match(text, /^deb to cloud-a: validating upload 0000000002 of deb-0000000001 for \d\d:\d\d:\d\d:\d\d; last validation failed \d\d:\d\d:\d\d:\d\d ago \(upload 0000000001\)$/m);
     assert.match(text, /^upload 0000000001 of deb-0000000001 to cloud-a failed: validation: command "test -x \/usr\/sbin\/sshd" exited 1 on node 0000000007; output tail: \(\+2 lines\)$/m);
     assert.ok(!text.includes('second line of the tail'), 'the text list keeps the first line');
-    const json = JSON.parse((await get(web.port, '/image-list.json')).body) as { uploads: Array<{ id: string; state: string; reason: string | null }> };
+    const json = JSON.parse((await get(web.port, '/api/image-list.json')).body) as { uploads: Array<{ id: string; state: string; reason: string | null }> };
     assert.deepEqual(json.uploads.map((u) => [u.id, u.state, u.reason]), [['0000000001', 'failed', REASON], ['0000000002', 'validating', null]]);
   });
 

@@ -27,6 +27,9 @@ export function playNova(cloud: ScriptedCloud): Map<string, Server> {
   cloud
     .answer('GET', /^\/v2\.1\/flavors\/detail$/, { body: { flavors: FLAVORS } })
     .answer('GET', /^\/v2\.0\/networks$/, { body: { networks: [{ id: 'net-1', name: 'private' }] } })
+    // No ports or floating IPs to find (Neutron lists, filtered or not, come back empty).
+    .answer('GET', /^\/v2\.0\/ports(?:\?.*)?$/, { body: { ports: [] } })
+    .answer('GET', /^\/v2\.0\/floatingips(?:\?.*)?$/, { body: { floatingips: [] } })
     .answer('GET', /^\/v2\.1\/limits$/, { body: { limits: { absolute: { maxTotalInstances: 100, maxTotalCores: 100, maxTotalRAMSize: 1_000_000 } } } })
     .answer('GET', /^\/v2\.1\/os-availability-zone$/, { body: { availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] } })
     .answer('POST', /^\/v2\.1\/servers$/, (req) => {

@@ -1,7 +1,8 @@
 /**
  * The web status of an in-process nodepool-server running the launcher: an openstack provider
  * against a scripted Nova (servers ACTIVE at once; one flavor Nova refuses) serves node
- * requests, and /node-list, /request-list, /label-list, /metrics and statsd follow them.
+ * requests, and /node-list, /request-list, /label-list (Nodepool's and ours at /api), /metrics and
+ * statsd follow them.
  * Also `/ready` and `/health/ready` while a static provider is still starting (its host does
  * not answer until its scan times out) and after.
  */
@@ -102,23 +103,36 @@ describe('web status of the launcher: nodes, requests and launches', () => {
   });
 
   it('lists the nodes, requests and labels as the CLI does, and one node by ?node_id=', async () => {
-    const nodes = JSON.parse((await get(port, '/node-list.json')).body) as Array<{ id: string; labels: string[]; state: string; locked: boolean; externalId: string }>;
+    const nodes = JSON.parse((await get(port, '/api/node-list.json')).body) as Array<{ id: string; labels: string[]; state: string; locked: boolean; externalId: string }>;
     const inUse = nodes.find((n) => n.state === 'in-use');
     assert.ok(inUse, JSON.stringify(nodes));
     assert.deepEqual(inUse.labels, ['small']);
     assert.match(inUse.externalId, /^srv-\d+$/);
-    const one = JSON.parse((await get(port, `/node-list.json?node_id=${inUse.id}`)).body) as unknown[];
+    const one = JSON.parse((await get(port, `/api/node-list.json?node_id=${inUse.id}`)).body) as unknown[];
     assert.equal(one.length, 1);
     const text = (await get(port, `/node-list?node_id=${inUse.id}&fields=id,provider,label,server_id,state`)).body;
     const rows = text.split('\n').filter((l) => l.startsWith('|'));
     assert.equal(rows[0], '| ID         | Provider | Label | Server ID | State  |');
     assert.deepEqual(rows.slice(1), [`| ${inUse.id} | scripted | small | ${inUse.externalId.padEnd(9)} | in-use |`]);
-    const requests = JSON.parse((await get(port, '/request-list', 'application/json')).body) as Array<{ state: string; labels: string[]; reason: string | null }>;
+    const requests = JSON.parse((await get(port, '/api/request-list', 'application/json')).body) as Array<{ state: string; labels: string[]; reason: string | null }>;
     assert.deepEqual(requests.map((r) => [r.labels[0], r.state]), [['broken', 'failed']]);
     assert.match(requests[0]?.reason ?? '', /No valid host/);
-    const labels = (await get(port, '/label-list')).body;
+    const labels = (await get(port, '/api/label-list')).body;
     assert.match(labels, /^\| small +\| 0 +\| 0 +\| 0 +\| 1 +\| 0 +\| scripted\/main \|$/m);
     assert.match(labels, /^unserved: no provider pool serves it; requests for it fail$/m);
+  });
+
+  it("lists them in Nodepool's shape: the node's fields, the request's, and the labels the running pool registered", async () => {
+    const nodes = JSON.parse((await get(port, '/node-list', 'application/json')).body) as Array<Record<string, unknown>>;
+    const inUse = nodes.find((n) => n.state === 'in-use');
+    assert.ok(inUse, JSON.stringify(nodes));
+    assert.deepEqual([inUse.provider, inUse.label, inUse.locked, inUse.pool], ['scripted', ['small'], 'unlocked', 'main']);
+    assert.match(String(inUse.server_id), /^srv-\d+$/);
+    assert.match(String(inUse.age), /^\d{2}:\d{2}:\d{2}:\d{2}$/);
+    const requests = JSON.parse((await get(port, '/request-list', 'application/json')).body) as Array<Record<string, unknown>>;
+    assert.deepEqual(requests.map((r) => [r.node_types, r.state, r.requestor]), [[['broken'], 'failed', 'web-test-consumer']]);
+    const labels = JSON.parse((await get(port, '/label-list', 'application/json')).body) as Array<{ label: string }>;
+    assert.deepEqual(labels.map((l) => l.label).sort(), ['broken', 'small'], 'the pool scripted/main registers small and broken; nothing serves unserved');
   });
 });
 
@@ -140,7 +154,7 @@ describe('web status readiness while providers start', () => {
     await sys?.stop();
   });
 
-  it('answers /ready 500 and /health/ready 503 until every provider has started, then 200', async () => {
+  it('answers /ready and /health/ready 503 until every provider has started, then 200', async () => {
     const port = await freePort();
     const creating = createServer(sys, port);
     const early = await waitFor(async () => {
@@ -152,11 +166,11 @@ describe('web status readiness while providers start', () => {
     }, { timeoutMs: 10_000, what: 'the web status to listen', intervalMs: 20 });
     const starting = await get(port, '/health/ready');
     server = await creating;
-    assert.deepEqual([early.status, early.body], [500, 'not ready: not every provider has started yet\n']);
+    assert.deepEqual([early.status, early.body], [503, 'not ready: not every provider has started yet\n']);
     assert.equal(starting.status, 503);
     assert.match(starting.body, /^starting: not every provider has started yet$/m);
     const ready = await get(port, '/ready');
-    assert.deepEqual([ready.status, ready.body], [200, 'ready\n']);
+    assert.deepEqual([ready.status, ready.body], [200, 'OK']);
     assert.equal((await get(port, '/health/live')).status, 200);
     const health = await waitFor(async () => {
       const r = await get(port, '/health/ready');

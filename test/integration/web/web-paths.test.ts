@@ -2,7 +2,8 @@
  * How the web status reads request paths, on a real node:http server over a SQLite store:
  * `//image-list` is the image list (not the dashboard), `/metrics/` is `/metrics` (as on the
  * builder's port), and the README's `?fields=id,state` keeps the id and state columns of
- * the lists whose id column has a longer name (`Upload ID`, `Request ID`).
+ * our `/api` lists whose id column has a longer name (`Upload ID`, `Request ID`), and of
+ * Nodepool's lists by its keys (`id` is `Build ID` in its image list).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,19 +55,25 @@ describe('web status paths', () => {
   });
 
   it("keeps the id and state columns with the README's ?fields=id,state", async () => {
-    const requests = await get(web.port, '/request-list?fields=id,state');
+    const requests = await get(web.port, '/api/request-list?fields=id,state');
     assert.equal(requests.status, 200, requests.body);
     const lines = requests.body.trim().split('\n');
     assert.match(lines.join('\n'), /Request ID\s*\|\s*State/);
     assert.ok(lines.some((l) => l.includes(requestId) && l.includes('requested')), requests.body);
     assert.ok(!requests.body.includes('paths-test'), 'the requestor column is left out');
-    const uploads = await get(web.port, '/image-list?fields=id,state');
+    const uploads = await get(web.port, '/api/image-list?fields=id,state');
     assert.equal(uploads.status, 200, uploads.body);
     assert.match(uploads.body, /Upload ID\s*\|\s*State/);
-    const builds = await get(web.port, '/dib-image-list?fields=id,state');
+    const builds = await get(web.port, '/api/dib-image-list?fields=id,state');
     assert.equal(builds.status, 200, builds.body);
-    const bad = await get(web.port, '/image-list?fields=id,colour');
+    const bad = await get(web.port, '/api/image-list?fields=id,colour');
     assert.equal(bad.status, 400);
     assert.match(bad.body, /unknown field "colour"; the fields are: buildid, uploadid, .* \(id: uploadid\)/);
+    // Nodepool's lists: its keys, an unknown one ignored.
+    const nodepoolRequests = await get(web.port, '/request-list?fields=id,state,colour');
+    assert.equal(nodepoolRequests.status, 200, nodepoolRequests.body);
+    assert.ok(nodepoolRequests.body.split('\n').some((l) => l.includes(requestId) && l.includes('requested')), nodepoolRequests.body);
+    assert.match(nodepoolRequests.body, /^\| Request ID +\| State +\|$/m);
+    assert.match((await get(web.port, '/image-list?fields=id,state')).body, /^\| Build ID \| State \|$/m);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The web status of an in-process nodepool-server with a real image system (gearmand, a
- * fake-dib builder, loopback Glance): every list endpoint as text (the CLI's table) and JSON,
- * `fields`, 404/405/HEAD and caching headers, the health endpoints, and /metrics, the
- * builder's metrics port and statsd following a build and its uploads.
+ * fake-dib builder, loopback Glance): every list endpoint at /api as text (the CLI's table) and
+ * JSON, and in Nodepool's shape at its path, `fields`, 404/405/HEAD and caching headers, the
+ * health endpoints, and /metrics, the builder's metrics port and statsd following a build and
+ * its uploads.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,7 +69,7 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     const live = await get(port, '/health/live');
     assert.deepEqual([live.status, live.body], [200, 'ok\n']);
     const ready = await get(port, '/ready');
-    assert.deepEqual([ready.status, ready.body], [200, 'ready\n']);
+    assert.deepEqual([ready.status, ready.body], [200, 'OK']);
     const health = await get(port, '/health/ready');
     assert.deepEqual([health.status, health.body], [200, 'ok\n']);
     const json = JSON.parse((await get(port, '/health/ready', 'application/json')).body) as { ready: boolean; loops: Array<{ name: string }> };
@@ -134,15 +135,15 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     assert.ok(statsd.of('nodepool.provider.cloud-a.nodes.building').length > 0);
   });
 
-  it('serves the CLI tables as text and the same JSON as --json', async () => {
+  it("serves the CLI tables as text and the same JSON as --json at /api, Nodepool's at its paths", async () => {
     const configFile = sys.serverConfigPath;
     const pairs: Array<[string, Promise<{ stdout: string }>]> = [
-      ['/image-list', imageList({ configFile })],
-      ['/dib-image-list', dibImageList({ configFile })],
-      ['/image-status', imageStatus({ configFile })],
-      ['/node-list', list({ configFile, detail: true })],
-      ['/request-list', requestList({ configFile })],
-      ['/label-list', labelList({ configFile })],
+      ['/api/image-list', imageList({ configFile })],
+      ['/api/dib-image-list', dibImageList({ configFile })],
+      ['/api/image-status', imageStatus({ configFile })],
+      ['/api/node-list', list({ configFile, detail: true })],
+      ['/api/request-list', requestList({ configFile })],
+      ['/api/label-list', labelList({ configFile })],
     ];
     for (const [path, cli] of pairs) {
       const web = await get(port, path);
@@ -152,19 +153,22 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     }
     const dib = await get(port, '/dib-image-list');
     assert.match(dib.body, /^\| deb-0000000001 \| deb {3}\| builder-a \| qcow2 {3}\| ready \| \d\d:\d\d:\d\d:\d\d \|$/m);
+    const rows = JSON.parse((await get(port, '/dib-image-list', 'application/json')).body) as Array<{ id: string; builder: string; formats: string[]; state: string }>;
+    assert.deepEqual(rows.map((r) => [r.id, r.builder, r.formats, r.state]), [['deb-0000000001', 'builder-a', ['qcow2'], 'ready']]);
 
-    const suffix = await get(port, '/dib-image-list.json');
+    const suffix = await get(port, '/api/dib-image-list.json');
     assert.equal(suffix.headers.get('content-type'), 'application/json; charset=utf-8');
     const parsed = JSON.parse(suffix.body) as { builds: Array<{ id: string; state: string; age: number }>; diskimages: Array<{ diskimage: string }> };
     assert.deepEqual(parsed.builds.map((b) => [b.id, b.state, typeof b.age]), [['deb-0000000001', 'ready', 'number']]);
     assert.deepEqual(parsed.diskimages.map((d) => d.diskimage), ['deb']);
-    const accept = JSON.parse((await get(port, '/dib-image-list', 'application/json')).body) as typeof parsed;
+    const accept = JSON.parse((await get(port, '/api/dib-image-list', 'application/json')).body) as typeof parsed;
     assert.deepEqual(accept.builds.map((b) => b.id), ['deb-0000000001']);
-    const uploads = JSON.parse((await get(port, '/image-list.json')).body) as { uploads: Array<{ provider: string; state: string }> };
+    const uploads = JSON.parse((await get(port, '/api/image-list.json')).body) as { uploads: Array<{ provider: string; state: string }> };
     assert.deepEqual(uploads.uploads.map((u) => [u.provider, u.state]), [['cloud-a', 'ready'], ['cloud-b', 'ready']]);
-    assert.deepEqual(JSON.parse((await get(port, '/node-list.json')).body), []);
-    assert.deepEqual(JSON.parse((await get(port, '/node-list.json?node_id=0000000042')).body), []);
-    assert.deepEqual(JSON.parse((await get(port, '/request-list.json')).body), []);
+    assert.deepEqual(JSON.parse((await get(port, '/api/node-list.json')).body), []);
+    assert.deepEqual(JSON.parse((await get(port, '/api/node-list.json?node_id=0000000042')).body), []);
+    assert.deepEqual(JSON.parse((await get(port, '/api/request-list.json')).body), []);
+    for (const path of ['/node-list', '/node-list?node_id=0000000042', '/request-list']) assert.equal((await get(port, path, 'application/json')).body, '[]', path);
   });
 
   it('serves the dashboard page and the document it polls', async () => {
@@ -181,32 +185,34 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     assert.deepEqual(data.uploads.map((u) => [u.provider, u.state, u.percent]), [['cloud-a', 'ready', null], ['cloud-b', 'ready', null]]);
   });
 
-  it('keeps the columns ?fields= names, and refuses an unknown one', async () => {
+  it('keeps the columns ?fields= names (at /api: in the order given, and an unknown one refused)', async () => {
     const picked = await get(port, '/dib-image-list?fields=id,image,state');
     assert.equal(picked.status, 200);
     assert.deepEqual(picked.body.split('\n').filter((l) => l.startsWith('|')), ['| ID             | Image | State |', '| deb-0000000001 | deb   | ready |']);
-    const uploads = await get(port, '/image-list?fields=provider,upload_id,state');
+    const uploads = await get(port, '/api/image-list?fields=provider,upload_id,state');
     assert.match(uploads.body, /^\| cloud-a {2}\| \d{10} \| ready \|$/m);
-    const bad = await get(port, '/image-list?fields=provider,colour');
+    const bad = await get(port, '/api/image-list?fields=provider,colour');
     assert.equal(bad.status, 400);
     assert.match(bad.body, /^unknown field "colour"; the fields are: buildid, uploadid, provider, image, /);
   });
 
-  it('shows pauses and build requests in /image-status', async () => {
+  it('shows pauses and build requests in /image-status and /api/image-status', async () => {
     await sys.store.setPause('deb', null, true, 'web test');
     await sys.store.requestBuild('deb');
     const row = await waitFor(async () => {
-      const r = await get(port, '/image-status?fields=image,paused,build_request');
+      const r = await get(port, '/api/image-status?fields=image,paused,build_request');
       return r.body.includes('yes (operator') ? r.body : undefined;
     }, { timeoutMs: 5000, what: 'the pause in /image-status (after its 1 s cache)', intervalMs: 200 });
     assert.match(row, /^\| deb\s+\| yes \(operator: web test\) \| yes\s+\|$/m);
-    const json = JSON.parse((await get(port, '/image-status.json')).body) as Array<{ image: string; pausedBy: string; buildRequest: boolean; buildRequestAge: number }>;
+    const json = JSON.parse((await get(port, '/api/image-status.json')).body) as Array<{ image: string; pausedBy: string; buildRequest: boolean; buildRequestAge: number }>;
     assert.deepEqual(json.map((s) => [s.image, s.pausedBy, s.buildRequest, typeof s.buildRequestAge]), [['deb', 'operator', true, 'number']]);
+    const nodepool = JSON.parse((await get(port, '/image-status', 'application/json')).body) as Array<{ image: string; paused: boolean; build_request: string }>;
+    assert.deepEqual(nodepool.map((s) => [s.image, s.paused, s.build_request]), [['deb', true, 'pending']]);
     await sys.store.setPause('deb', null, false);
   });
 
   it('answers 404 for unknown paths, 405 for methods that would write, and HEAD without a body', async () => {
-    for (const path of ['/nope', '/node-list/extra', '/ready.json', '/metrics.json', '/dashboard', '/index.html']) assert.equal((await get(port, path)).status, 404, path);
+    for (const path of ['/nope', '/node-list/extra', '/ready.json', '/metrics.json', '/dashboard', '/index.html', '/api/ready', '/api']) assert.equal((await get(port, path)).status, 404, path);
     const post = await call(port, '/node-list', { method: 'POST', body: '{}' });
     assert.deepEqual([post.status, post.headers.get('allow')], [405, 'GET, HEAD']);
     assert.equal((await call(port, '/health/ready', { method: 'DELETE' })).status, 405);
