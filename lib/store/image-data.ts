@@ -10,7 +10,7 @@
  * conflict check an import runs against the target ({@link findImportConflict}).
  */
 import { StoreError } from '../errors.js';
-import { DISKIMAGE_NAME_RE, IMAGE_ID_RE } from '../images/image-file.js';
+import { DISKIMAGE_NAME_RE, IMAGE_ID_RE, UPLOAD_ID_RE } from '../images/image-file.js';
 import { INSTALLATION_ID_RE } from './installation.js';
 import {
   BUILD_STATES, UPLOAD_STATES, type BuildRecord, type BuildRequest, type PauseRecord, type UploadRecord,
@@ -24,8 +24,6 @@ export const IMAGE_DATA_VERSION = 1;
 export const IMAGE_DATA_MAX_BYTES = 64 * 1024 * 1024;
 /** Largest sequence value (ids have 10 digits). */
 const MAX_SEQUENCE = 9_999_999_999;
-/** Upload ids: the store-wide sequence as 10 digits. */
-const UPLOAD_ID_RE = /^\d{10}$/;
 
 /** The id sequences of image records: where the next build or upload id continues from. */
 export interface ImageDataSequences {
@@ -132,17 +130,24 @@ export function withoutOrphanUploads(builds: readonly { id: string }[], uploads:
   return uploads.filter((u) => ids.has(u.buildId));
 }
 
-/** The sequence number in a build id (`debian-0000000007` → 7). Thrown: StoreError for another shape. */
+/**
+ * The sequence number in a build id (`debian-0000000007` → 7); 0 for a Nodepool 11 uuid id,
+ * which takes nothing from the sequence. Thrown: StoreError for another shape.
+ */
 export function buildIdSequence(id: string): number {
   const m = IMAGE_ID_RE.exec(id);
-  if (!m) throw new StoreError(`invalid build id ${JSON.stringify(id)}: expected <diskimage>-<10 digits>`);
-  return Number(m[2]);
+  if (!m) throw new StoreError(`invalid build id ${JSON.stringify(id)}: expected <diskimage>-<10 digits or 32 hex>`);
+  const build = m[2] as string;
+  return build.length === 10 ? Number(build) : 0;
 }
 
-/** The sequence number of an upload id (`0000000042` → 42). Thrown: StoreError for another shape. */
+/**
+ * The sequence number of an upload id (`0000000042` → 42); 0 for an upload under a Nodepool 11
+ * uuid build (`<hex>-<provider>-<seq>`, a sequence of its own). Thrown: StoreError for another shape.
+ */
 export function uploadIdSequence(id: string): number {
-  if (!UPLOAD_ID_RE.test(id)) throw new StoreError(`invalid upload id ${JSON.stringify(id)}: expected 10 digits`);
-  return Number(id);
+  if (!UPLOAD_ID_RE.test(id)) throw new StoreError(`invalid upload id ${JSON.stringify(id)}: expected 10 digits or <build hex>-<provider>-<10 digits>`);
+  return /^\d{10}$/.test(id) ? Number(id) : 0;
 }
 
 /**
@@ -184,7 +189,7 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
     if (builds.has(id.id)) c.problem(`${p}.id`, `build ${id.id} appears twice (also ${builds.get(id.id)})`);
     else builds.set(id.id, p);
     const seq = sequences?.build[id.diskimage];
-    if (sequences && (seq === undefined || seq < id.sequence)) {
+    if (sequences && id.sequence > 0 && (seq === undefined || seq < id.sequence)) {
       c.problem(`${p}.id`, `build ${id.id} is past sequences.build[${JSON.stringify(id.diskimage)}] (${seq ?? 'missing'})`);
     }
   });
@@ -194,11 +199,13 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
     if (!ok) return;
     if (uploads.has(ok.id)) c.problem(`${p}.id`, `upload ${ok.id} appears twice (also ${uploads.get(ok.id)})`);
     else uploads.set(ok.id, p);
-    if (sequences && sequences.upload < Number(ok.id)) c.problem(`${p}.id`, `upload ${ok.id} is past sequences.upload (${sequences.upload})`);
+    if (sequences && sequences.upload < uploadIdSequence(ok.id)) c.problem(`${p}.id`, `upload ${ok.id} is past sequences.upload (${sequences.upload})`);
     const buildPath = builds.get(ok.buildId);
     if (buildPath === undefined) c.problem(`${p}.buildId`, `build ${ok.buildId} is not in builds`);
-    else if (ok.buildId !== `${ok.diskimage}-${ok.buildId.slice(-10)}`) {
+    else if (IMAGE_ID_RE.exec(ok.buildId)?.[1] !== ok.diskimage) {
       c.problem(`${p}.diskimage`, `${ok.diskimage} is not the diskimage of build ${ok.buildId}`);
+    } else if (!uploadFitsBuild(ok.id, ok.buildId, ok.provider)) {
+      c.problem(`${p}.id`, `upload ${ok.id} cannot be an upload of build ${ok.buildId} to ${ok.provider}`);
     }
   });
   const pauses = new Set<string>();
@@ -242,9 +249,35 @@ function checkSequences(c: Checker, value: unknown): ImageDataSequences | undefi
   return ok ? value as unknown as ImageDataSequences : undefined;
 }
 
+/** Nodepool 11's optional image fields of build and upload records. */
+const IMAGE_FIELDS = ['username', 'pythonPath', 'shellType'] as const;
+
+/** Checks the optional image fields and returns the record without them (for the exact-fields check). */
+function withoutImageFields(c: Checker, r: Obj, p: string): Obj {
+  const rest = { ...r };
+  for (const k of IMAGE_FIELDS) {
+    if (!(k in r)) continue;
+    c.stringOrNull(r[k], `${p}.${k}`);
+    delete rest[k];
+  }
+  return rest;
+}
+
+/**
+ * Whether upload id `id` may belong to build `buildId` and `provider`: a store-wide 10-digit
+ * id to one of ours; `<hex>-<provider>-<seq>` only to the uuid build `hex`, to that provider.
+ */
+function uploadFitsBuild(id: string, buildId: string, provider: string): boolean {
+  const m = UPLOAD_ID_RE.exec(id);
+  const build = IMAGE_ID_RE.exec(buildId)?.[2];
+  if (!m || build === undefined) return false;
+  if (m[1] === undefined) return build.length === 10;
+  return m[1] === build && m[2] === provider;
+}
+
 function checkBuild(c: Checker, b: unknown, p: string): { id: string; diskimage: string; sequence: number } | undefined {
   if (!c.object(b, p)) return undefined;
-  c.fields(b, p, ['id', 'diskimage', 'state', 'stateTime', 'created', 'builderHostname', 'builderId', 'formats', 'files', 'reason', 'progress']);
+  c.fields(withoutImageFields(c, b, p), p, ['id', 'diskimage', 'state', 'stateTime', 'created', 'builderHostname', 'builderId', 'formats', 'files', 'reason', 'progress']);
   c.oneOf(b.state, `${p}.state`, BUILD_STATES);
   c.time(b.stateTime, `${p}.stateTime`);
   c.time(b.created, `${p}.created`);
@@ -261,22 +294,23 @@ function checkBuild(c: Checker, b: unknown, p: string): { id: string; diskimage:
   c.stringOrNull(b.reason, `${p}.reason`);
   c.progress(b.progress, `${p}.progress`, ['numerator', 'denominator']);
   const nameOk = c.name(b.diskimage, `${p}.diskimage`);
-  if (typeof b.id !== 'string' || !IMAGE_ID_RE.test(b.id)) {
-    c.problem(`${p}.id`, `expected <diskimage>-<10 digits>, got ${show(b.id)}`);
+  const m = typeof b.id === 'string' ? IMAGE_ID_RE.exec(b.id) : null;
+  if (typeof b.id !== 'string' || !m) {
+    c.problem(`${p}.id`, `expected <diskimage>-<10 digits or 32 hex>, got ${show(b.id)}`);
     return undefined;
   }
   if (!nameOk) return undefined;
   const diskimage = b.diskimage as string;
-  if (!b.id.startsWith(`${diskimage}-`) || b.id.length !== diskimage.length + 11) {
+  if (m[1] !== diskimage) {
     c.problem(`${p}.id`, `build ${b.id} is not a build of diskimage ${diskimage}`);
     return undefined;
   }
   return { id: b.id, diskimage, sequence: buildIdSequence(b.id) };
 }
 
-function checkUpload(c: Checker, u: unknown, p: string): { id: string; buildId: string; diskimage: string } | undefined {
+function checkUpload(c: Checker, u: unknown, p: string): { id: string; buildId: string; diskimage: string; provider: string } | undefined {
   if (!c.object(u, p)) return undefined;
-  c.fields(u, p, ['id', 'buildId', 'diskimage', 'provider', 'imageName', 'state', 'stateTime', 'created',
+  c.fields(withoutImageFields(c, u, p), p, ['id', 'buildId', 'diskimage', 'provider', 'imageName', 'state', 'stateTime', 'created',
     'externalId', 'externalName', 'format', 'reason', 'progress']);
   c.nonEmpty(u.provider, `${p}.provider`, 'a provider name');
   c.nonEmpty(u.imageName, `${p}.imageName`, 'an image name');
@@ -289,13 +323,14 @@ function checkUpload(c: Checker, u: unknown, p: string): { id: string; buildId: 
   c.stringOrNull(u.reason, `${p}.reason`);
   c.progress(u.progress, `${p}.progress`, ['numerator', 'denominator', 'rate', 'sampledAt']);
   const buildOk = typeof u.buildId === 'string' && IMAGE_ID_RE.test(u.buildId);
-  if (!buildOk) c.problem(`${p}.buildId`, `expected <diskimage>-<10 digits>, got ${show(u.buildId)}`);
+  if (!buildOk) c.problem(`${p}.buildId`, `expected <diskimage>-<10 digits or 32 hex>, got ${show(u.buildId)}`);
   const nameOk = c.name(u.diskimage, `${p}.diskimage`);
   if (typeof u.id !== 'string' || !UPLOAD_ID_RE.test(u.id)) {
-    c.problem(`${p}.id`, `expected 10 digits, got ${show(u.id)}`);
+    c.problem(`${p}.id`, `expected 10 digits or <build hex>-<provider>-<10 digits>, got ${show(u.id)}`);
     return undefined;
   }
-  return buildOk && nameOk ? { id: u.id, buildId: u.buildId as string, diskimage: u.diskimage as string } : undefined;
+  return buildOk && nameOk && typeof u.provider === 'string'
+    ? { id: u.id, buildId: u.buildId as string, diskimage: u.diskimage as string, provider: u.provider } : undefined;
 }
 
 type Obj = Record<string, unknown>;

@@ -59,6 +59,14 @@ export interface BuildRecord {
   reason: string | null;
   /** Last WORK_STATUS of the running build job. */
   progress: JobProgress | null;
+  /**
+   * Nodepool 11's `username`, `python_path` and `shell_type` of the image (its diskimage's
+   * `username`, `python-path`, `shell-type`), as the record says; absent when it says nothing
+   * (Nodepool would read `zuul` and the legacy `/usr/bin/python2`: not applied here).
+   */
+  username?: string | null;
+  pythonPath?: string | null;
+  shellType?: string | null;
 }
 
 /** An upload of a build to one provider. `id` is a 10-digit sequence, unique in the store. */
@@ -80,6 +88,10 @@ export interface UploadRecord {
   format: string | null;
   reason: string | null;
   progress: UploadProgress | null;
+  /** Nodepool 11's image fields, copied from the build when the upload is created (see BuildRecord). */
+  username?: string | null;
+  pythonPath?: string | null;
+  shellType?: string | null;
 }
 
 /** An operator's request for a build of a diskimage (`nodepool image-build`). */
@@ -114,6 +126,10 @@ export interface NewBuild {
    * state was reset or restored): the sequence moves past them.
    */
   skipIds?: readonly string[];
+  /** Nodepool 11's image fields to record (the diskimage's `username`, `python-path`, `shell-type`). */
+  username?: string | null;
+  pythonPath?: string | null;
+  shellType?: string | null;
 }
 
 /** What a new upload starts with. */
@@ -122,6 +138,10 @@ export interface NewUpload {
   provider: string;
   imageName: string;
   externalName: string | null;
+  /** Nodepool 11's image fields; by default the build's. */
+  username?: string | null;
+  pythonPath?: string | null;
+  shellType?: string | null;
 }
 
 /** Fields of a build that may change. Setting `state` also sets `stateTime` to the store's clock. */

@@ -8,7 +8,7 @@
 import type { DiskimageConfig } from '../../lib/config/schema.js';
 import { imageTargets } from '../../lib/drivers/config-registry.js';
 import { formatsFor } from '../../lib/images/formats.js';
-import { parseImageId } from '../../lib/images/image-file.js';
+import { byCreated, hasSequenceOrder, parseImageId } from '../../lib/images/image-file.js';
 import type { BuildRecord, BuildState, UploadRecord, UploadState } from '../../lib/store/models.js';
 import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
 import type { Action, PlannerSnapshot } from './actions.js';
@@ -17,7 +17,10 @@ import type { PausedBy } from '../../lib/status/lifecycle-status.js';
 /** A build as this pass sees it. */
 export interface WorkingBuild {
   readonly rec: BuildRecord;
-  /** The id's sequence number (-1 when the id is malformed, so it sorts oldest). */
+  /**
+   * The id's sequence number (-1 when the id is malformed, so it sorts oldest); where its
+   * diskimage has a Nodepool 11 uuid build, its rank by creation instead.
+   */
   readonly seq: number;
   state: BuildState;
   stateTime: number;
@@ -73,7 +76,7 @@ export type ActionSubject = WorkingBuild | WorkingUpload | string;
 
 function sequenceOf(id: string): number {
   try {
-    return parseImageId(id).sequence;
+    return parseImageId(id).sequence ?? -1;
   } catch {
     return -1;
   }
@@ -97,6 +100,22 @@ const bySeq = (a: { seq: number }, b: { seq: number }): number => a.seq - b.seq;
 function isSorted(list: ReadonlyArray<{ seq: number }>): boolean {
   for (let i = 1; i < list.length; i++) if ((list[i] as { seq: number }).seq < (list[i - 1] as { seq: number }).seq) return false;
   return true;
+}
+
+/** An upload id from the store-wide sequence (not one under a Nodepool 11 uuid build). */
+const UPLOAD_SEQ_RE = /^\d{10}$/;
+
+/**
+ * Sorts `list` oldest first: by sequence when every id has one (`sequenced`), else (a Nodepool
+ * 11 uuid build, or an upload under one, is there) by creation, with `seq` set to the rank.
+ */
+function byAge<T extends { seq: number; rec: { id: string; created: number } }>(list: T[], sequenced: boolean): void {
+  if (sequenced) {
+    list.sort(bySeq);
+    return;
+  }
+  list.sort((a, b) => byCreated(a.rec, b.rec));
+  list.forEach((x, i) => { (x as { seq: number }).seq = i; });
 }
 
 /** One pass's indexes and working states over a snapshot, and the actions decided so far. */
@@ -179,7 +198,7 @@ export class PlanView {
     const unconfigured = [...this.buildsByDiskimage.keys()].filter((d) => !this.diskimages.has(d)).sort();
     for (const d of [...this.diskimages.keys(), ...unconfigured]) {
       const list = this.buildsByDiskimage.get(d) ?? [];
-      list.sort(bySeq);
+      byAge(list, hasSequenceOrder(list.map((b) => b.rec.id)));
       for (const b of list) this.builds.push(b);
     }
 
@@ -187,7 +206,8 @@ export class PlanView {
       rec, seq: uploadSequenceOf(rec.id), pair: this.pair(rec.diskimage, rec.provider), state: rec.state, stateTime: rec.stateTime,
       reason: rec.reason, build: this.buildById.get(rec.buildId), kept: false, touched: false,
     }));
-    if (!isSorted(this.uploads)) this.uploads.sort(bySeq);
+    if (!this.uploads.every((u) => UPLOAD_SEQ_RE.test(u.rec.id))) byAge(this.uploads, false);
+    else if (!isSorted(this.uploads)) this.uploads.sort(bySeq);
     for (const u of this.uploads) {
       u.build?.uploads.push(u);
       u.pair.uploads.push(u);

@@ -1,7 +1,9 @@
 /**
  * Builds in ZooKeeper: `/nodepool/images/<diskimage>/builds/<10-digit seq>`, the id shown being
  * `<diskimage>-<seq>`. The seq comes from the counter `sequences/build-<diskimage>` (see
- * sequences.ts); the build requests a new build serves go in the same transaction.
+ * sequences.ts); the build requests a new build serves go in the same transaction, and so does
+ * its contender in Nodepool's build lock (build-lock.ts). Builds Nodepool 11 wrote sit at
+ * `builds/<uuid4 hex>` and read as `<diskimage>-<hex>`; the counter never looks at them.
  */
 import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
@@ -10,6 +12,7 @@ import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js
 import { checkBuildState } from '../sqlite/rows.js';
 import type { ExpectState } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
+import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';
 import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE } from './layout.js';
 import { copyBuild, buildFromJson, buildJson, decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
@@ -43,6 +46,9 @@ export class ZkBuilds {
       await ensure(client, layout.image(input.diskimage));
       await ensure(client, builds);
     }
+    // Made with `builds` (before any build of it), as kazoo makes it: Nodepool compares their ctimes.
+    await ensure(client, buildLockDir(builds));
+    await this.sweepContenders(input.diskimage);
     const skip = new Set(input.skipIds ?? []);
     let made: BuildRecord | undefined;
     const value = await this.ctx.sequences.next(`build-${input.diskimage}`, what, async (next) => {
@@ -55,7 +61,13 @@ export class ZkBuilds {
         id, diskimage: input.diskimage, state: 'building', stateTime: now, created: now, builderHostname: null, builderId: null,
         formats: [...input.formats], files: [], reason: null, progress: null,
       };
-      const ops: Op[] = [{ op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(buildJson(made), `build ${id}`) }];
+      if (input.username !== undefined) made.username = input.username;
+      if (input.pythonPath !== undefined) made.pythonPath = input.pythonPath;
+      if (input.shellType !== undefined) made.shellType = input.shellType;
+      const ops: Op[] = [
+        { op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(buildJson(made), `build ${id}`) },
+        contenderOp(builds, id),
+      ];
       if (input.servesRequestsUpTo !== undefined) {
         const req = await client.getData(layout.requestBuild(input.diskimage));
         if (req && requestedAtOf(req.data, req.stat.ctime) <= input.servesRequestsUpTo) {
@@ -133,7 +145,18 @@ export class ZkBuilds {
       const next = applyBuildPatch(rec, patch, now);
       return mergeJson(cur, buildJson(next));
     });
+    if (done && done.json.state !== 'building') await removeContenders(this.ctx.main(), this.ctx.layout.builds(parts.diskimage), (b) => b === id);
     return done ? buildFromJson(id, parts.diskimage, done.json) : undefined;
+  }
+
+  /** Removes contenders of builds of `diskimage` that are no longer building (left by a lost connection). */
+  private async sweepContenders(diskimage: string): Promise<void> {
+    await this.ctx.fresh();
+    const building = new Set<string>();
+    for (const { id, diskimage: d, entry } of this.cached(diskimage)) {
+      if (memoBuild(entry, id, d, this.ctx.corrupt)?.state === 'building') building.add(id);
+    }
+    await removeContenders(this.ctx.main(), this.ctx.layout.builds(diskimage), (b) => splitBuildId(b)?.diskimage === diskimage && !building.has(b));
   }
 
   async delete(id: string): Promise<boolean> {
@@ -141,6 +164,7 @@ export class ZkBuilds {
     if (!parts) return false;
     const client = this.ctx.main();
     const path = this.ctx.layout.build(parts.diskimage, parts.seq);
+    await removeContenders(client, this.ctx.layout.builds(parts.diskimage), (b) => b === id);
     return removeTree(client, path, `deleting build ${id}`, async (ops) => {
       const uploads = ops.map((o) => o.path).filter((p) => p.includes('/providers/') && SEQ_RE.test(p.slice(p.lastIndexOf('/') + 1)));
       if (uploads.length > 0) {

@@ -29,9 +29,10 @@ import {
   type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
 import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from '../models.js';
+import { buildLockDir } from './build-lock.js';
 import { maxSeq, splitBuildId } from './builds.js';
 import { ensure, type ZkContext } from './context.js';
-import { SEQ_RE } from './layout.js';
+import { UPLOAD_ID_RE, uploadIdOf, uploadNodeName } from '../../images/image-file.js';
 import { buildJson, decode, encode, pauseJson, toSeconds, uploadJson } from './records.js';
 import type { Op } from './zk-client.js';
 
@@ -147,7 +148,11 @@ export class ZkImageData {
       const images = new Set([...data.builds.map((b) => b.diskimage), ...pauses.map((p) => p.diskimage), ...requests.map((r) => r.diskimage)]);
       for (const d of [...images].sort()) {
         if (!cache.get(layout.image(d))) await ensure(client, layout.image(d));
-        if (data.builds.some((b) => b.diskimage === d) && !cache.get(layout.builds(d))) await ensure(client, layout.builds(d));
+        if (data.builds.some((b) => b.diskimage === d)) {
+          if (!cache.get(layout.builds(d))) await ensure(client, layout.builds(d));
+          // Before the builds, as createBuild leaves it (Nodepool compares their ctimes; build-lock.ts).
+          await ensure(client, buildLockDir(layout.builds(d)));
+        }
         if (pauses.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPauses(d))) await ensure(client, layout.providerPauses(d));
       }
       // 4. The records, in bounded transactions.
@@ -187,7 +192,7 @@ export class ZkImageData {
       const builds = `${layout.images}/${d}/builds`;
       for (const seq of cache.children(builds)) {
         const providers = `${builds}/${seq}/providers`;
-        for (const p of cache.children(providers)) for (const id of cache.children(`${providers}/${p}/images`)) uploads.add(id);
+        for (const p of cache.children(providers)) for (const name of cache.children(`${providers}/${p}/images`)) uploads.add(uploadIdOf(seq, p, name));
       }
     }
     return {
@@ -285,7 +290,8 @@ export class ZkImageData {
       uploadsOf.set(u.buildId, list);
     }
     for (const b of data.builds) {
-      const seq = b.id.slice(-10);
+      const seq = splitBuildId(b.id)?.seq;
+      if (seq === undefined) throw new StoreError(`build id ${b.id} cannot be stored in ZooKeeper`);
       ops.push({ op: 'create', path: layout.build(b.diskimage, seq), data: encode(buildJson(b), `build ${b.id}`) });
       const uploads = uploadsOf.get(b.id) ?? [];
       if (uploads.length === 0) continue;
@@ -296,8 +302,8 @@ export class ZkImageData {
         ops.push({ op: 'create', path: layout.providerImages(b.diskimage, seq, p) });
         for (const u of uploads) {
           if (u.provider !== p) continue;
-          if (!SEQ_RE.test(u.id)) throw new StoreError(`upload id ${u.id} cannot be stored in ZooKeeper`);
-          ops.push({ op: 'create', path: layout.upload(b.diskimage, seq, p, u.id), data: encode(uploadJson(u), `upload ${u.id}`) });
+          if (!UPLOAD_ID_RE.test(u.id)) throw new StoreError(`upload id ${u.id} cannot be stored in ZooKeeper`);
+          ops.push({ op: 'create', path: layout.upload(b.diskimage, seq, p, uploadNodeName(u.id)), data: encode(uploadJson(u), `upload ${u.id}`) });
         }
       }
     }

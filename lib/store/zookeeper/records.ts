@@ -95,7 +95,24 @@ export function buildJson(b: BuildRecord): Json {
   j.files = b.files;
   j.reason = b.reason;
   j.progress = b.progress;
+  imageFieldsJson(j, b);
   return j;
+}
+
+/** Nodepool 11's `username`, `python_path`, `shell_type`: written when the record has them. */
+function imageFieldsJson(j: Json, r: Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'>): void {
+  if (r.username !== undefined) j.username = r.username;
+  if (r.pythonPath !== undefined) j.python_path = r.pythonPath;
+  if (r.shellType !== undefined) j.shell_type = r.shellType;
+}
+
+/** The same fields of a build or upload JSON, as it says them (absent when it does not; no legacy defaults). */
+function imageFieldsOf(f: Fields, j: Json): Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'> {
+  const out: Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'> = {};
+  if ('username' in j) out.username = f.optStr('username');
+  if ('python_path' in j) out.pythonPath = f.optStr('python_path');
+  if ('shell_type' in j) out.shellType = f.optStr('shell_type');
+  return out;
 }
 
 /** Thrown: CorruptRecordError when the JSON is not a build's. */
@@ -120,12 +137,13 @@ export function buildFromJson(id: string, diskimage: string, j: Json): BuildReco
     files: clone(files as unknown as ImageFileInfo[]),
     reason: f.optStr('reason'),
     progress: progressOf<JobProgress>(f),
+    ...imageFieldsOf(f, j),
   };
 }
 
 /** An upload's JSON. */
 export function uploadJson(u: UploadRecord): Json {
-  return {
+  const j: Json = {
     state: u.state,
     state_time: toSeconds(u.stateTime),
     external_id: u.externalId,
@@ -136,6 +154,8 @@ export function uploadJson(u: UploadRecord): Json {
     reason: u.reason,
     progress: u.progress,
   };
+  imageFieldsJson(j, u);
+  return j;
 }
 
 /** Thrown: CorruptRecordError when the JSON is not an upload's. */
@@ -157,6 +177,7 @@ export function uploadFromJson(where: { id: string; buildId: string; diskimage: 
     format: f.optStr('format'),
     reason: f.optStr('reason'),
     progress: progressOf<UploadProgress>(f),
+    ...imageFieldsOf(f, j),
   };
 }
 

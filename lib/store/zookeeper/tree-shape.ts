@@ -3,11 +3,14 @@
  * upload records, build requests and pauses (never the `lock` directories, whose contenders
  * come and go); the records under `nodes`, `requests` and `launchers` (not node locks).
  */
+import { UUID_HEX_RE } from '../../images/image-file.js';
 import { SEQ_RE, type Layout } from './layout.js';
 import type { Shape } from './tree-cache.js';
 
 const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses']);
 const isSeq = (name: string): boolean => SEQ_RE.test(name);
+/** A build's segment: our 10-digit sequence, or a Nodepool 11 `uuid4().hex`. */
+const isBuild = (name: string): boolean => SEQ_RE.test(name) || UUID_HEX_RE.test(name);
 
 /** The cache's shape for one layout. */
 export function treeShape(layout: Layout): (path: string) => Shape | undefined {
@@ -22,12 +25,12 @@ export function treeShape(layout: Layout): (path: string) => Shape | undefined {
       return undefined;
     }
     if (top !== 'images') return undefined;
-    // images / <image> / builds / <seq> / providers / <provider> / images / <upload>
+    // images / <image> / builds / <seq or uuid hex> / providers / <provider> / images / <upload>
     switch (s.length) {
       case 1: return { data: false, children: true };
       case 2: return { data: false, children: true, accept: (n) => IMAGE_CHILDREN.has(n) };
       case 3:
-        if (s[2] === 'builds') return { data: false, children: true, accept: isSeq };
+        if (s[2] === 'builds') return { data: false, children: true, accept: isBuild };
         if (s[2] === 'provider-pauses') return { data: false, children: true };
         return { data: true, children: false };
       case 4:

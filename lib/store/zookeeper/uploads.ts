@@ -1,7 +1,9 @@
 /**
  * Uploads in ZooKeeper: `…/builds/<seq>/providers/<provider>/images/<upload id>`. Upload ids
  * come from one store-wide counter (`sequences/upload`), so an id alone names an upload; the
- * cache keeps an index from id to path.
+ * cache keeps an index from id to path. Under a Nodepool 11 build (`builds/<uuid hex>`) the
+ * znode names are Nodepool's sequence per build and provider, so the id there is
+ * `<hex>-<provider>-<name>` (image-file.ts uploadIdOf), ours and Nodepool's alike.
  */
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
@@ -11,8 +13,9 @@ import type { ExpectState } from '../store.js';
 import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
-import { SEQ_RE, seq10 } from './layout.js';
-import { copyUpload, decodeRecord, encode, uploadFromJson, uploadJson } from './records.js';
+import { seq10 } from './layout.js';
+import { copyUpload, decode, decodeRecord, encode, uploadFromJson, uploadJson, type Json } from './records.js';
+import { UPLOAD_ID_RE, uploadIdOf } from '../../images/image-file.js';
 import type { Entry } from './tree-cache.js';
 
 /** Filter of {@link ZkUploads.list}. */
@@ -46,9 +49,11 @@ export class ZkUploads {
     if (!parts) throw unknown();
     const buildPath = layout.build(parts.diskimage, parts.seq);
     const dir = layout.providerImages(parts.diskimage, parts.seq, input.provider);
-    if (!cache.get(dir)) {
+    let buildData = cache.get(buildPath)?.data;
+    if (!cache.get(dir) || !buildData) {
       const build = await client.getData(buildPath);
       if (!build || build.data.length === 0) throw unknown();
+      buildData = build.data;
       try {
         // Level by level, never mkdirp: a build deleted meanwhile must not come back as an empty znode.
         for (const p of [layout.providers(parts.diskimage, parts.seq), layout.provider(parts.diskimage, parts.seq, input.provider), dir]) await ensure(client, p);
@@ -57,6 +62,7 @@ export class ZkUploads {
         throw err;
       }
     }
+    const imageFields = imageFieldsFor(input, buildData);
     let made: UploadRecord | undefined;
     // Uploads written without our counter (Nodepool's own, an import) are never taken again.
     const highest = maxSeq((await this.indexed(false)).keys());
@@ -64,15 +70,15 @@ export class ZkUploads {
       await this.ctx.sequences.next('upload', `creating an upload of ${input.buildId} to ${input.provider}`, (next) => {
         const now = clock();
         const value = Math.max(next, highest + 1);
-        const id = seq10(value);
+        const id = uploadIdOf(parts.seq, input.provider, seq10(value));
         made = {
           id, buildId: input.buildId, diskimage: parts.diskimage, provider: input.provider, imageName: input.imageName,
           state: 'uploading', stateTime: now, created: now, externalId: null, externalName: input.externalName ?? null,
-          format: null, reason: null, progress: null,
+          format: null, reason: null, progress: null, ...imageFields,
         };
         return { value, ops: [
           { op: 'check', path: buildPath, version: -1 },
-          { op: 'create', path: `${dir}/${id}`, data: encode(uploadJson(made), `upload ${id}`) },
+          { op: 'create', path: `${dir}/${seq10(value)}`, data: encode(uploadJson(made), `upload ${id}`) },
         ] };
       });
     } catch (err) {
@@ -157,7 +163,7 @@ export class ZkUploads {
 
   /** Where upload `id` is, from the cache's index. */
   private async find(id: string): Promise<UploadPlace | undefined> {
-    if (!SEQ_RE.test(id)) return undefined;
+    if (!UPLOAD_ID_RE.test(id)) return undefined;
     return (await this.indexed()).get(id);
   }
 
@@ -180,8 +186,8 @@ export class ZkUploads {
       const providers = `${b.path}/providers`;
       for (const provider of cache.children(providers)) {
         const images = `${providers}/${provider}/images`;
-        for (const id of cache.children(images)) {
-          yield { id, buildId: b.id, diskimage: b.diskimage, provider, path: `${images}/${id}` };
+        for (const name of cache.children(images)) {
+          yield { id: uploadIdOf(b.seq, provider, name), buildId: b.id, diskimage: b.diskimage, provider, path: `${images}/${name}` };
         }
       }
     }
@@ -197,3 +203,29 @@ export class ZkUploads {
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Nodepool 11's image fields of a new upload: those given, else the build's (as Nodepool's
+ * builder copies them), else none.
+ */
+function imageFieldsFor(input: NewUpload, buildData: Buffer | undefined): Pick<UploadRecord, 'username' | 'pythonPath' | 'shellType'> {
+  let build: Json = {};
+  try {
+    if (buildData) build = decode(buildData, 'build');
+  } catch {
+    // a corrupt build record: the upload says nothing of it
+  }
+  const out: Pick<UploadRecord, 'username' | 'pythonPath' | 'shellType'> = {};
+  const pick = (given: string | null | undefined, key: string): string | null | undefined => {
+    if (given !== undefined) return given;
+    const v = build[key];
+    return typeof v === 'string' || v === null ? v : undefined;
+  };
+  const username = pick(input.username, 'username');
+  const pythonPath = pick(input.pythonPath, 'python_path');
+  const shellType = pick(input.shellType, 'shell_type');
+  if (username !== undefined) out.username = username;
+  if (pythonPath !== undefined) out.pythonPath = pythonPath;
+  if (shellType !== undefined) out.shellType = shellType;
+  return out;
+}
