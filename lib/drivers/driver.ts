@@ -93,6 +93,11 @@ export interface RequestHandler {
   /** Driver fields for a node about to be created (az, cloud, region). */
   nodeMetadata(label: string): NodePatch;
   /**
+   * The resources one node of `label` takes in this pool (Nodepool's quotaNeededByLabel), for
+   * `tenant-resource-limits`; undefined when unknown. Absent: the request is not limited.
+   */
+  labelResources?(label: string): Promise<Readonly<Record<string, number>> | undefined>;
+  /**
    * Starts creating the resource for a locked `building` node. The handler writes the node's
    * outcome to the store: `ready` with its addresses, `failed` with a reason, or `aborted`
    * (over quota: the launcher retries). Never throws.

@@ -59,6 +59,11 @@ export abstract class LaunchingHandler implements RequestHandler {
     return {};
   }
 
+  /** One instance per node; drivers that know a label's cores and ram say so. */
+  labelResources(_label: string): Promise<Readonly<Record<string, number>> | undefined> {
+    return Promise.resolve({ instances: 1 });
+  }
+
   launch(node: NodeRecord): void {
     this.running += 1;
     const log = this.hctx.log.child({ node: node.id, request: this.hctx.request.id });

@@ -3,6 +3,7 @@
  * whether a declined request fails, what the deleter and the cleanup worker act on, and how
  * many min-ready requests a label needs. No I/O here; the workers feed in store snapshots.
  */
+import { DEFAULT_PRIORITY } from '../../lib/drivers/common-config.js';
 import type { PoolInfo } from '../../lib/drivers/driver.js';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
 
@@ -22,6 +23,20 @@ export function yieldsToPreferredProvider(req: NodeRequestRecord, provider: stri
   if (!req.provider || req.provider === provider) return false;
   const preferred = launchers.filter((l) => l.provider === req.provider);
   return preferred.length > 0 && preferred.some((l) => !req.declinedBy.includes(l.id));
+}
+
+/**
+ * Whether a pool worker should leave a request to a better pool (Nodepool 11 priority): another
+ * registered pool that supports every label of the request, has not declined it, is not paused
+ * (waiting for quota) and has a lower `priority`. So a preferred pool serves until it is at
+ * quota, and the others take requests meanwhile.
+ */
+export function yieldsToBetterPool(req: NodeRequestRecord, self: { id: string; priority: number }, launchers: readonly LauncherRecord[]): boolean {
+  return launchers.some((l) => l.id !== self.id
+    && (l.priority ?? DEFAULT_PRIORITY) < self.priority
+    && l.paused !== true
+    && !req.declinedBy.includes(l.id)
+    && req.labels.every((label) => l.supportedLabels.includes(label)));
 }
 
 /**
@@ -85,12 +100,16 @@ export function expiredReadyNodes(nodes: readonly NodeRecord[], maxReadyAge: Rea
   });
 }
 
-/** Held nodes past their own expiration or `max-hold-age` (seconds; 0 = unlimited). */
+/**
+ * Held nodes past their own expiration or `max-hold-age` (seconds; 0 = unlimited), as Nodepool
+ * 11: deleted once `now - state_time ≥ min(hold_expiration, max-hold-age)`. `holdExpiration`
+ * is the point in time (state_time + Zuul's hold_expiration, or the operator's `--expire`).
+ */
 export function expiredHeldNodes(nodes: readonly NodeRecord[], maxHoldAge: number, now: number): NodeRecord[] {
   return nodes.filter((n) => {
     if (n.state !== 'hold') return false;
     const limits = [n.holdExpiration ?? Infinity, maxHoldAge > 0 ? n.stateTime + maxHoldAge * 1000 : Infinity];
-    return now > Math.min(...limits);
+    return now >= Math.min(...limits);
   });
 }
 

@@ -7,7 +7,7 @@
  * stops removed ones.
  */
 import type { Config } from '../../lib/config/schema.js';
-import { configEquals } from '../../lib/drivers/common-config.js';
+import { configEquals, poolPriority } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
 import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import { imageTargets, providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';
@@ -191,7 +191,8 @@ export class Launcher {
       const worker = new PoolWorker({
         store, log, provider, pool, launcherId: launcherId(this.deps.hostname, this.deps.pid, pc.name, pool.name),
         sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
-        maxConcurrency: pc.maxConcurrency, providerAlive: alive,
+        maxConcurrency: pc.maxConcurrency, providerAlive: alive, priority: poolPriority(pc, pool.name),
+        tenantLimits: () => this.deps.config().tenantResourceLimits,
         ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
         ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
       });

@@ -10,7 +10,9 @@ import type { Logger } from '../../lib/log.js';
 import { PeriodicLoop } from '../../lib/periodic-loop.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
-import { takes, yieldsToPreferredProvider } from './decisions.js';
+import type { TenantResourceLimit } from '../../lib/config/schema.js';
+import { takes, yieldsToBetterPool, yieldsToPreferredProvider } from './decisions.js';
+import { limitsOf, sumResources, tenantLimitExceeded } from './tenant-limits.js';
 import { lockIfFree } from './lock-if-free.js';
 import { CLAIMED, NodeRequestHandler, type LaunchOutcome } from './request-handler.js';
 import { requestLock } from '../../lib/store/lock-names.js';
@@ -26,6 +28,10 @@ export interface PoolWorkerDeps {
   sessionId: () => string;
   /** Seconds between passes while idle. */
   interval: () => number;
+  /** The pool's effective priority (lower is preferred; see poolPriority), published with its registration. */
+  priority: number;
+  /** The config's `tenant-resource-limits` (read at every use: a reload may change them). */
+  tenantLimits: () => readonly TenantResourceLimit[];
   /** The provider's max-concurrency (-1 unlimited, 0 handles nothing). */
   maxConcurrency: number;
   /** Launches in flight across all pools of the provider. */
@@ -49,6 +55,10 @@ export class PoolWorker {
   readonly loop: PeriodicLoop;
   private readonly log: Logger;
   private lastRegistered = 0;
+  /** The `paused` the registration says (published when it changes). */
+  private published = false;
+  /** Requests deferred for their tenant's limits, each logged once (bounded as {@link skipped}). */
+  private readonly deferred = new Set<string>();
   /**
    * Ready nodes of the pool, read once per pass when a handler first asks. The read itself is
    * kept (not its result), so handlers asking at once share one list and see each other's claims.
@@ -117,17 +127,34 @@ export class PoolWorker {
         this.paused = h;
       }
     }
+    await this.publishPaused();
     return busy;
+  }
+
+  /** Whether the pool waits for quota (a paused handler): other pools then take requests before it. */
+  get isPaused(): boolean {
+    return this.paused !== undefined;
   }
 
   private async register(): Promise<void> {
     const now = Date.now();
     if (now - this.lastRegistered < 5000) return;
+    const paused = this.isPaused;
     await this.deps.store.registerLauncher({
       id: this.deps.launcherId, sessionId: this.deps.sessionId(), provider: this.deps.provider.name,
-      pool: this.deps.pool.name, supportedLabels: [...this.deps.pool.labels],
+      pool: this.deps.pool.name, supportedLabels: [...this.deps.pool.labels], priority: this.deps.priority, paused,
     });
+    this.published = paused;
     this.lastRegistered = now;
+  }
+
+  /** Tells the registration at once when the pool pauses or goes on (Nodepool 11's pool component `paused`). */
+  private async publishPaused(): Promise<void> {
+    const paused = this.isPaused;
+    if (paused === this.published) return;
+    await this.deps.store.updateLauncher(this.deps.launcherId, { paused });
+    this.published = paused;
+    this.log.info(paused ? 'pool paused: waiting for quota' : 'pool unpaused', { priority: this.deps.priority });
   }
 
   private async readyCandidates(label: string): Promise<NodeRecord[]> {
@@ -161,28 +188,59 @@ export class PoolWorker {
       const mine = requests.filter((r) => !r.declinedBy.includes(launcherId) && !seen.has(r.id) && !this.handlers.some((h) => h.id === r.id));
       if (mine.length === 0) break;
       if (round > 0) this.refreshSnapshot();
-      const launchers = requests.some((r) => r.provider) ? await store.listLaunchers() : [];
+      const launchers = await store.listLaunchers();
+      const self = { id: launcherId, priority: this.deps.priority };
       for (const r of mine) {
         if (stopped()) break;
         seen.add(r.id);
-        if (yieldsToPreferredProvider(r, provider.name, launchers)) continue;
+        if (yieldsToPreferredProvider(r, provider.name, launchers) || yieldsToBetterPool(r, self, launchers)) continue;
         const handler = this.newHandler(r);
         if (!takes(r, handler.canLaunch)) {
           this.logSkipped(r);
           continue;
         }
-        while (inHand.size >= (handler.canLaunch ? 1 : PARALLEL_RUNS)) await Promise.race(inHand);
+        // A request under tenant limits runs alone, so the next one of its tenant sees its nodes.
+        const limited = limitsOf(r.tenantName, this.deps.tenantLimits()) !== undefined;
+        while (inHand.size >= (handler.canLaunch || limited ? 1 : PARALLEL_RUNS)) await Promise.race(inHand);
+        if (limited && inHand.size > 0) await Promise.all(inHand);
         if (stopped()) break;
+        if (limited && await this.overTenantLimit(handler)) continue;
         const task: Promise<void> = this.take(handler)
           .then((took) => { busy ||= took; }, (err: unknown) => { failure ??= { err }; })
           .finally(() => inHand.delete(task));
         inHand.add(task);
-        if (handler.canLaunch) await task;
+        if (handler.canLaunch || limited) await task;
       }
     }
     await Promise.all(inHand);
     if (failure) throw failure.err;
     return busy;
+  }
+
+  /**
+   * Whether the request's tenant would pass one of its `tenant-resource-limits` with it: the
+   * resources of every node of the tenant (all providers, any state) plus what this pool needs
+   * for the request. Such a request is deferred: left requested and unlocked, tried again at
+   * the next pass.
+   */
+  private async overTenantLimit(handler: NodeRequestHandler): Promise<boolean> {
+    const tenant = handler.tenantName;
+    const limits = limitsOf(tenant, this.deps.tenantLimits());
+    if (!limits) return false;
+    const needed = await handler.resourcesNeeded();
+    if (!needed) return false;
+    const used = sumResources((await this.deps.store.listNodes()).filter((n) => n.tenantName === tenant).map((n) => n.resources));
+    const over = tenantLimitExceeded(limits, used, needed);
+    if (!over) {
+      this.deferred.delete(handler.id);
+      return false;
+    }
+    if (!this.deferred.has(handler.id)) {
+      if (this.deferred.size >= 1000) this.deferred.clear();
+      this.deferred.add(handler.id);
+      this.log.info('deferring a request: its tenant is at its resource limit', { request: handler.id, tenant, ...over });
+    }
+    return true;
   }
 
   /** Logs once per request that the pool leaves it alone (see takes; the memory of it is bounded). */

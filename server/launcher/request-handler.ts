@@ -86,6 +86,26 @@ export class NodeRequestHandler {
     return this.lockedUnder;
   }
 
+  /** The request's Zuul tenant (`tenant_name`), whose `tenant-resource-limits` apply; null when none. */
+  get tenantName(): string | null {
+    return this.request.tenantName ?? null;
+  }
+
+  /**
+   * What this pool needs for the whole request (the sum over its labels of the driver's
+   * labelResources); undefined when the driver cannot tell (the request is then not limited).
+   */
+  async resourcesNeeded(): Promise<Record<string, number> | undefined> {
+    if (!this.driver.labelResources) return undefined;
+    const out: Record<string, number> = {};
+    for (const label of this.request.labels) {
+      const r = await this.driver.labelResources(label);
+      if (!r) return undefined;
+      for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
+    }
+    return out;
+  }
+
   /** Whether the driver may launch nodes for it (else it only reuses registered ones). */
   get canLaunch(): boolean {
     return this.driver.canLaunch;
@@ -279,7 +299,7 @@ export class NodeRequestHandler {
       }
       const node = await store.createNode({
         state: 'init', provider: provider.name, pool: pool.name, labels: [label], launcher: launcherId,
-        allocatedTo: this.request.id, attributes: { ...pool.nodeAttributes }, ...this.driver.nodeMetadata(label),
+        allocatedTo: this.request.id, attributes: { ...pool.nodeAttributes }, ...this.owner(), ...this.driver.nodeMetadata(label),
       });
       await store.tryLock(nodeLock(node.id), sessionId);
       const building = await store.updateNode(node.id, { state: 'building' }, { expectStates: ['init'] });
@@ -288,6 +308,11 @@ export class NodeRequestHandler {
       this.log.info('launching node', { node: node.id, label });
       this.driver.launch(building ?? node);
     }
+  }
+
+  /** Who a node allocated to the request belongs to (Nodepool 11 copies tenant_name and requestor onto it). */
+  private owner(): { tenantName: string | null; requestor: string } {
+    return { tenantName: this.request.tenantName ?? null, requestor: this.request.requestor };
   }
 
   /** Takes a ready, unallocated node of the label for slot `i`; false when there is none. */
@@ -311,7 +336,7 @@ export class NodeRequestHandler {
         await store.unlock(nodeLock(candidate.id), sessionId);
         continue;
       }
-      await store.updateNode(fresh.id, { allocatedTo: this.request.id }, { expectStates: ['ready'] });
+      await store.updateNode(fresh.id, { allocatedTo: this.request.id, ...this.owner() }, { expectStates: ['ready'] });
       candidate.allocatedTo = this.request.id;
       this.slots[i] = fresh.id;
       this.reused.add(fresh.id);

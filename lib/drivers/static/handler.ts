@@ -49,6 +49,11 @@ export class StaticRequestHandler implements RequestHandler {
     return {};
   }
 
+  /** A static node is one instance (as Nodepool's static provider counts it); it has no cores or ram. */
+  labelResources(_label: string): Promise<Readonly<Record<string, number>>> {
+    return Promise.resolve({ instances: 1 });
+  }
+
   /** Never called: {@link canLaunch} is false. Thrown: always. */
   launch(node: NodeRecord): void {
     throw new Error(`static provider ${this.provider.name} cannot launch node ${node.id}: static nodes are registered, not launched`);
