@@ -1,7 +1,8 @@
 /**
- * The web status endpoints' content: for each of Nodepool's read-only lists, the same table,
- * lines under it and JSON as the CLI command of the same name prints, made by the same
- * lib/status presenters from the server's store and current config.
+ * Our richer web lists, served at `/api/<name>` (Nodepool 11's shapes of the same lists are at
+ * `/<name>`, nodepool-views.ts): for each of Nodepool's read-only lists, the same table, lines
+ * under it and JSON as the CLI command of the same name prints, made by the same lib/status
+ * presenters from the server's store and current config.
  */
 import type { Config } from '../../lib/config/schema.js';
 import { providerPools } from '../../lib/drivers/config-registry.js';
@@ -115,7 +116,7 @@ const labelList: StatusViewFn = async ({ store, config }) => {
   return { columns: LABEL_COLUMNS, rows: summaries.map(labelRow), lines: labelAttention(summaries), json: summaries };
 };
 
-/** The status endpoints by path (each also answers with a `.json` suffix). */
+/** Our lists by Nodepool's path, served under `/api` (each also answers with a `.json` suffix). */
 export const STATUS_VIEWS: ReadonlyMap<string, StatusViewFn> = new Map([
   ['/image-list', imageList],
   ['/dib-image-list', dibImageList],
