@@ -36,6 +36,8 @@ export interface WebServerOptions {
   loops: () => LoopHealth[];
   /** Whether every provider has started (`/ready`). */
   started: () => boolean;
+  /** Whether this server runs the image lifecycle (`on`, or `off (…)` and why), in `/health/ready` JSON. */
+  imageLifecycle?: () => string;
   /** The Prometheus exposition (shared by concurrent scrapes: see PrometheusMetrics); `/metrics` is 404 without it. */
   metrics?: { contentType: string; render: () => Promise<string> };
   /** How long a list answer is reused (default 1000 ms; 0 turns the cache off). */
@@ -132,7 +134,7 @@ export class WebServer {
       const format = nodepoolFormat(req.headers.accept, jsonSuffix);
       // Nodepool's webapp fails with a 500 (an IndexError) when the Accept header matches none
       // of text/html, text/plain and application/json; a 406 says what is wrong instead.
-      if (format === null) return text(406, 'not acceptable: the lists are text/plain or application/json', { ...listHeaders(Date.now(), 1000) });
+      if (format === null) return text(406, 'not acceptable: the lists are text/plain or application/json', listHeaders(Date.now(), 1000));
       if (route === '/ready') return this.ready(format);
       const params = [...url.searchParams.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       return this.cached(`${route}\u0000${format}\u0000${new URLSearchParams(params).toString()}`, req, () => this.renderNodepool(route, format, url.searchParams));
@@ -148,7 +150,7 @@ export class WebServer {
       case '/health/ready': {
         const report = readinessReport(this.opts.started(), this.opts.loops(), Date.now());
         const status = report.ready ? 200 : 503;
-        return format === 'json' ? json(status, report) : text(status, report.text);
+        return format === 'json' ? json(status, this.opts.imageLifecycle ? { ...report, imageLifecycle: this.opts.imageLifecycle() } : report) : text(status, report.text);
       }
       case '/metrics':
         if (!this.opts.metrics) return text(404, 'not found: /metrics');
