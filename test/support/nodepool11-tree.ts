@@ -39,6 +39,17 @@ function create(c: zookeeper.Client, p: string, data: Buffer | null, mode: numbe
 
 const json = (o: Record<string, unknown>): Buffer => Buffer.from(JSON.stringify(o));
 
+/**
+ * kazoo's `create(dir + '/', sequence=True)`: a child named by the parent's cversion alone
+ * (this client refuses a path ending in `/`, so the name ZooKeeper would give is taken here).
+ */
+async function createSequentialChild(c: zookeeper.Client, dir: string, data: Buffer): Promise<string> {
+  const stat = await new Promise<zookeeper.Stat>((resolve, reject) => c.exists(dir, (e, st) => (e || !st ? reject(e ?? new Error(`${dir} is missing`)) : resolve(st))));
+  const name = String(stat.cversion).padStart(10, '0');
+  await create(c, `${dir}/${name}`, data, zookeeper.CreateMode.PERSISTENT);
+  return name;
+}
+
 /** An ImageBuild as Nodepool 11's builder leaves it. */
 export interface Nodepool11Build {
   image: string;
@@ -119,8 +130,7 @@ export class Nodepool11Tree {
       state: u.state, state_time: seconds(u.at), external_id: u.externalId, external_name: u.externalName,
       format: u.format ?? 'qcow2', username: 'zuul', python_path: 'auto', shell_type: null,
     };
-    const made = await create(this.zk, `${dir}/`, json(d), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL);
-    return made.slice(made.lastIndexOf('/') + 1);
+    return createSequentialChild(this.zk, dir, json(d));
   }
 
   /** A Node (persistent sequential under `/nodepool/nodes/`); returns its id. */
@@ -136,8 +146,7 @@ export class Nodepool11Tree {
       connection_type: 'ssh', shell_type: null, hold_expiration: null, resources: { cores: 1, instances: 1, ram: 512 }, slot: null,
       attributes: null, python_path: 'auto', tenant_name: null, driver_data: null, requestor: null,
     };
-    const made = await create(this.zk, '/nodepool/nodes/', json(d), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL);
-    return made.slice(made.lastIndexOf('/') + 1);
+    return createSequentialChild(this.zk, '/nodepool/nodes', json(d));
   }
 
   /** A NodeRequest as Zuul writes it (persistent sequential `100-<seq>`); returns its id. */
