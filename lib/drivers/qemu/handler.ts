@@ -42,6 +42,12 @@ export class QemuHandler extends LaunchingHandler {
     return Promise.resolve(labels.every((l) => this.label(l)) && labels.length <= this.poolConfig.maxServers);
   }
 
+  /** What one VM of the label takes (its node's `resources`), for tenant-resource-limits. */
+  override labelResources(name: string): Promise<Readonly<Record<string, number>> | undefined> {
+    const l = this.label(name);
+    return Promise.resolve(l ? { cores: l.cpus, ram: l.memory, instances: 1 } : undefined);
+  }
+
   /** A ready node is handed out again only while its VM still runs. */
   override async checkReusableNode(node: NodeRecord): Promise<boolean> {
     return node.externalId !== null && (await this.provider.vms.runningPid(node.externalId)) !== null;
