@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Argv } from 'yargs';
 import { versionText } from '../lib/build-info.js';
 import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
-import { loadConfig } from '../lib/config/load.js';
+import { configSecrets, loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
 import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
 import { hostImageServices } from '../lib/drivers/registry.js';
@@ -18,7 +18,7 @@ import { createRootLogger, type Logger } from '../lib/log.js';
 import { processSecrets } from '../lib/redact.js';
 
 /**
- * Adds `-c/--config`, `--log-level`, `--log-format` and `--version` (package version and git
+ * Adds `-c/--config`, `-s/--secure` (Nodepool's secure file), `--log-level`, `--log-format` and `--version` (package version and git
  * revision). Help is wrapped at the terminal's width (at most 100) on a terminal and not at all
  * otherwise: yargs' default width is undefined without a terminal, and its ES module build cuts
  * words wherever it wraps. A command-line error prints one line and exits 2 (a usage error).
@@ -26,6 +26,11 @@ import { processSecrets } from '../lib/redact.js';
 export function withDaemonOptions<T>(y: Argv<T>) {
   return y
     .option('config', { alias: 'c', type: 'string', default: process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml', describe: 'nodepool.yaml (env NODEPOOL_CONFIG)' })
+    .option('secure', {
+      alias: 's', type: 'string', requiresArg: true,
+      describe: "Nodepool's secure file: zookeeper-servers, zookeeper-tls, diskimages' env-vars (env NODEPOOL_SECURE)",
+      ...(process.env.NODEPOOL_SECURE ? { default: process.env.NODEPOOL_SECURE } : {}),
+    })
     .option('log-level', { type: 'string', default: process.env.NODEPOOL_LOG_LEVEL ?? 'info', choices: ['error', 'warn', 'info', 'debug'] })
     .option('log-format', { type: 'string', default: 'pretty', choices: ['pretty', 'json'] })
     .version(versionText())
@@ -73,10 +78,33 @@ export function exitOnFatalError(log: Logger, name: string): void {
   process.on('uncaughtException', (err) => die('uncaught exception', err));
 }
 
-/** Loads the config, or prints the problem and exits 2. */
-export function loadConfigOrExit(file: string): Config {
+/** Where a daemon's config comes from: `-c`, `-s` and this process's environment (for `%(NODEPOOL_…)`). */
+export interface ConfigSource {
+  file: string;
+  secureFile?: string | undefined;
+}
+
+/**
+ * Loads the config and its secure file, registers the secrets they brought (the secure file's
+ * env-vars, secret-named `%(NODEPOOL_…)` values) so no log line shows them, and logs every
+ * key accepted but not honoured. Thrown: ConfigError.
+ */
+export function loadDaemonConfig(source: ConfigSource, log: Logger): Config {
+  const config = loadConfig(source.file, { env: process.env, ...(source.secureFile !== undefined ? { secureFile: source.secureFile } : {}) });
+  for (const secret of configSecrets(config)) processSecrets.add(secret);
+  logConfigWarnings(config, log);
+  return config;
+}
+
+/** Logs each key of the config that is accepted but not honoured (a driver we lack, a deprecated key). */
+export function logConfigWarnings(config: Config, log: Logger): void {
+  for (const w of config.warnings) log.warn(`config: ${w.path ? `${w.path}: ` : ''}${w.message}`, { file: w.file });
+}
+
+/** Loads the config ({@link loadDaemonConfig}), or prints the problem and exits 2. */
+export function loadConfigOrExit(source: ConfigSource, log: Logger): Config {
   try {
-    return loadConfig(file);
+    return loadDaemonConfig(source, log);
   } catch (err) {
     process.stderr.write(processSecrets.scrub(`${err instanceof ConfigError ? err.message : String(err)}\n`));
     process.exit(2);
@@ -84,30 +112,32 @@ export function loadConfigOrExit(file: string): Config {
 }
 
 /**
- * Reloads the config on SIGHUP and (debounced) when the file changes, and hands a valid one
- * to `apply`; an invalid file is logged and the running config kept. The directory is
- * watched, not the file, because editors and config management replace files by rename.
+ * Reloads the config on SIGHUP and (debounced) when the config or the secure file changes, as
+ * Nodepool's launcher does, and hands a valid one to `apply`; an invalid file is logged and
+ * the running config kept. The directories are watched, not the files, because editors and
+ * config management replace files by rename.
  */
-export function reloadOnChange(file: string, log: Logger, apply: (config: Config) => void): { close(): void } {
+export function reloadOnChange(source: ConfigSource, log: Logger, apply: (config: Config) => void): { close(): void } {
   const reload = (reason: string): void => {
     try {
-      apply(loadConfig(file));
-      log.info('config reloaded', { reason, file });
+      apply(loadDaemonConfig(source, log));
+      log.info('config reloaded', { reason, file: source.file });
     } catch (err) {
-      log.error('config reload failed; keeping the running config', { reason, error: (err as Error).message });
+      log.error('config reload failed; keeping the running config', { reason, error: processSecrets.scrub((err as Error).message) });
     }
   };
   let timer: NodeJS.Timeout | undefined;
-  const watcher = watch(path.dirname(path.resolve(file)), (_event, name) => {
-    if (name !== path.basename(file)) return;
+  const files = [source.file, ...(source.secureFile !== undefined ? [source.secureFile] : [])].map((f) => path.resolve(f));
+  const watchers = [...new Set(files.map((f) => path.dirname(f)))].map((dir) => watch(dir, (_event, name) => {
+    if (name === null || !files.includes(path.join(dir, name))) return;
     clearTimeout(timer);
     timer = setTimeout(() => reload('file changed'), 300);
-  });
+  }));
   const onHup = (): void => reload('SIGHUP');
   process.on('SIGHUP', onHup);
   return {
     close() {
-      watcher.close();
+      for (const w of watchers) w.close();
       clearTimeout(timer);
       process.off('SIGHUP', onHup);
     },

@@ -24,7 +24,7 @@ const yargs = createRequire(import.meta.url)('yargs') as typeof Yargs;
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-builder')
-  .usage('$0 -c nodepool.yaml\n\nBuilds images with diskimage-builder and serves uploads and deletes over Gearman.')
+  .usage('$0 -c nodepool.yaml [-s secure.conf]\n\nBuilds images with diskimage-builder and serves uploads and deletes over Gearman.')
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this builder reports' })
   // No yargs `type: 'number'` on numbers: it turns "abc" into NaN; the coerce says what it got.
   .option('build-workers', { default: 1, requiresArg: true, coerce: numberArgument('--build-workers', int({ min: 1 })), describe: 'concurrent builds' })
@@ -42,7 +42,8 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
 
 const log = daemonLogger(argv, 'nodepool-builder');
 exitOnFatalError(log, 'nodepool-builder');
-const config = loadConfigOrExit(argv.config);
+const source = { file: argv.config, secureFile: argv.secure };
+const config = loadConfigOrExit(source, log);
 try {
   checkGearmanServers(config, { forBuilder: true });
 } catch (err) {
@@ -72,7 +73,7 @@ if (argv['metrics-port'] !== undefined) {
   }
 }
 
-const watcher = reloadOnChange(argv.config, log, (next) => {
+const watcher = reloadOnChange(source, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
   checkGearmanServers(next, { forBuilder: true });
   current = reloadedConfig(current, next, log);

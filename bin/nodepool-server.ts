@@ -14,7 +14,6 @@ import { hideBin } from 'yargs/helpers';
 import { processSecrets } from '../lib/redact.js';
 import { ConfigError, StoreError } from '../lib/errors.js';
 import { NodepoolServer } from '../server/main.js';
-import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import type { Config } from '../lib/config/schema.js';
 import { describeStore, storeSettingsChanged } from '../lib/config/store-settings.js';
 import {
@@ -23,7 +22,7 @@ import {
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
-  .usage('$0 -c nodepool.yaml\n\nDecides what to build, upload and delete, and has the builders do it over Gearman.')
+  .usage('$0 -c nodepool.yaml [-s secure.conf]\n\nDecides what to build, upload and delete, and has the builders do it over Gearman.')
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this server reports' })
   .option('provider', { type: 'string', array: true, describe: 'run only this provider (repeatable); others are left to other servers sharing the store' })
   .option('webapp', { type: 'boolean', default: true, describe: 'serve the web status and /metrics on webapp.listen-address:port (--no-webapp: do not)' })
@@ -32,7 +31,8 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
 
 const log = daemonLogger(argv, 'nodepool-server');
 exitOnFatalError(log, 'nodepool-server');
-const config = loadConfigOrExit(argv.config);
+const source = { file: argv.config, secureFile: argv.secure };
+const config = loadConfigOrExit(source, log);
 const statsd = statsdFromEnv(process.env);
 let current = config;
 const createServer = (cfg: Config): Promise<NodepoolServer> => NodepoolServer.create({
@@ -113,9 +113,7 @@ function applyInOrder(): void {
   });
 }
 
-const watcher = reloadOnChange(argv.config, log, (next) => {
-  // Thrown here, the reload is refused and logged; the running config stays.
-  checkGearmanServers(next);
+const watcher = reloadOnChange(source, log, (next) => {
   const served = startedWith.webapp;
   // A store change restarts the services, web status included, on the new address.
   if (!storeSettingsChanged(runningConfig, next) && (next.webapp.port !== served.port || next.webapp.listenAddress !== served.listenAddress)) {

@@ -10,6 +10,7 @@ import { hideBin } from 'yargs/helpers';
 import { completeWords } from '../cli/commands/completion.js';
 import { EXIT, EXIT_CODES_HELP, type CommandResult, type ImageServicesFor, type LiveOutput } from '../cli/commands/shared.js';
 import { versionText } from '../lib/build-info.js';
+import type { LoadOptions } from '../lib/config/load.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { createRootLogger } from '../lib/log.js';
 
@@ -104,6 +105,9 @@ const SECONDS = seconds({ min: 1, fractions: true });
 
 const DEFAULT_CONFIG = process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml';
 
+/** How every command reads the config: the secure file and this process's environment for `%(NODEPOOL_…)`. */
+const loadOptions = (a: { secure?: string | undefined }): LoadOptions => ({ env: process.env, ...(a.secure !== undefined ? { secureFile: a.secure } : {}) });
+
 // Shell completion (the script of `nodepool completion` runs `nodepool --get-yargs-completions
 // <words>`): names of diskimages, providers, labels, builds and nodes are answered here, before
 // yargs, which completes commands and options (its completion callback cannot wait for a store).
@@ -125,18 +129,23 @@ await yargs(hideBin(process.argv))
     default: DEFAULT_CONFIG,
     describe: 'nodepool.yaml (env NODEPOOL_CONFIG)',
   })
+  .option('secure', {
+    alias: 's', type: 'string', global: true, requiresArg: true,
+    describe: "Nodepool's secure file: zookeeper-servers, zookeeper-tls, diskimages' env-vars (env NODEPOOL_SECURE)",
+    ...(process.env.NODEPOOL_SECURE ? { default: process.env.NODEPOOL_SECURE } : {}),
+  })
   .command('dib-image-list', 'list diskimage builds and what needs attention', (y) => y.option('json', JSON_OPTION),
-    async (a) => finish(await dibImageList({ configFile: a.config, json: a.json })))
+    async (a) => finish(await dibImageList({ configFile: a.config, load: loadOptions(a), json: a.json })))
   .command('image-list', 'list image uploads and what needs attention', (y) => y.option('json', JSON_OPTION),
-    async (a) => finish(await imageList({ configFile: a.config, json: a.json })))
+    async (a) => finish(await imageList({ configFile: a.config, load: loadOptions(a), json: a.json })))
   .command('image-status', 'show per diskimage whether builds are paused or requested', (y) => y.option('json', JSON_OPTION),
-    async (a) => finish(await imageStatus({ configFile: a.config, json: a.json })))
+    async (a) => finish(await imageStatus({ configFile: a.config, load: loadOptions(a), json: a.json })))
   .command('image-build <diskimage>', 'request a build of a diskimage', (y) => y
     .positional('diskimage', { type: 'string', demandOption: true, describe: 'diskimage name' })
     .option('follow', { type: 'boolean', default: false, describe: 'wait for the build, then for each of its uploads, showing their progress' })
     .option('timeout', numberFlag('--timeout', SECONDS, 'seconds to follow (default: build-timeout + the longest image-upload-timeout + 600)')),
   async (a) => finish(await imageBuild({
-    configFile: a.config, diskimage: String(a.diskimage), follow: a.follow, timeoutSeconds: a.timeout,
+    configFile: a.config, load: loadOptions(a), diskimage: String(a.diskimage), follow: a.follow, timeoutSeconds: a.timeout,
     live, signal: a.follow ? interruptSignal() : undefined,
   })))
   .command('image-delete [id]', 'delete a build (and its uploads), or one upload', (y) => y
@@ -148,42 +157,42 @@ await yargs(hideBin(process.argv))
     .example('$0 image-delete ubuntu-jammy-0000000003', 'delete a build: its uploads first, then its files')
     .example('$0 image-delete --provider cloud-a --image ubuntu-jammy --build-id ubuntu-jammy-0000000003 --upload-id 0000000007', 'delete one upload'),
   async (a) => finish(await imageDelete({
-    configFile: a.config, build: str(a.id), provider: str(a.provider), image: str(a.image),
+    configFile: a.config, load: loadOptions(a), build: str(a.id), provider: str(a.provider), image: str(a.image),
     buildId: str(a.buildId), uploadId: str(a.uploadId),
   })))
   .command('dib-image-delete <id>', 'delete a build (Nodepool 3.x name of image-delete <id>)', (y) => y
     .positional('id', { type: 'string', demandOption: true, describe: 'build id (<diskimage>-<10 digits>)' }),
-  async (a) => finish(await dibImageDelete({ configFile: a.config, build: String(a.id) })))
+  async (a) => finish(await dibImageDelete({ configFile: a.config, load: loadOptions(a), build: String(a.id) })))
   .command('image-pause <diskimage>', "pause a diskimage's builds, or its uploads to one provider", (y) => y
     .positional('diskimage', { type: 'string', demandOption: true })
     .option('provider', { type: 'string', describe: 'pause only the uploads to this provider' })
     .option('reason', { type: 'string', describe: 'shown in dib-image-list / image-list' }),
-  async (a) => finish(await imagePause({ configFile: a.config, diskimage: String(a.diskimage), provider: str(a.provider), reason: str(a.reason) })))
+  async (a) => finish(await imagePause({ configFile: a.config, load: loadOptions(a), diskimage: String(a.diskimage), provider: str(a.provider), reason: str(a.reason) })))
   .command('image-unpause <diskimage>', 'remove an operator pause', (y) => y
     .positional('diskimage', { type: 'string', demandOption: true })
     .option('provider', { type: 'string', describe: 'unpause only the uploads to this provider' }),
-  async (a) => finish(await imageUnpause({ configFile: a.config, diskimage: String(a.diskimage), provider: str(a.provider) })))
+  async (a) => finish(await imageUnpause({ configFile: a.config, load: loadOptions(a), diskimage: String(a.diskimage), provider: str(a.provider) })))
   .command('list', 'list nodes', (y) => y
     .option('detail', { type: 'boolean', default: false, describe: 'add pool, hostname, private IPv4, AZ, port, launcher, allocation and hold' })
     .option('json', JSON_OPTION),
-  async (a) => finish(await list({ configFile: a.config, detail: a.detail, json: a.json })))
+  async (a) => finish(await list({ configFile: a.config, load: loadOptions(a), detail: a.detail, json: a.json })))
   .command('delete <id>', 'delete a node (the launcher deletes it, or --now here)', (y) => y
     .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
     .option('now', { type: 'boolean', default: false, describe: 'delete the server and the record now, from this process' })
     .option('json', JSON_OPTION),
   async (a) => finish(await deleteNode({
-    configFile: a.config, id: String(a.id), immediately: a.now, json: a.json, imageServices: await loadImageServices(), log: cliLog(),
+    configFile: a.config, load: loadOptions(a), id: String(a.id), immediately: a.now, json: a.json, imageServices: await loadImageServices(), log: cliLog(),
   })))
   .command('hold <id>', 'hold a node until released or expired', (y) => y
     .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
     .option('reason', { type: 'string', describe: 'shown by list --detail' })
     .option('expire', numberFlag('--expire', SECONDS, 'seconds until the held node is deleted'))
     .option('json', JSON_OPTION),
-  async (a) => finish(await hold({ configFile: a.config, id: String(a.id), reason: str(a.reason), expireSeconds: a.expire, json: a.json })))
+  async (a) => finish(await hold({ configFile: a.config, load: loadOptions(a), id: String(a.id), reason: str(a.reason), expireSeconds: a.expire, json: a.json })))
   .command('release <id>', 'hand back a node (in use, held or ready)', (y) => y
     .positional('id', { type: 'string', demandOption: true, describe: 'node id' })
     .option('json', JSON_OPTION),
-  async (a) => finish(await release({ configFile: a.config, id: String(a.id), json: a.json })))
+  async (a) => finish(await release({ configFile: a.config, load: loadOptions(a), id: String(a.id), json: a.json })))
   .command('request <labels..>', 'request nodes; --wait takes them in use when fulfilled', (y) => y
     .positional('labels', { type: 'string', array: true, demandOption: true, describe: 'labels, in order (repeats allowed)' })
     .option('wait', { type: 'boolean', default: false, describe: 'wait for the nodes (the request vanishes if interrupted)' })
@@ -192,39 +201,39 @@ await yargs(hideBin(process.argv))
     .option('provider', { type: 'string', describe: 'preferred provider' })
     .option('json', JSON_OPTION),
   async (a) => finish(await request({
-    configFile: a.config, labels: (a.labels as unknown[]).map(String), wait: a.wait, timeoutSeconds: a.timeout,
+    configFile: a.config, load: loadOptions(a), labels: (a.labels as unknown[]).map(String), wait: a.wait, timeoutSeconds: a.timeout,
     priority: a.priority, provider: str(a.provider), json: a.json, live, signal: a.wait ? interruptSignal() : undefined,
   })))
   .command('request-list', 'list node requests', (y) => y.option('json', JSON_OPTION),
-    async (a) => finish(await requestList({ configFile: a.config, json: a.json })))
+    async (a) => finish(await requestList({ configFile: a.config, load: loadOptions(a), json: a.json })))
   .command('label-list', 'list labels with their node counts', (y) => y.option('json', JSON_OPTION),
-    async (a) => finish(await labelList({ configFile: a.config, json: a.json })))
+    async (a) => finish(await labelList({ configFile: a.config, load: loadOptions(a), json: a.json })))
   .command('info <provider>', "show a provider's image builds and nodes", (y) => y
     .positional('provider', { type: 'string', demandOption: true })
     .option('json', JSON_OPTION),
-  async (a) => finish(await info({ configFile: a.config, provider: String(a.provider), json: a.json })))
+  async (a) => finish(await info({ configFile: a.config, load: loadOptions(a), provider: String(a.provider), json: a.json })))
   .command('erase <provider>', "forget a provider's records (not its cloud resources)", (y) => y
     .positional('provider', { type: 'string', demandOption: true })
     .option('force', { type: 'boolean', default: false, describe: 'do not ask' }),
-  async (a) => finish(await erase({ configFile: a.config, provider: String(a.provider), force: a.force, confirm })))
+  async (a) => finish(await erase({ configFile: a.config, load: loadOptions(a), provider: String(a.provider), force: a.force, confirm })))
   .command('export-image-data <file>', 'write the image records (builds, uploads, pauses, build requests, sequences) to a file', (y) => y
     .positional('file', { type: 'string', demandOption: true, describe: 'where to write (mode 0600)' })
     .option('force', { type: 'boolean', default: false, describe: 'replace the file if it exists' }),
-  async (a) => finish(await exportImageData({ configFile: a.config, file: String(a.file), force: a.force })))
+  async (a) => finish(await exportImageData({ configFile: a.config, load: loadOptions(a), file: String(a.file), force: a.force })))
   .command('import-image-data <file>', 'add the image records of an export-image-data file to the store (never overwrites)', (y) => y
     .positional('file', { type: 'string', demandOption: true, describe: 'written by export-image-data' }),
-  async (a) => finish(await importImageData({ configFile: a.config, file: String(a.file) })))
+  async (a) => finish(await importImageData({ configFile: a.config, load: loadOptions(a), file: String(a.file) })))
   .command('alien-image-list [provider]', 'list cloud images no upload record accounts for', (y) => y
     .positional('provider', { type: 'string' })
     .option('timeout', numberFlag('--timeout', SECONDS, 'seconds each provider\'s listing may take (default 30)'))
     .option('json', JSON_OPTION),
   async (a) => {
-    finish(await alienImageList({ configFile: a.config, provider: str(a.provider), json: a.json, timeoutSeconds: a.timeout, imageServices: await loadImageServices(), log: cliLog() }));
+    finish(await alienImageList({ configFile: a.config, load: loadOptions(a), provider: str(a.provider), json: a.json, timeoutSeconds: a.timeout, imageServices: await loadImageServices(), log: cliLog() }));
     // A cloud that stopped answering leaves its request open until the HTTP idle timeout; the
     // command is done, so do not wait for it.
     process.exit(process.exitCode);
   })
-  .command('config-validate', 'validate the configuration file', {}, async (a) => finish(await configValidate(String(a.config))))
+  .command('config-validate', 'validate the configuration file (and the secure file); warnings on stderr', (y) => y, async (a) => finish(await configValidate(String(a.config), loadOptions(a))))
   .completion('completion', 'print a bash completion script (zsh when $SHELL is zsh): nodepool completion >> ~/.bashrc')
   .demandCommand(1, NO_COMMAND)
   .strict()

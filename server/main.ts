@@ -1,7 +1,7 @@
 /**
  * NodepoolServer composes the server's services: the state store and this process's store
- * session, one Gearman client and the image lifecycle (when diskimages are configured; one
- * server at a time runs it, under the store lock `leader:image-lifecycle`), the launcher
+ * session, one Gearman client and the image lifecycle (when gearman-servers are configured;
+ * without them the server is launcher-only; one server at a time runs it, under the store lock `leader:image-lifecycle`), the launcher
  * (providers, pool workers, deleter, cleanup, min-ready) and a heartbeat the CLI reads,
  * refreshed after the passes of those loops with the health of each; the web status
  * (`webapp:`, with Prometheus `/metrics`) and statsd when asked.
@@ -10,7 +10,7 @@
  */
 import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
-import { checkGearmanServers, gearmanAddresses } from '../lib/config/gearman-servers.js';
+import { gearmanAddresses, imageLifecycleMode } from '../lib/config/gearman-servers.js';
 import { describeStore } from '../lib/config/store-settings.js';
 import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
 import { GearmanClient } from '../lib/gearman/client.js';
@@ -23,6 +23,7 @@ import type { Store } from '../lib/store/store.js';
 import { Heartbeat } from './heartbeat.js';
 import { ImageLifecycle } from './image-lifecycle/image-lifecycle.js';
 import { Launcher } from './launcher/launcher.js';
+import { ComponentRegistry } from './components/component-registry.js';
 import { StatsdClient } from '../lib/metrics/statsd-client.js';
 import { fanOut, watchImageLifecycle, type MetricsSink } from './metrics/outcomes.js';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
@@ -78,7 +79,6 @@ export class NodepoolServer {
   /** Opens the store, connects to gearmand and starts the services. Thrown: StoreError, ConfigError. */
   static async create(opts: NodepoolServerOptions): Promise<NodepoolServer> {
     const { config } = opts;
-    checkGearmanServers(config);
     const log = opts.log.child({ component: 'server' });
     const hostname = opts.hostname ?? os.hostname();
     const pid = opts.pid ?? process.pid;
@@ -120,7 +120,7 @@ export class NodepoolServer {
       const sink = fanOut(sinks);
       const web = opts.webapp ? await startWeb(config, log, {
         store, config: () => current.config, clock: opts.clock ?? Date.now,
-      }, loops, () => parts.providersStarted, metrics) : undefined;
+      }, loops, () => parts.providersStarted, metrics, () => imageLifecycleMode(config)) : undefined;
       if (web) releasers.add('web status', () => web.stop());
       let lifecycle: ImageLifecycle | undefined;
       if (config.gearmanServers.length > 0) {
@@ -147,12 +147,22 @@ export class NodepoolServer {
       await launcher.start();
       releasers.add('launcher', () => launcher.stop());
       parts.providersStarted = true;
+      // Nodepool 11's component registry: this launcher, and the builders while this server leads the image lifecycle.
+      const registry = new ComponentRegistry({
+        store, log, hostname, sessionId: () => session.id,
+        ...(lifecycle ? { builders: { servers: () => gearmanAddresses(current.config), isLeader: async () => (await store.getLock('leader:image-lifecycle'))?.sessionId === session.id } } : {}),
+      });
+      registry.start();
+      releasers.add('component registry', () => registry.stop());
       const server = new NodepoolServer(current, store, lifecycle, launcher, session, metrics, web, log);
       self.server = server;
       server.releasers = releasers;
       await heartbeat.write();
-      log.info('nodepool-server started', {
+      // Without gearman-servers (a Nodepool 11 launcher file) the server only launches, from
+      // the uploads other servers or builders made; it says so here, in /health/ready and in `nodepool info`.
+      log.info(lifecycle ? 'nodepool-server started' : `nodepool-server started, image lifecycle ${imageLifecycleMode(config)}`, {
         store: describeStore(config), gearman: config.gearmanServers.map((s) => `${s.host}:${s.port}`), providers: launcher.providerNames,
+        imageLifecycle: imageLifecycleMode(config),
       });
       return server;
     } catch (err) {
@@ -186,11 +196,12 @@ function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher 
 /** Starts the web status on the configured address; undefined (logged) when it cannot listen there. */
 async function startWeb(
   config: Config, log: Logger, status: StatusSource, loops: () => LoopHealth[], started: () => boolean, metrics: PrometheusMetrics,
+  imageLifecycle: () => string,
 ): Promise<WebServer | undefined> {
   const { listenAddress: host, port } = config.webapp;
   try {
     return await WebServer.start({
-      host, port, log: log.child({ component: 'web' }), status, loops, started,
+      host, port, log: log.child({ component: 'web' }), status, loops, started, imageLifecycle,
       metrics: { contentType: metrics.contentType, render: () => metrics.render() },
     });
   } catch (err) {

@@ -1,8 +1,10 @@
 /**
  * `nodepool info <provider> [--json]`: what the state store holds for one provider: its
- * images (provider image name → build ids with an upload record) and its nodes. Useful before
- * `nodepool erase` of a provider that left the config.
+ * images (provider image name → build ids with an upload record) and its nodes, and whether
+ * the config's server runs the image lifecycle (`off (launcher-only: …)` without
+ * gearman-servers). Useful before `nodepool erase` of a provider that left the config.
  */
+import { imageLifecycleMode } from '../../lib/config/gearman-servers.js';
 import { renderTable } from '../../lib/status/table.js';
 import type { NodeRecord, UploadRecord } from '../../lib/store/models.js';
 import { commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
@@ -40,7 +42,7 @@ export function info(opts: InfoOptions): Promise<CommandResult> {
     }
     const images = providerImages(uploads);
     if (opts.json) {
-      out.out(`${JSON.stringify({ provider: opts.provider, configured, images, nodes }, null, 2)}\n`);
+      out.out(`${JSON.stringify({ provider: opts.provider, configured, imageLifecycle: imageLifecycleMode(config), images, nodes }, null, 2)}\n`);
       return EXIT.ok;
     }
     out.out(`State data for provider ${opts.provider}${configured ? '' : ` (not in ${config.file})`}\n`);
@@ -48,6 +50,8 @@ export function info(opts: InfoOptions): Promise<CommandResult> {
     out.out(renderTable(['Image Name', 'Build IDs'], images.map((i) => [i.imageName, i.buildIds.join(',')])));
     out.out('Nodes:\n');
     out.out(renderTable(['ID', 'Server ID', 'State'], nodes.map((n: NodeRecord) => [n.id, n.externalId ?? '', n.state])));
+    // A launcher-only config (diskimages, no gearman-servers): its images are built and uploaded elsewhere.
+    if (config.diskimages.length > 0 && config.gearmanServers.length === 0) out.out(`Image lifecycle: ${imageLifecycleMode(config)}\n`);
     return EXIT.ok;
   });
 }

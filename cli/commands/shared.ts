@@ -3,7 +3,7 @@
  * text or forwards it as it comes, and config/store handling that turns errors into the
  * documented exit codes. Commands never print or exit; bin/nodepool.ts does.
  */
-import { loadConfig } from '../../lib/config/load.js';
+import { loadConfig, type LoadOptions } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
 import { ConfigError, StoreError, coerceError } from '../../lib/errors.js';
 import { ClientError, NodeNotFoundError, RequestNotFoundError } from '../../lib/client/errors.js';
@@ -64,6 +64,8 @@ export interface LiveOutput {
 export interface CommandContext {
   /** Path of nodepool.yaml. */
   configFile: string;
+  /** The secure file (`-s/--secure`) and the environment for `%(NODEPOOL_…)` (lib/config/load.ts). */
+  load?: LoadOptions;
   /** Clock for ages and deadlines (default Date.now). */
   now?: () => number;
 }
@@ -134,7 +136,7 @@ export async function runCommand(
 
 /** Loads nodepool.yaml (Thrown: ConfigError, which {@link runCommand} maps to exit 2). */
 export function commandConfig(ctx: CommandContext): Config {
-  return loadConfig(ctx.configFile);
+  return loadConfig(ctx.configFile, ctx.load);
 }
 
 /**

@@ -14,34 +14,31 @@ import type { Config } from './schema.js';
 type GearmanRuleInput = Pick<Config, 'gearmanServers' | 'diskimages'>;
 
 /**
- * The rule: a config with diskimages needs at least one gearman server, because the server
- * has its builds, uploads and deletes done through Gearman and the builders take them from
- * there; a launcher-only config (no diskimages) needs none. A builder always needs one
- * (`forBuilder`), since Gearman is where all its work comes from. Pure; undefined when met.
+ * The rule: a builder always needs a gearman server, since Gearman is where all its work comes
+ * from (`forBuilder`). The server needs none: without one it runs its providers and not the
+ * image lifecycle (a launcher-only config, as Nodepool 11's launcher files are: they list
+ * diskimages for their labels, and the images are built elsewhere). Pure; undefined when met.
  */
 export function gearmanServersProblem(config: GearmanRuleInput, opts: { forBuilder?: boolean } = {}): ConfigProblem | undefined {
-  if (config.gearmanServers.length > 0) return undefined;
-  const n = config.diskimages.length;
-  if (n > 0) {
-    return {
-      path: 'gearman-servers',
-      message: `expected at least one gearman server, got none: the ${n} diskimage${n === 1 ? ' is' : 's are'} built, uploaded and deleted through Gearman (a config without diskimages needs none)`,
-    };
-  }
-  if (opts.forBuilder) {
-    return { path: 'gearman-servers', message: 'expected at least one gearman server, got none: nodepool-builder takes all its jobs from Gearman' };
-  }
-  return undefined;
+  if (config.gearmanServers.length > 0 || !opts.forBuilder) return undefined;
+  return { path: 'gearman-servers', message: 'expected at least one gearman server, got none: nodepool-builder takes all its jobs from Gearman' };
+}
+
+/** What the server's image lifecycle is with this config: `on`, or `off (…)` with the reason. Pure. */
+export function imageLifecycleMode(config: GearmanRuleInput): string {
+  if (config.gearmanServers.length > 0) return 'on';
+  return config.diskimages.length > 0 ? 'off (launcher-only: no gearman-servers)' : 'off (no gearman-servers)';
 }
 
 /**
  * A reload keeps the running `gearman-servers`: a daemon holds one set of gearmand
- * connections for its life (its jobs and registrations live on them), so a changed list takes
- * effect at the next start. Returns the config to apply and whether a change was held back. An
- * emptied list is passed through, for {@link checkGearmanServers} to judge. Pure.
+ * connections for its life (its jobs and registrations live on them), and the server starts its
+ * image lifecycle only with some, so a changed list (emptied or first filled in too) takes
+ * effect at the next start (the builder refuses an emptied list first, with
+ * {@link checkGearmanServers}). Returns the config to apply and whether a change was held back. Pure.
  */
 export function keepRunningGearmanServers(running: Config, next: Config): { config: Config; heldBack: boolean } {
-  if (next.gearmanServers.length === 0 || configEquals(running.gearmanServers, next.gearmanServers)) {
+  if (configEquals(running.gearmanServers, next.gearmanServers)) {
     return { config: next, heldBack: false };
   }
   return { config: deepFreeze({ ...next, gearmanServers: running.gearmanServers }), heldBack: true };

@@ -23,8 +23,16 @@ describe('keepRunningGearmanServers', () => {
     assert.ok(Object.isFrozen(r.config));
   });
 
-  it('passes an emptied list through for the gearman-servers rule to judge', () => {
-    const next = config([]);
-    assert.deepEqual(keepRunningGearmanServers(running, next), { config: next, heldBack: false });
+  it('holds back an emptied list too: the image lifecycle runs on its connections until a restart', () => {
+    const r = keepRunningGearmanServers(running, config([], 'state-dir: /tmp/other\n'));
+    assert.equal(r.heldBack, true);
+    assert.deepEqual(r.config.gearmanServers, running.gearmanServers);
+    assert.equal(r.config.stateDir, '/tmp/other');
+  });
+
+  it('holds back a first list: a launcher-only server starts its image lifecycle at the next start', () => {
+    const r = keepRunningGearmanServers(config([]), running);
+    assert.equal(r.heldBack, true);
+    assert.deepEqual(r.config.gearmanServers, []);
   });
 });

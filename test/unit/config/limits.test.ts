@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkGearmanServers, gearmanServersProblem } from '../../../lib/config/gearman-servers.js';
+import { checkGearmanServers, gearmanServersProblem, imageLifecycleMode } from '../../../lib/config/gearman-servers.js';
 import { parseConfig } from '../../../lib/config/load.js';
 import { DISKIMAGE_NAME_MAX_LENGTH } from '../../../lib/config/names.js';
 import { int, MAX_TIMER_MS, MAX_TIMER_SECONDS, numberArgument, seconds } from '../../../lib/config/schema-kit.js';
@@ -86,16 +86,20 @@ describe('config limits', () => {
     assert.throws(() => numberArgument('--priority', int({ min: 0, max: 999 }))('1e3'), { message: '--priority: expected integer from 0 to 999, got 1000' });
   });
 
-  it('needs a gearman server exactly when there are diskimages, and always for a builder', () => {
-    const none = { gearmanServers: [], file: 'nodepool.yaml' };
-    const message = 'nodepool.yaml: gearman-servers: expected at least one gearman server, got none: the 2 diskimages are built, uploaded and deleted through Gearman (a config without diskimages needs none)';
+  it('needs a gearman server only for a builder: a server with diskimages and none is launcher-only', () => {
+    const message = 'nodepool.yaml: gearman-servers: expected at least one gearman server, got none: nodepool-builder takes all its jobs from Gearman';
     const withImages = parseConfig('diskimages: [{name: a}, {name: b}]', 'nodepool.yaml');
-    assert.throws(() => checkGearmanServers(withImages), (err: unknown) => err instanceof ConfigError && err.message === message);
-    assert.throws(() => checkGearmanServers(withImages, { forBuilder: true }), { message });
-    assert.equal(gearmanServersProblem({ ...none, diskimages: [] }), undefined, 'a launcher-only config needs no gearmand');
+    checkGearmanServers(withImages);
+    assert.equal(imageLifecycleMode(withImages), 'off (launcher-only: no gearman-servers)');
+    assert.throws(() => checkGearmanServers(withImages, { forBuilder: true }), (err: unknown) => err instanceof ConfigError && err.message === message);
+    const none = { gearmanServers: [], file: 'nodepool.yaml' };
+    assert.equal(gearmanServersProblem({ ...none, diskimages: [] }), undefined);
+    assert.equal(imageLifecycleMode({ ...none, diskimages: [] }), 'off (no gearman-servers)');
     assert.deepEqual(gearmanServersProblem({ ...none, diskimages: [] }, { forBuilder: true }), {
       path: 'gearman-servers', message: 'expected at least one gearman server, got none: nodepool-builder takes all its jobs from Gearman',
     });
+    const full = parseConfig('gearman-servers: [{host: g}]\ndiskimages: [{name: a}]', 'nodepool.yaml');
+    assert.equal(imageLifecycleMode(full), 'on');
     checkGearmanServers(parseConfig('gearman-servers: [{host: g}]\ndiskimages: [{name: a}]', 'nodepool.yaml'), { forBuilder: true });
   });
 });
