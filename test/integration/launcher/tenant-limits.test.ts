@@ -1,12 +1,13 @@
 /**
  * Nodepool 11 `tenant-resource-limits` on real parts: nodepool-server in this process on a
- * SQLite store, a static pool of two real sshd hosts, and tenant `a`'s held cloud nodes of
+ * SQLite store and on a ZooKeeper store, a static pool of two real sshd hosts, and tenant `a`'s held cloud nodes of
  * another provider seeded into the store (their `resources` count across providers). A
  * request of tenant `a` (at its max-servers) is deferred: left requested, undeclined and
  * unlocked; a request of tenant `b` is served meanwhile, its node carrying the tenant and
  * requestor; once one of `a`'s nodes is gone, `a`'s request is served.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { requestLock } from '../../../lib/store/lock-names.js';
@@ -14,21 +15,26 @@ import type { NodepoolServer } from '../../../server/main.js';
 import { LauncherSystem } from '../../support/launcher-system.js';
 import { startSshd, type SshdHandle } from '../../support/sshd.js';
 import { stopAllProcesses } from '../../support/processes.js';
+import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
 
-void describe('launcher: tenant-resource-limits', () => {
+for (const backend of ['sqlite', 'zookeeper'] as const) {
+void describe(`launcher: tenant-resource-limits (${backend} store)`, () => {
   let hosts: SshdHandle[];
+  let zk: ZooKeeperHandle | undefined;
   let sys: LauncherSystem;
   let server: NodepoolServer;
 
   before(async () => {
     hosts = await Promise.all([startSshd(), startSshd()]);
+    if (backend === 'zookeeper') zk = await startZooKeeper();
+    const store = zk ? { 'zookeeper-servers': [{ host: zk.host, port: zk.port, chroot: `/tenant-${randomUUID().slice(0, 8)}` }], 'zookeeper-timeout': 5 } : {};
     sys = await LauncherSystem.create({
       labels: [{ name: 'small' }],
       providers: [{
         name: 'hosts', driver: 'static',
         pools: [{ name: 'main', nodes: hosts.map((h) => ({ name: h.host, 'connection-port': h.port, labels: ['small'], 'host-key': h.hostKey('ed25519'), timeout: 10 })) }],
       }],
-      extra: { 'tenant-resource-limits': [{ 'tenant-name': 'a', 'max-servers': 2, 'max-cores': 100 }, { 'tenant-name': 'b', 'max-servers': 5 }] },
+      extra: { ...store, 'tenant-resource-limits': [{ 'tenant-name': 'a', 'max-servers': 2, 'max-cores': 100 }, { 'tenant-name': 'b', 'max-servers': 5 }] },
     });
     server = await sys.startServer();
     await sys.waitForNodes('2 ready static nodes', (ns) => ns.filter((n) => n.state === 'ready').length === 2, 30_000);
@@ -36,6 +42,7 @@ void describe('launcher: tenant-resource-limits', () => {
   after(async () => {
     await sys?.stop();
     for (const h of hosts ?? []) await h.stop();
+    await zk?.stop();
     await stopAllProcesses();
   });
 
@@ -72,3 +79,4 @@ void describe('launcher: tenant-resource-limits', () => {
     assert.deepEqual([nodeA?.tenantName, nodeA?.resources], ['a', null], 'served once the tenant has room; a static node takes no resources');
   });
 });
+}
