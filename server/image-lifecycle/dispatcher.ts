@@ -367,7 +367,9 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const live = (): boolean => !this.stopped && this.uploads.get(upload.id) === token;
     const provider = this.deps.config().providers.find((p) => p.name === upload.provider);
     const installation = this.deps.installation?.();
-    const meta = { ...(provider && imageTarget(provider, upload.imageName)?.meta), ...(installation ? { [INSTALLATION_PROPERTY]: installation } : {}) };
+    // The diskimage's metadata, then the provider image's meta over it (Nodepool 11's order); the builder adds the ids.
+    const metadata = this.deps.config().diskimages.find((d) => d.name === upload.diskimage)?.metadata;
+    const meta = { ...metadata, ...(provider && imageTarget(provider, upload.imageName)?.meta), ...(installation ? { [INSTALLATION_PROPERTY]: installation } : {}) };
     const payload: Record<string, unknown> = { 'image-name': upload.imageName, provider: upload.provider, 'upload-id': upload.id, meta, ...this.installationKey() };
     if (upload.externalName) payload['external-name'] = upload.externalName;
     const progress = uploadProgressWriter({

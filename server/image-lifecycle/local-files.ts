@@ -9,7 +9,6 @@
  * `files` and is marked by its `reason` ({@link FILES_DELETED}), so it is not taken for a
  * build whose builder never reported files (then its `formats` are assumed on disk).
  */
-import type { DiskimageConfig } from '../../lib/config/schema.js';
 import { imageTargets } from '../../lib/drivers/config-registry.js';
 import { conversionSource } from '../../lib/images/formats.js';
 import { fn } from '../../lib/gearman/functions.js';
@@ -18,16 +17,6 @@ import type { PlanView, UploadTarget, WorkingBuild } from './plan-view.js';
 
 /** How the `reason` of a ready build whose local files were deleted after upload begins. */
 export const FILES_DELETED = 'local files deleted after upload';
-
-/** The diskimage keys of this rule (Nodepool 11's `delete-after-upload`, `keep-formats`). */
-interface LocalFileKeys {
-  deleteAfterUpload?: boolean | null;
-  keepFormats?: readonly string[] | null;
-}
-
-function keysOf(d: DiskimageConfig): LocalFileKeys {
-  return d as DiskimageConfig & LocalFileKeys;
-}
 
 /** `local files deleted after upload (delete-after-upload): qcow2; kept: raw`, for a ready build's reason. */
 export function filesDeletedReason(deleted: readonly string[], kept: readonly string[]): string {
@@ -82,12 +71,12 @@ export function planLocalFiles(view: PlanView): void {
   for (const b of view.builds) {
     if (b.state !== 'ready' || b.touched || inFlight.buildDeletes.has(b.rec.id) || uploadingNow.has(b.rec.id)) continue;
     const d = view.diskimages.get(b.rec.diskimage);
-    if (!d || !keysOf(d).deleteAfterUpload) continue;
+    if (!d || !d.deleteAfterUpload) continue;
     // A file is never deleted under an upload of the build (a conversion may be reading it).
     if (b.uploads.some((u) => u.state === 'uploading' || inFlight.uploads.has(u.rec.id))) continue;
     if (!view.isRegistered(fn.imageDelete(b.rec.id))) continue;
     const available = localFormats(b.rec);
-    const keep = new Set(keysOf(d).keepFormats ?? []);
+    const keep = new Set<string>(d.keepFormats);
     const targets = view.targets.filter((t) => t.diskimage.name === d.name);
     const deletable = available.filter((f) => !keep.has(f) && targets.every((t) =>
       sourceFormat(available, formatOf(view, t)) !== f || b.uploads.some((u) => u.pair === t.pair && u.state === 'ready')));

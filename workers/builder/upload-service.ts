@@ -132,8 +132,11 @@ export class UploadService {
     const name = req.externalName ?? externalImageName(target.nameFormat, {
       imageName: req.imageName, timestamp: Math.floor(Date.now() / 1000), buildId: id, uploadId: req.uploadId,
     });
+    // Nodepool 11's order: the diskimage's metadata, the provider image's meta over it, then
+    // nodepool_build_id and nodepool_upload_id (here with the server's meta, and our own tags).
+    const diskimage = config.diskimages.find((d) => d.name === sidecar.diskimage);
     const properties: Record<string, string> = {
-      ...target.meta, ...req.meta,
+      ...diskimage?.metadata, ...target.meta, ...req.meta,
       nodepool_build_id: id, nodepool_provider_name: provider.name, nodepool_image_name: req.imageName,
     };
     if (req.uploadId !== undefined) properties.nodepool_upload_id = req.uploadId;
