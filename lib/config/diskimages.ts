@@ -26,7 +26,10 @@ export const BUILDER_KINDS = ['dib', 'command'] as const;
 
 const formatList = () => list(oneOf(IMAGE_FORMATS), { uniqueBy: (f) => f, what: 'format' });
 
-/** The keys of a diskimage with their defaults (which apply after inheritance). */
+/**
+ * The keys of a diskimage with their defaults (which apply after inheritance). Strings that
+ * override only when truthy may be empty, which, as in Nodepool, changes nothing.
+ */
 const diskimageFields = {
   name: required(diskimageName()),
   /** The entry this one inherits from (kept in the result for display). */
@@ -42,14 +45,14 @@ const diskimageFields = {
   'rebuild-age': optional(seconds({ min: 1 }), 86400),
   'build-timeout': optional(seconds({ min: 1 }), 28800),
   pause: optional(bool(), false),
-  'dib-cmd': optional(string(), 'disk-image-create'),
+  'dib-cmd': optional(string({ allowEmpty: true }), 'disk-image-create'),
   'qemu-img-options': optional(string()),
   /** `node.username` of nodes booted from this image. */
-  username: optional(string(), 'zuul'),
+  username: optional(string({ allowEmpty: true }), 'zuul'),
   /** `node.python_path` (Zuul's ansible_python_interpreter); `auto`: Ansible discovers it. */
-  'python-path': optional(string(), 'auto'),
+  'python-path': optional(string({ allowEmpty: true }), 'auto'),
   /** `node.shell_type` (Zuul's ansible_shell_type) when set. */
-  'shell-type': optional(string()),
+  'shell-type': optional(string({ allowEmpty: true })),
   /** Default image properties of each upload (a provider image's `meta` overrides them). Not inherited. */
   metadata: optional(record(scalarString()), {}),
   builder: optional(oneOf(BUILDER_KINDS), 'dib'),
@@ -111,8 +114,11 @@ function chainOf(i: number, entries: readonly Raw[], byName: ReadonlyMap<string,
       return undefined;
     }
     if (chain.includes(next)) {
-      const names = [...chain, next].map((j) => entries[j]?.name).join(' → ');
-      report(`${path}[${at}].parent`, `parent cycle: ${names}`);
+      // Reported once, at the cycle's first entry in the file, whichever image led to it.
+      const cycle = chain.slice(chain.indexOf(next));
+      const first = cycle.indexOf(Math.min(...cycle));
+      const names = [...cycle.slice(first), ...cycle.slice(0, first + 1)].map((j) => entries[j]?.name).join(' → ');
+      report(`${path}[${cycle[first]}].parent`, `parent cycle: ${names}`);
       return undefined;
     }
     chain.push(next);
