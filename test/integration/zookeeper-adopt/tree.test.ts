@@ -117,6 +117,19 @@ void describe('the ZooKeeper store on a Nodepool 11 tree', () => {
     assert.deepEqual((await store.listRequests()).map((r) => [r.id, r.labels]), [[reqId, ['disk']]]);
     assert.deepEqual((await store.listPauses()).map((p) => [p.diskimage, p.provider]), [['deb', null]]);
 
+    const exported = await store.exportImageData();
+    assert.deepEqual(exported.builds.map((b) => b.id).sort(), [`deb-${h1}`, `deb-${h2}`].sort(), 'an export holds the uuid builds');
+    assert.deepEqual(exported.uploads.map((u) => u.id).sort(), ids.filter((i) => i !== `${h1}-cloud-b-0000000001`).sort());
+    assert.deepEqual(exported.sequences.build, { deb: 0 }, 'uuid ids take nothing from the build sequence');
+    const copy = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.port, chroot: `${chroot}-copy` }] });
+    try {
+      await copy.importImageData(exported);
+      assert.deepEqual(await copy.listUploads(), await store.listUploads(), 'and imports into another store as it was');
+      assert.deepEqual(await copy.listBuilds(), await store.listBuilds());
+    } finally {
+      await copy.close();
+    }
+
     const ours = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'], username: 'debian', pythonPath: 'auto', shellType: null });
     assert.equal(ours.id, 'deb-0000000001', 'the counter ignores uuid builds');
     const up = await store.createUpload({ buildId: `deb-${h2}`, provider: 'cloud-b', imageName: 'deb', externalName: null });
