@@ -28,6 +28,7 @@ import {
   type FormatsDeleted,
 } from './job-results.js';
 import { filesDeletedReason } from './local-files.js';
+import { definedFields, imageFields } from './image-fields.js';
 import { progressWriter, uploadProgressWriter } from './progress-writer.js';
 import { advertisedIds } from './registrations.js';
 
@@ -140,6 +141,7 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
       case 'start-build': {
         const build = await store.createBuild({
           diskimage: action.diskimage, formats: action.formats, skipIds: advertisedIds(registered, action.diskimage),
+          ...imageFields(this.deps.config().diskimages.find((d) => d.name === action.diskimage)),
           ...(action.servesRequestsUpTo !== undefined ? { servesRequestsUpTo: action.servesRequestsUpTo } : {}),
         });
         this.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats });
@@ -352,7 +354,10 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
     const provider = this.deps.config().providers.find((p) => p.name === providerName);
     const target = provider && imageTarget(provider, imageName);
     if (!target) return;
-    let upload = await store.createUpload({ buildId, provider: providerName, imageName, externalName: null });
+    // Nodepool 11 copies the build's username, python_path and shell_type into its uploads.
+    const build = await store.getBuild(buildId);
+    const fields = { ...imageFields(this.deps.config().diskimages.find((d) => d.name === build?.diskimage)), ...definedFields(build) };
+    let upload = await store.createUpload({ buildId, provider: providerName, imageName, externalName: null, ...fields });
     const externalName = externalImageName(target.nameFormat, {
       imageName, timestamp: Math.floor(upload.created / 1000), buildId, uploadId: upload.id,
     });

@@ -34,6 +34,8 @@ export interface ImageSystemOptions {
   /** `image-lifecycle` block; defaults to fast test values. */
   lifecycle?: Record<string, number | boolean>;
   gearmand?: StartGearmandOptions;
+  /** Keep the state in this ZooKeeper (under `chroot`, default `/image-system`) instead of SQLite. */
+  zookeeper?: { port: number; chroot?: string };
 }
 
 /** One builder of the system. */
@@ -51,6 +53,7 @@ export class ImageSystem {
   serverProcess: TrackedProcess | undefined;
   private diskimages: RawDiskimage[];
   private providers: RawProvider[];
+  private readonly zookeeper: ImageSystemOptions['zookeeper'];
 
   private constructor(
     readonly gearmand: GearmandHandle,
@@ -61,6 +64,7 @@ export class ImageSystem {
     private readonly lifecycle: Record<string, number | boolean>,
     opts: ImageSystemOptions,
   ) {
+    this.zookeeper = opts.zookeeper;
     this.diskimages = opts.diskimages;
     this.providers = opts.providers;
   }
@@ -99,6 +103,7 @@ export class ImageSystem {
     await writeFile(this.serverConfigPath, yaml.dump({
       'gearman-servers': [{ host: '127.0.0.1', port: this.gearmand.port }],
       'state-dir': path.join(this.dir, 'state'),
+      ...(this.zookeeper ? { 'zookeeper-servers': [{ host: '127.0.0.1', port: this.zookeeper.port, chroot: this.zookeeper.chroot ?? '/image-system' }] } : {}),
       'clouds-file': this.cloud.cloudsYamlPath,
       'image-lifecycle': this.lifecycle,
       // A killed server's session (and its image-lifecycle leadership) lapses after this.
