@@ -36,20 +36,29 @@ export function substituteEnv(text: string, env: ConfigEnv): Substituted {
   return { text: out, secretValues: [...secretValues] };
 }
 
-/** Records a problem for every placeholder left in a parsed document's strings (keys or values). */
-export function unsetPlaceholders(doc: unknown, path: string, p: Problems): void {
+/**
+ * Records a problem for every placeholder left in a parsed document's strings (keys or values).
+ * A node YAML aliases in several places is walked once (so a "billion laughs" document costs
+ * its size, not its expansion); a placeholder in it is reported at its first path.
+ */
+export function unsetPlaceholders(doc: unknown, path: string, p: Problems, seen = new WeakSet<object>()): void {
   const check = (s: string, at: string): void => {
     for (const m of s.matchAll(PLACEHOLDER)) {
       p.add(at, `%(${m[1]}) names an environment variable that is not set (Nodepool would leave the text as it is; set ${m[1]} for this process)`);
     }
   };
-  if (typeof doc === 'string') check(doc, path);
-  else if (Array.isArray(doc)) doc.forEach((v, i) => unsetPlaceholders(v, `${path}[${i}]`, p));
-  else if (doc !== null && typeof doc === 'object') {
+  if (typeof doc === 'string') {
+    check(doc, path);
+    return;
+  }
+  if (doc === null || typeof doc !== 'object' || seen.has(doc)) return;
+  seen.add(doc);
+  if (Array.isArray(doc)) doc.forEach((v, i) => unsetPlaceholders(v, `${path}[${i}]`, p, seen));
+  else {
     for (const [k, v] of Object.entries(doc)) {
       const at = path ? `${path}.${k}` : k;
       check(k, at);
-      unsetPlaceholders(v, at, p);
+      unsetPlaceholders(v, at, p, seen);
     }
   }
 }
