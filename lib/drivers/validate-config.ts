@@ -38,9 +38,12 @@ export const providerDiskimageValidation = {
   validate: optional(validateSchema),
 };
 
-/** Spread into a driver's provider schema: `<script> <provider> <external-id> <local-file>`, run by the builder; rc≠0 deletes the upload. */
+/**
+ * Spread into a driver's provider schema: `<script> <provider> <external-id> <local-file>`, run by the builder; rc≠0 deletes the upload.
+ * Any string, as Nodepool 11 takes it: a name without `/` is looked up in the builder's PATH, a relative path from its working directory.
+ */
 export const imageProviderFields = {
-  'post-upload-hook': optional(absolutePath()),
+  'post-upload-hook': optional(string()),
 };
 
 type ValidateRaw = NonNullable<ReturnType<typeof validateSchema.parse>>;

@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -121,6 +121,18 @@ describe('post-upload-hook: running the script', () => {
     assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
     const child = Number((await readFile(pidFile, 'utf8')).trim());
     await waitFor(() => { try { process.kill(child, 0); return false; } catch { return true; } }, { timeoutMs: 3000, what: `background child ${child} gone` });
+  });
+
+  it('runs a hook named without a path from the PATH of its environment, as Nodepool 11 does', async () => {
+    const bin = path.join(dir, 'bin');
+    await mkdir(bin);
+    const out = path.join(dir, 'named-args');
+    await writeFile(path.join(bin, 'check-image'), `#!/bin/sh\nprintf '%s\\n' "$0" "$@" > ${out}\n`);
+    await chmod(path.join(bin, 'check-image'), 0o755);
+    await runPostUploadHook({ ...call, script: 'check-image' }, {
+      timeoutS: 10, signal: new AbortController().signal, log: testLogger(), env: { PATH: `${bin}:${process.env.PATH ?? ''}` },
+    });
+    assert.deepEqual((await readFile(out, 'utf8')).trim().split('\n'), [path.join(bin, 'check-image'), 'cloud-a', 'f3e1-77', '/opt/images/deb-0000000001.qcow2']);
   });
 
   it('fails a script that cannot be started', async () => {
