@@ -63,6 +63,16 @@ describe('Nodepool 11 files in the daemons and the CLI', () => {
     assert.equal(bad.stderr, `${f.secure}: diskimages[0].name: diskimage "ubuntu-noble" is not defined in the diskimages of ${f.config}\n`);
   });
 
+  it('nodepool info says a launcher-only config runs no image lifecycle', async () => {
+    const f = await files(launcherOnly('DIR').replace('python-path: \'%(NODEPOOL_TEST_PYTHON)\'', 'python-path: auto')
+      .replace(/providers:\n.*\n/, 'providers:\n  - {name: lab, driver: static, pools: [{name: main, nodes: [{name: 127.0.0.1, labels: small, host-key-checking: false}]}]}\n'), 'diskimages: []\n');
+    const text = await startCli(f.config, ['-s', f.secure, 'info', 'lab']).result;
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /\nImage lifecycle: off \(launcher-only: no gearman-servers\)\n$/);
+    const json = await startCli(f.config, ['-s', f.secure, 'info', 'lab', '--json']).result;
+    assert.equal((JSON.parse(json.stdout) as { imageLifecycle: string }).imageLifecycle, 'off (launcher-only: no gearman-servers)');
+  });
+
   it('nodepool-server runs a launcher-only config without the image lifecycle, says so, logs warnings and never the secure values', async () => {
     process.env.NODEPOOL_TEST_PYTHON = '/usr/bin/python3';
     releasers.add('env', () => { delete process.env.NODEPOOL_TEST_PYTHON; });
