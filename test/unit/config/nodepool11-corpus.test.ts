@@ -132,6 +132,9 @@ describe('Nodepool 11 corpus: launcher file', () => {
   it('skips the providers of drivers this program lacks, with a warning naming each, and runs the rest', async () => {
     const c = launcher();
     assert.deepEqual(c.providers.map((p) => `${p.name}:${p.driver}`), ['rax-dfw:openstack', 'ovh-bhs1:openstack', 'static-lab:static']);
+    const lab = c.providers[2];
+    assert.ok(lab?.driver === 'static');
+    assert.deepEqual(lab.pools[0]?.nodes.map((n) => n.hostKey.length), [0, 2, 1], 'host-key as a list or a string');
     const skipped = c.warnings.filter((w) => w.path.endsWith('.driver')).map((w) => w.path);
     assert.deepEqual(skipped, ['providers[3].driver', 'providers[4].driver']);
     const r = await configValidate(`${DIR}/launcher.yaml`, { env: ENV });
