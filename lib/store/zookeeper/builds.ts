@@ -136,8 +136,10 @@ export class ZkBuilds {
     if (!parts) return undefined;
     if (patch.state !== undefined) checkBuildState(patch.state, `updating build ${id}`);
     const now = this.ctx.clock();
+    let wasBuilding = false;
     const done = await updateJson(this.ctx.main(), this.ctx.layout.build(parts.diskimage, parts.seq), `build ${id}`, (cur) => {
       const rec = buildFromJson(id, parts.diskimage, cur);
+      wasBuilding = rec.state === 'building';
       const expect = opts.expectStates;
       if (expect && !expect.includes(rec.state)) {
         throw new StateConflictError(id, rec.state, `build ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
@@ -145,7 +147,7 @@ export class ZkBuilds {
       const next = applyBuildPatch(rec, patch, now);
       return mergeJson(cur, buildJson(next));
     });
-    if (done && done.json.state !== 'building') await removeContenders(this.ctx.main(), this.ctx.layout.builds(parts.diskimage), (b) => b === id);
+    if (done && wasBuilding && done.json.state !== 'building') await removeContenders(this.ctx.main(), this.ctx.layout.builds(parts.diskimage), (b) => b === id);
     return done ? buildFromJson(id, parts.diskimage, done.json) : undefined;
   }
 
