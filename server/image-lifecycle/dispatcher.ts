@@ -27,7 +27,7 @@ import {
   failureReason, jobUnique, parseBuildComplete, parseBuilderIdentity, parseFormatsDeleted, parseUploadAttempt, parseUploadComplete,
   type FormatsDeleted,
 } from './job-results.js';
-import { filesDeletedReason } from './local-files.js';
+import { FILES_DELETED, filesDeletedReason } from './local-files.js';
 import { definedFields, imageFields } from './image-fields.js';
 import { progressWriter, uploadProgressWriter } from './progress-writer.js';
 import { advertisedIds } from './registrations.js';
@@ -64,6 +64,9 @@ export interface ImageDispatcherEvents {
 }
 
 type Registered = PlannerSnapshot['registered'];
+
+/** Joins a lost build's reason and the note it had while ready. */
+const BEFORE = '; before: ';
 
 export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
   /** Record id → token of the job in flight; a job whose token was replaced or dropped is ignored. */
@@ -194,14 +197,18 @@ export class ImageDispatcher extends EventEmitter<ImageDispatcherEvents> {
         return;
       case 'mark-lost': {
         const b = await store.getBuild(action.buildId);
-        const reason = `no builder advertises its files any more${b?.builderHostname ? ` (last held by ${b.builderHostname})` : ''}`;
+        const lost = `no builder advertises its files any more${b?.builderHostname ? ` (last held by ${b.builderHostname})` : ''}`;
+        // A note that its local files were deleted after upload is kept, for when it is found again.
+        const reason = b?.reason?.startsWith(FILES_DELETED) ? `${lost}${BEFORE}${b.reason}` : lost;
         await store.updateBuild(action.buildId, { state: 'lost', reason }, { expectStates: ['ready'] });
         this.log.warn('build lost', { buildId: action.buildId, reason });
         return;
       }
       case 'mark-found': {
         const holder = parseBuilderClientId(action.holders[0] ?? '');
-        await store.updateBuild(action.buildId, { state: 'ready', reason: null, ...(holder ? { builderHostname: holder.hostname, builderId: holder.builderId } : {}) }, { expectStates: ['lost'] });
+        const was = (await store.getBuild(action.buildId))?.reason ?? '';
+        const note = was.includes(`${BEFORE}${FILES_DELETED}`) ? was.slice(was.indexOf(BEFORE) + BEFORE.length) : null;
+        await store.updateBuild(action.buildId, { state: 'ready', reason: note, ...(holder ? { builderHostname: holder.hostname, builderId: holder.builderId } : {}) }, { expectStates: ['lost'] });
         this.log.info('lost build found again', { buildId: action.buildId, holders: action.holders });
         return;
       }

@@ -40,7 +40,8 @@ export function formatOf(view: PlanView, t: UploadTarget): string {
 /** Formats whose file the build's builder still holds. */
 export function localFormats(rec: Pick<BuildRecord, 'files' | 'formats' | 'reason'>): string[] {
   if (rec.files.length > 0) return rec.files.map((f) => f.format);
-  return rec.reason?.startsWith(FILES_DELETED) ? [] : [...rec.formats];
+  // Also in a lost build's reason (it keeps the note), seen in the pass that finds it again.
+  return rec.reason?.includes(FILES_DELETED) ? [] : [...rec.formats];
 }
 
 /** The local file an upload in `format` reads (converted from when the build lacks it); undefined: none left. */

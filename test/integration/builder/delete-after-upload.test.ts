@@ -8,7 +8,7 @@ import type { OpenStackImageService } from '../../../lib/drivers/openstack/glanc
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../../lib/status/lifecycle-status.js';
 import type { BuildRecord } from '../../../lib/store/models.js';
 import { FILES_DELETED } from '../../../server/image-lifecycle/local-files.js';
-import { fakeDiskimage, glanceAdmin, loopbackProvider, type RawProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, glanceAdmin, inProcessBuilder, loopbackProvider, type RawProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 
@@ -146,5 +146,20 @@ describe('diskimage delete-after-upload, keep-formats and metadata', () => {
     assert.equal(target?.failures, 0);
     const b = await sys.store.getBuild(free.id);
     assert.equal(b?.state, 'ready');
+  });
+
+  it('keeps a build whose files are all gone after a builder restart: lost while it is down, found again as it was', async () => {
+    const held = sys.builders.get('a')!;
+    await held.inProcess!.stop({ abortAfterMs: 1000 });
+    await sys.waitForBuild('free lost while its builder is down', (b) => b.id === free.id && b.state === 'lost', 30_000);
+    const again = inProcessBuilder(held.env, { hostname: 'builder-a' });
+    sys.builders.set('a', { ...held, inProcess: again });
+    await again.start();
+    assert.ok(again.localImages().includes(free.id), 'the restarted builder still holds the build');
+    const found = await sys.waitForBuild('free found again', (b) => b.id === free.id && b.state === 'ready', 30_000);
+    assert.match(found.reason ?? '', new RegExp(`^${FILES_DELETED}`), 'the note on its deleted files is kept');
+    assert.deepEqual(found.files, []);
+    await sys.passes(4);
+    assert.deepEqual((await sys.store.listUploads()).filter((u) => u.diskimage === 'free' && u.provider === 'three'), [], 'still no upload attempted');
   });
 });
