@@ -59,7 +59,7 @@ describe('builder: malformed payloads and ids get WORK_FAIL and the worker stays
     ['a slash in the id', '{"image-id": "a/b-0000000001"}', /invalid image id "a\/b-0000000001"/],
     ['a dot-dot diskimage', '{"image-id": "..-0000000001"}', /invalid image id/],
     ['a NUL byte', '{"image-id": "ubuntu\\u0000-0000000001"}', /invalid image id/],
-    ['a short sequence', '{"image-id": "ubuntu-1"}', /expected <diskimage>-<10 digits>/],
+    ['a short sequence', '{"image-id": "ubuntu-1"}', /expected <diskimage>-<10 digits( or 32 hex)?>/],
     ['an unknown diskimage', '{"image-id": "nosuch-0000000001"}', /names diskimage "nosuch", which this builder does not know/],
     ['another diskimage\'s id', '{"image-id": "other-0000000001"}', /belongs to diskimage other/],
     ['an oversized payload', JSON.stringify({ 'image-id': good, pad: 'x'.repeat(70_000) }), /more than 65536/],
@@ -98,6 +98,16 @@ describe('builder: malformed payloads and ids get WORK_FAIL and the worker stays
     assert.match(end.message, /image-delete payload is not JSON/);
     assert.ok(existsSync(path.join(env.imagesDir, `${good}.qcow2`)));
   });
+
+  for (const formats of [[], ['exe'], 'qcow2']) {
+    it(`image-delete with formats ${JSON.stringify(formats)} → WORK_FAIL, and the image is kept whole`, async () => {
+      const end = await runJob(client, fn.imageDelete(good), { formats });
+      assert.equal(end.type, 'fail');
+      assert.match(end.message, /image-delete payload: "formats" must be a non-empty list of image formats/);
+      assert.ok(existsSync(path.join(env.imagesDir, `${good}.qcow2`)));
+      assert.ok(existsSync(path.join(env.imagesDir, `${good}.json`)));
+    });
+  }
 
   it('a build whose DIB exits non-zero → WORK_FAIL naming the exit code and log, and no files left', async () => {
     await env.rewrite({ diskimages: [fakeDiskimage('ubuntu', {}, { FAKE_DIB_EXIT: '100' }), fakeDiskimage('other')] });
