@@ -57,6 +57,8 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
   private installation: string | undefined;
   /** The refusals logged last, so each is logged once when it starts and once when it ends. */
   private held: string[] = [];
+  /** Why uploads to each target wait, as last logged. */
+  private waiting = new Map<string, string>();
   /** The last plan's config removals (key → since when), the next snapshot's `removedSince`. */
   private removedSince = new Map<string, number>();
   private readonly log: Logger;
@@ -132,6 +134,7 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     }
     const held = [...result.held, ...this.leakHeld];
     this.logHeld(held);
+    this.logWaiting(result.targets);
     const status: LifecycleStatus = { diskimages: result.diskimages, targets: result.targets, ...(held.length ? { held } : {}) };
     await store.putStatus(LIFECYCLE_STATUS_KEY, status);
     this.emit('pass:complete', result);
@@ -155,6 +158,18 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     for (const why of held) if (!this.held.includes(why)) this.log.warn('refusing to delete what this store does not know', { why, installation: this.installation });
     for (const why of this.held) if (!held.includes(why)) this.log.info('no longer refusing deletions', { was: why });
     this.held = held;
+  }
+
+  /** Says once why uploads to a target wait (e.g. the build's file was deleted after upload), when that reason appears or changes. */
+  private logWaiting(targets: LifecycleStatus['targets']): void {
+    const now = new Map<string, string>();
+    for (const t of targets) {
+      if (t.waiting === null) continue;
+      const key = `${t.diskimage} ${t.provider}`;
+      now.set(key, t.waiting);
+      if (this.waiting.get(key) !== t.waiting) this.log.info('uploads wait', { diskimage: t.diskimage, provider: t.provider, why: t.waiting });
+    }
+    this.waiting = now;
   }
 
   /** Logs config removals when first seen (pending) and when they end before their grace is over. */
