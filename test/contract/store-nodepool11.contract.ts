@@ -51,6 +51,21 @@ export function nodepool11StoreContract(h: StoreHarness): void {
       assert.equal((await h.store.getNode(n.id))?.pythonPath, 'auto');
     });
 
+    void it('keeps a build\'s username, python_path and shell_type, copies them to its uploads, and leaves out what it was not given', async () => {
+      const b = await h.store.createBuild({ diskimage: 'deb', formats: ['qcow2'], username: 'debian', pythonPath: '/usr/bin/python3', shellType: null });
+      const plain = await h.store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+      const up = await h.store.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'deb', externalName: null });
+      const own = await h.store.createUpload({ buildId: b.id, provider: 'cloud-b', imageName: 'deb', externalName: null, username: 'root' });
+      const bare = await h.store.createUpload({ buildId: plain.id, provider: 'cloud-a', imageName: 'deb', externalName: null });
+      const fieldsOf = (r: { username?: string | null; pythonPath?: string | null; shellType?: string | null } | undefined): Record<string, unknown> =>
+        Object.fromEntries((['username', 'pythonPath', 'shellType'] as const).filter((k) => r !== undefined && k in r).map((k) => [k, r?.[k]]));
+      for (const got of [b, await h.store.getBuild(b.id)]) assert.deepEqual(fieldsOf(got), { username: 'debian', pythonPath: '/usr/bin/python3', shellType: null });
+      for (const got of [up, await h.store.getUpload(up.id)]) assert.deepEqual(fieldsOf(got), { username: 'debian', pythonPath: '/usr/bin/python3', shellType: null });
+      assert.deepEqual(fieldsOf(await h.store.getUpload(own.id)), { username: 'root', pythonPath: '/usr/bin/python3', shellType: null });
+      assert.deepEqual(fieldsOf(await h.store.getBuild(plain.id)), {});
+      assert.deepEqual(fieldsOf(await h.store.getUpload(bare.id)), {});
+    });
+
     void it('gives a request the tenant it names, relative priority 0 and an event id of its own', async () => {
       const a = await h.store.createRequest({ labels: ['small'], requestor: 'zuul', tenantName: 'tenant-one' });
       const b = await h.store.createRequest({ labels: ['small'], requestor: 'zuul' });

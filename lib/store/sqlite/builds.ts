@@ -9,7 +9,7 @@ import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
-  buildFromRow, checkBuildState, checkedRows, corruptRows, placeholders, toJson, toJsonOrNull, type BuildRow,
+  buildFromRow, checkBuildState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJson, toJsonOrNull, type BuildRow,
 } from './rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
@@ -36,8 +36,8 @@ export class SqliteBuilds {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], BuildRow>('SELECT * FROM builds WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
-      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress)
-      VALUES (?, ?, 'building', ?, ?, NULL, NULL, ?, '[]', NULL, NULL)`);
+      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress, image_fields)
+      VALUES (?, ?, 'building', ?, ?, NULL, NULL, ?, '[]', NULL, NULL, ?)`);
     this.uploadIdsStmt = db.prepare<[string], string>('SELECT id FROM uploads WHERE build_id = ? ORDER BY id').pluck();
     this.deleteStmt = db.prepare<[string]>('DELETE FROM builds WHERE id = ?');
     const createTx = db.transaction((input: NewBuild) => this.createNow(input));
@@ -94,7 +94,7 @@ export class SqliteBuilds {
     let id: string;
     do id = formatImageId(input.diskimage, this.sequences.next(buildSequence(input.diskimage)));
     while (skip.has(id));
-    this.insertStmt.run(id, input.diskimage, now, now, toJson(input.formats, `build ${id} formats`));
+    this.insertStmt.run(id, input.diskimage, now, now, toJson(input.formats, `build ${id} formats`), imageFieldsValue(input, `build ${id}`));
     return this.mustGet(id);
   }
 

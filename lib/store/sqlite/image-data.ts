@@ -11,7 +11,7 @@ import {
 } from '../image-data.js';
 import type { BuildRecord, BuildRequest, UploadRecord } from '../models.js';
 import {
-  buildFromRow, checkedRows, pauseFromRowLenient, toJson, toJsonOrNull, uploadFromRow, WHOLE_DISKIMAGE,
+  buildFromRow, checkedRows, imageFieldsValue, pauseFromRowLenient, toJson, toJsonOrNull, uploadFromRow, WHOLE_DISKIMAGE,
   type BuildRow, type PauseRow, type UploadRow,
 } from './rows.js';
 import { buildSequence, UPLOAD_SEQUENCE } from './sequences.js';
@@ -55,12 +55,12 @@ export class SqliteImageData {
       INSERT INTO sequences (name, value) VALUES (?, ?)
       ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`);
     this.insertBuildStmt = db.prepare<SqlValue[]>(`
-      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress, image_fields)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertUploadStmt = db.prepare<SqlValue[]>(`
       INSERT INTO uploads (id, build_id, diskimage, provider, image_name, state, state_time, created,
-                           external_id, external_name, format, reason, progress)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+                           external_id, external_name, format, reason, progress, image_fields)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertPauseStmt = db.prepare<SqlValue[]>(`
       INSERT INTO pauses (diskimage, provider, since, reason) VALUES (?, ?, ?, ?)
       ON CONFLICT (diskimage, provider) DO NOTHING`);
@@ -153,11 +153,11 @@ export class SqliteImageData {
   private insertBuild(b: BuildRecord): number {
     const what = `build ${b.id}`;
     return this.insertBuildStmt.run(b.id, b.diskimage, b.state, b.stateTime, b.created, b.builderHostname, b.builderId,
-      toJson(b.formats, `${what} formats`), toJson(b.files, `${what} files`), b.reason, toJsonOrNull(b.progress, `${what} progress`)).changes;
+      toJson(b.formats, `${what} formats`), toJson(b.files, `${what} files`), b.reason, toJsonOrNull(b.progress, `${what} progress`), imageFieldsValue(b, what)).changes;
   }
 
   private insertUpload(u: UploadRecord): number {
     return this.insertUploadStmt.run(u.id, u.buildId, u.diskimage, u.provider, u.imageName, u.state, u.stateTime, u.created,
-      u.externalId, u.externalName, u.format, u.reason, toJsonOrNull(u.progress, `upload ${u.id} progress`)).changes;
+      u.externalId, u.externalName, u.format, u.reason, toJsonOrNull(u.progress, `upload ${u.id} progress`), imageFieldsValue(u, `upload ${u.id}`)).changes;
   }
 }

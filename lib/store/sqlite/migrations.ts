@@ -193,6 +193,15 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE launchers ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    // Nodepool 11's username, python_path and shell_type of builds and uploads (issue 21): a JSON
+    // object of the fields the record has (NULL: none), so "absent" and "null" stay apart as in ZooKeeper.
+    version: 7,
+    sql: `
+      ALTER TABLE builds ADD COLUMN image_fields TEXT;
+      ALTER TABLE uploads ADD COLUMN image_fields TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

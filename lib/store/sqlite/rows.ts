@@ -24,6 +24,7 @@ export interface BuildRow {
   files: string;
   reason: string | null;
   progress: string | null;
+  image_fields: string | null;
 }
 
 /** A row of `uploads`. */
@@ -41,6 +42,7 @@ export interface UploadRow {
   format: string | null;
   reason: string | null;
   progress: string | null;
+  image_fields: string | null;
 }
 
 /** A row of `pauses`; `provider` is '' for a diskimage-wide pause (NULL is not unique in a key). */
@@ -149,7 +151,34 @@ export function buildFromRow(r: BuildRow): BuildRecord {
     }),
     reason: r.reason,
     progress: progressCol<JobProgress>(c, 'progress'),
+    ...imageFieldsCol(c, r.image_fields),
   };
+}
+
+/** Nodepool 11's image fields of a build or upload. */
+export type ImageFields = Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'>;
+
+/** The `image_fields` column of a build or upload: the fields it holds (each a string or null). */
+function imageFieldsCol(c: Columns, text: string | null): ImageFields {
+  if (text === null) return {};
+  return c.json('image_fields', (f, k) => {
+    const o = f.optObject(k) ?? {};
+    const out: ImageFields = {};
+    for (const key of ['username', 'pythonPath', 'shellType'] as const) {
+      if (!(key in o)) continue;
+      const v = o[key];
+      if (typeof v !== 'string' && v !== null) f.fail(`image_fields.${key} is not a string or null`);
+      out[key] = v as string | null;
+    }
+    return out;
+  });
+}
+
+/** The `image_fields` value of a record or new record: NULL when it has none of them. */
+export function imageFieldsValue(r: ImageFields, what: string): string | null {
+  const out: ImageFields = {};
+  for (const key of ['username', 'pythonPath', 'shellType'] as const) if (r[key] !== undefined) out[key] = r[key];
+  return Object.keys(out).length === 0 ? null : toJson(out, `${what} image fields`);
 }
 
 /** Maps an `uploads` row to a fresh record. Thrown: CorruptRecordError. */
@@ -169,6 +198,7 @@ export function uploadFromRow(r: UploadRow): UploadRecord {
     format: r.format,
     reason: r.reason,
     progress: progressCol<UploadProgress>(c, 'progress'),
+    ...imageFieldsCol(c, r.image_fields),
   };
 }
 

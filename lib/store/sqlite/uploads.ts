@@ -8,7 +8,8 @@ import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import type { ExpectState } from '../store.js';
 import {
-  checkUploadState, checkedRows, corruptRows, placeholders, toJsonOrNull, uploadFromRow, type UploadRow,
+  buildFromRow, checkUploadState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJsonOrNull, uploadFromRow,
+  type BuildRow, type ImageFields, type UploadRow,
 } from './rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
@@ -31,6 +32,7 @@ export class SqliteUploads {
   private readonly stmts: StatementCache;
   private readonly getStmt: Database.Statement<[string], UploadRow>;
   private readonly buildDiskimageStmt: Database.Statement<[string], string>;
+  private readonly buildImageFieldsStmt: Database.Statement<[string], BuildRow>;
   private readonly insertStmt: Database.Statement<SqlValue[]>;
   private readonly deleteStmt: Database.Statement<[string]>;
   private readonly createTx: (input: NewUpload) => UploadRecord;
@@ -41,10 +43,11 @@ export class SqliteUploads {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], UploadRow>('SELECT * FROM uploads WHERE id = ?');
     this.buildDiskimageStmt = db.prepare<[string], string>('SELECT diskimage FROM builds WHERE id = ?').pluck();
+    this.buildImageFieldsStmt = db.prepare<[string], BuildRow>('SELECT * FROM builds WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
       INSERT INTO uploads (id, build_id, diskimage, provider, image_name, state, state_time, created,
-                           external_id, external_name, format, reason, progress)
-      VALUES (?, ?, ?, ?, ?, 'uploading', ?, ?, NULL, ?, NULL, NULL, NULL)`);
+                           external_id, external_name, format, reason, progress, image_fields)
+      VALUES (?, ?, ?, ?, ?, 'uploading', ?, ?, NULL, ?, NULL, NULL, NULL, ?)`);
     this.deleteStmt = db.prepare<[string]>('DELETE FROM uploads WHERE id = ?');
     const createTx = db.transaction((input: NewUpload) => this.createNow(input));
     this.createTx = (input) => createTx.immediate(input);
@@ -101,8 +104,25 @@ export class SqliteUploads {
     }
     const now = this.clock();
     const id = formatUploadId(this.sequences.next(UPLOAD_SEQUENCE));
-    this.insertStmt.run(id, input.buildId, diskimage, input.provider, input.imageName, now, now, input.externalName ?? null);
+    this.insertStmt.run(id, input.buildId, diskimage, input.provider, input.imageName, now, now, input.externalName ?? null,
+      imageFieldsValue(this.imageFieldsFor(input), `upload ${id}`));
     return this.mustGet(id);
+  }
+
+  /** Nodepool 11's image fields of a new upload: those given, else the build's (as Nodepool's builder copies them). */
+  private imageFieldsFor(input: NewUpload): ImageFields {
+    let build: ImageFields = {};
+    try {
+      const row = this.buildImageFieldsStmt.get(input.buildId);
+      if (row) build = buildFromRow(row);
+    } catch {
+      // a corrupt build record: the upload says nothing of it
+    }
+    return {
+      ...(input.username !== undefined ? { username: input.username } : build.username !== undefined ? { username: build.username } : {}),
+      ...(input.pythonPath !== undefined ? { pythonPath: input.pythonPath } : build.pythonPath !== undefined ? { pythonPath: build.pythonPath } : {}),
+      ...(input.shellType !== undefined ? { shellType: input.shellType } : build.shellType !== undefined ? { shellType: build.shellType } : {}),
+    };
   }
 
   private updateNow(id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined): UploadRecord | undefined {
