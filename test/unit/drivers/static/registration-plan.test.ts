@@ -10,7 +10,7 @@ const EC = 'ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYA
 
 function host(name: string, over: Partial<StaticNodeConfig> = {}, pool = 'main'): StaticHost {
   const node: StaticNodeConfig = {
-    name, labels: ['small'], username: 'zuul', timeout: 5, hostKey: [], hostKeyChecking: true, pythonPath: 'auto', connectionPort: 22, connectionType: 'ssh', maxParallelJobs: 1, ...over,
+    name, labels: ['small'], username: 'zuul', timeout: 5, hostKey: [], hostKeyChecking: true, pythonPath: 'auto', shellType: undefined, connectionPort: 22, connectionType: 'ssh', maxParallelJobs: 1, ...over,
   };
   return { id: `${name}:${node.connectionPort}`, pool, attributes: {}, node };
 }
