@@ -83,7 +83,8 @@ describe('openstack provider on the loopback cloud', () => {
     assert.deepEqual([node.connectionType, node.connectionPort], ['ssh', 22]);
     assert.equal(node.hostname, `disk-${p.name}-${node.id}`);
     assert.deepEqual(node.hostKeys, []);
-    assert.ok(node.interfaceIp && node.privateIpv4 === node.interfaceIp, `private address used: ${node.interfaceIp}`);
+    // auto-floating-ip (Nodepool's default true): the cloud's external network gives the node its public address.
+    assert.ok(node.interfaceIp && node.publicIpv4 === node.interfaceIp && node.privateIpv4, `floating address used: ${node.interfaceIp}`);
     assert.equal(node.cloud, cloud.cloud);
     assert.equal(node.region, cloud.region);
     assert.ok(node.az, 'availability zone from the server');
@@ -91,6 +92,7 @@ describe('openstack provider on the loopback cloud', () => {
     const server = (await cloud.listAllServers()).find((s) => s.id === node.externalId);
     assert.ok(server, 'the server is in Nova');
     assert.deepEqual(server.metadata, {
+      groups: `${p.name},deb,disk`,
       owner: 'ci',
       nodepool_provider_name: p.name,
       nodepool_pool_name: 'main',
