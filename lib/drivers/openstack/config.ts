@@ -106,7 +106,6 @@ const rawProviderSchema = object({
   /** A compute port seen DOWN on two checks more than this many seconds apart is deleted (0: never). */
   'port-cleanup-interval': optional(int({ min: 0 }), 600),
   /** Nodepool's deprecated key: accepted, ignored, and warned about when the provider starts. */
-  'nodepool-id': optional(scalarString()),
   ...imageProviderFields,
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   'cloud-images': optional(list(cloudImage, { uniqueBy: (c) => c.name, what: 'cloud-image' }), []),

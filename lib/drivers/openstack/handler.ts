@@ -63,6 +63,12 @@ export class OpenStackHandler extends LaunchingHandler {
     return out;
   }
 
+  /** What one node of the label takes (its flavor, and a volume when it boots from one), for tenant-resource-limits. */
+  override async labelResources(name: string): Promise<Readonly<Record<string, number>> | undefined> {
+    const r = (await this.demand([name]))?.[0];
+    return r && { ...r };
+  }
+
   override async hasProviderQuota(labels: readonly string[]): Promise<boolean> {
     const demand = await this.demand(labels);
     if (!demand) return false;

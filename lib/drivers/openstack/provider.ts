@@ -96,9 +96,6 @@ export class OpenStackProvider implements Provider {
   start(): Promise<void> {
     if (this.state === 'created') this.state = 'running';
     this.log.info('provider started', { cloud: this.config.cloud, region: this.config.regionName ?? null });
-    if (this.config.nodepoolId !== undefined) {
-      this.log.warn('nodepool-id is deprecated and ignored (Nodepool ignores it too)', { provider: this.name, key: `providers[${this.name}].nodepool-id` });
-    }
     return Promise.resolve();
   }
 

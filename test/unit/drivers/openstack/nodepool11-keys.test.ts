@@ -60,7 +60,7 @@ function problems(lines: string[]): string[] {
 describe('openstack provider: Nodepool 11 keys', () => {
   it('reads every Nodepool 11 key of a provider, pool and label', () => {
     const p = parse(NODEPOOL11_PROVIDER);
-    assert.equal(p.nodepoolId, 'legacy');
+    assert.equal('nodepoolId' in p, false, 'nodepool-id is accepted with a warning (config.warnings) and not kept');
     assert.equal(p.portCleanupInterval, 0);
     assert.deepEqual(p.cloudImages[0], {
       name: 'win', imageId: undefined, imageName: 'Windows', username: 'Administrator', configDrive: undefined,
