@@ -105,7 +105,11 @@ const rawProviderSchema = object({
   rate: optional(seconds({ min: 0, fractions: true }), 0),
   /** A compute port seen DOWN on two checks more than this many seconds apart is deleted (0: never). */
   'port-cleanup-interval': optional(int({ min: 0 }), 600),
-  /** Nodepool's deprecated key: accepted, ignored, and warned about when the provider starts. */
+  /**
+   * Nodepool's `clean-floating-ips`: every leak-cleanup pass deletes the project's floating IPs
+   * bound to no port (off by default: other users of the project may keep some on purpose).
+   */
+  'clean-floating-ips': optional(bool(), false),
   ...imageProviderFields,
   diskimages: optional(list(providerDiskimage, { uniqueBy: (d) => d.name, what: 'diskimage' }), []),
   'cloud-images': optional(list(cloudImage, { uniqueBy: (c) => c.name, what: 'cloud-image' }), []),

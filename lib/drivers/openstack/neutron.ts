@@ -72,9 +72,10 @@ export class NeutronClient {
     return (body?.list('networks') ?? []).filter((n) => n.optBool('router:external') === true).map((n) => n.id('id'));
   }
 
-  /** Creates a floating IP on `networkId` bound to `portId`. */
-  async createFloatingIp(networkId: string, portId: string): Promise<FloatingIp> {
-    const body = await this.call('POST', '/floatingips', { json: { floatingip: { floating_network_id: networkId, port_id: portId } }, expect: [201] });
+  /** Creates a floating IP on `networkId`, bound to `portId` (none: allocated to the project only). */
+  async createFloatingIp(networkId: string, portId?: string): Promise<FloatingIp> {
+    const fip = portId === undefined ? { floating_network_id: networkId } : { floating_network_id: networkId, port_id: portId };
+    const body = await this.call('POST', '/floatingips', { json: { floatingip: fip }, expect: [201] });
     const f = body?.obj('floatingip');
     if (!f) throw new CloudError('Neutron POST /floatingips answered no floating IP');
     return { id: f.id('id'), address: f.str('floating_ip_address') };
@@ -85,6 +86,13 @@ export class NeutronClient {
     const q = [this.project(), `port_id=${encodeURIComponent(portId)}`].filter(Boolean).join('&');
     const body = await this.call('GET', `/floatingips?${q}`);
     return (body?.list('floatingips') ?? []).map((f) => ({ id: f.id('id'), address: f.str('floating_ip_address') }));
+  }
+
+  /** The project's floating IPs bound to no port (what `clean-floating-ips` deletes). */
+  async unattachedFloatingIps(): Promise<FloatingIp[]> {
+    const body = await this.call('GET', `/floatingips?${this.project()}`);
+    return (body?.list('floatingips') ?? []).filter((f) => f.optStr('port_id') === null)
+      .map((f) => ({ id: f.id('id'), address: f.str('floating_ip_address') }));
   }
 
   /** Deletes a floating IP; false when it was already gone. */

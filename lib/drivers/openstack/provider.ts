@@ -340,6 +340,20 @@ export class OpenStackProvider implements Provider {
     if (plan.action !== 'wait') this.portCleanup = notePorts(this.ctx.clock(), await neutron.listPorts({ status: 'DOWN' }));
   }
 
+  /** `clean-floating-ips`: deletes the project's floating IPs bound to no port. Nothing without a network service. */
+  async cleanupFloatingIps(): Promise<void> {
+    const neutron = await this.neutron();
+    if (!neutron) return;
+    let deleted = 0;
+    for (const fip of await neutron.unattachedFloatingIps()) {
+      if (await neutron.deleteFloatingIp(fip.id)) {
+        deleted += 1;
+        this.log.info('deleted an unattached floating ip (clean-floating-ips)', { floatingIp: fip.address });
+      }
+    }
+    if (deleted) this.ctx.onLeak?.('floating-ip', deleted);
+  }
+
   async cleanupLeakedResources(): Promise<void> {
     // A provider that only takes images launches nothing, so it has no servers to look for (and
     // its cloud may have no compute service at all); nodes left from a former pool still count.
@@ -348,6 +362,13 @@ export class OpenStackProvider implements Provider {
       await this.cleanupDownPorts();
     } catch (err) {
       this.log.warn('port cleanup failed; trying again at the next pass', { error: coerceError(err).message });
+    }
+    if (this.config.cleanFloatingIps) {
+      try {
+        await this.cleanupFloatingIps();
+      } catch (err) {
+        this.log.warn('floating ip cleanup failed; trying again at the next pass', { error: coerceError(err).message });
+      }
     }
     // Servers first, records second: a server listed was created after its record, so the record is seen.
     const servers = await (await this.nova()).listServers();

@@ -43,6 +43,7 @@ describe('openstack provider config', () => {
     assert.equal(p.imageNameFormat, '{image_name}-{timestamp}');
     assert.equal(p.rate, 0);
     assert.equal(p.portCleanupInterval, 600);
+    assert.equal(p.cleanFloatingIps, false);
     assert.equal('nodepoolId' in p, false);
     assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: undefined, connectionType: 'ssh', connectionPort: 22, validate: undefined });
     assert.deepEqual(p.cloudImages[0], {
