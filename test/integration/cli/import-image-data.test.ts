@@ -173,7 +173,7 @@ describe('image data validation', () => {
       'builds[0].files[0].size: expected an integer >= 0, got 1.5',
     ]);
     assert.deepEqual(broken((d) => { d.builds[0]!.id = 'ubuntu-0000000002'; }), ['builds[0].id: build ubuntu-0000000002 is not a build of diskimage debian', 'uploads[0].buildId: build debian-0000000002 is not in builds']);
-    assert.deepEqual(broken((d) => { d.builds[0]!.id = '../x'; }), ['builds[0].id: expected <diskimage>-<10 digits>, got "../x"', 'uploads[0].buildId: build debian-0000000002 is not in builds']);
+    assert.deepEqual(broken((d) => { d.builds[0]!.id = '../x'; }), ['builds[0].id: expected <diskimage>-<10 digits or 32 hex>, got "../x"', 'uploads[0].buildId: build debian-0000000002 is not in builds']);
     assert.deepEqual(broken((d) => { d.builds.push({ ...d.builds[0] }); }), ['builds[1].id: build debian-0000000002 appears twice (also builds[0])']);
     assert.deepEqual(broken((d) => { d.sequences.build = { debian: 1 }; }), ['builds[0].id: build debian-0000000002 is past sequences.build["debian"] (1)']);
     assert.deepEqual(broken((d) => { d.sequences.upload = 2; }), ['uploads[0].id: upload 0000000003 is past sequences.upload (2)']);
@@ -186,7 +186,7 @@ describe('image data validation', () => {
       'uploads[0].progress.numerator: expected a number, got "1"',
       'uploads[0].progress.eta: unexpected field',
     ]);
-    assert.deepEqual(broken((d) => { d.uploads[0]!.id = 42; }), ['uploads[0].id: expected 10 digits, got 42']);
+    assert.deepEqual(broken((d) => { d.uploads[0]!.id = 42; }), ['uploads[0].id: expected 10 digits or <build hex>-<provider>-<10 digits>, got 42']);
     assert.deepEqual(broken((d) => { d.pauses.push({ diskimage: 'debian', provider: null, since: 2, reason: 'again' }); d.pauses[0]!.provider = ''; }), [
       'pauses[0].provider: expected a provider name or null, got ""',
     ]);

@@ -51,7 +51,7 @@ describe('nodepool-server on ZooKeeper: a store change on reload', () => {
   });
 
   it('names its store in the start line, and a changed webapp address by what it serves and what is configured', async () => {
-    assert.match(await logText(), new RegExp(`nodepool-server started .*store=zookeeper 127\\.0\\.0\\.1:${zk.port}/site-a`));
+    assert.match(await logText(), new RegExp(`nodepool-server started.*store=zookeeper 127\\.0\\.0\\.1:${zk.port}/site-a`));
     const port = await freePort();
     await sys.rewrite((parts) => ({ ...parts, extra: { ...zkAt('/site-a'), webapp: { port } } }));
     const line = await waitFor(async () => (await logText()).split('\n').find((l) => l.includes('webapp address changed')), {
