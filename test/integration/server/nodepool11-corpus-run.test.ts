@@ -52,6 +52,7 @@ describe('the Nodepool 11 corpus, run', () => {
   let gearmand: GearmandHandle;
   let cloud: NovaCloud;
   let sshd: SshdHandle;
+  const daemons: TrackedProcess[] = [];
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool11-corpus-'));
@@ -108,8 +109,8 @@ describe('the Nodepool 11 corpus, run', () => {
       // The fake DIB refuses to build unless what every image inherits from the abstract `base`
       // (and the substituted mirror host) reached its environment.
       const requireEnv = { FAKE_DIB_REQUIRE_ENV: 'DIB_MIRROR_HOST=mirror.example.org DIB_SHOW_IMAGE_USAGE=1 DIB_DISABLE_APT_CLEANUP=1' };
-      daemon('corpus-builder', 'nodepool-builder', ['-c', configFile, '-s', secureFile, '--hostname', 'nb01'], path.join(base, 'builder.log'), requireEnv);
-      daemon('corpus-server', 'nodepool-server', ['-c', configFile, '-s', secureFile, '--hostname', 'nl01'], path.join(base, 'server.log'));
+      daemons.push(daemon('corpus-builder', 'nodepool-builder', ['-c', configFile, '-s', secureFile, '--hostname', 'nb01'], path.join(base, 'builder.log'), requireEnv));
+      daemons.push(daemon('corpus-server', 'nodepool-server', ['-c', configFile, '-s', secureFile, '--hostname', 'nl01'], path.join(base, 'server.log')));
 
       const ready = await waitFor(async () => {
         const builds = (await store.listBuilds()).filter((b) => b.state === 'ready');
@@ -167,7 +168,8 @@ describe('the Nodepool 11 corpus, run', () => {
         assert.ok(!text.includes(SECRET_TOKEN), `${f} holds the secure token`);
       }
     } finally {
-      await stopAllProcesses();
+      // Only this test's daemons: sshd and gearmand serve the other test too.
+      for (const d of daemons.splice(0)) await d.stop();
       await store.close();
     }
   });
@@ -201,7 +203,7 @@ describe('the Nodepool 11 corpus, run', () => {
     const store: Store = await openStore(config);
     try {
       const log = path.join(base, 'server.log');
-      daemon('corpus-launcher', 'nodepool-server', ['-c', configFile, '--hostname', 'nl01'], log);
+      daemons.push(daemon('corpus-launcher', 'nodepool-server', ['-c', configFile, '--hostname', 'nl01'], log));
       const health = await waitFor(async () => {
         const res = await fetch(`http://127.0.0.1:${webPort}/health/ready`, { headers: { Accept: 'application/json' } }).catch(() => undefined);
         return res?.status === 200 ? (await res.json()) as { imageLifecycle?: string } : undefined;
@@ -219,7 +221,11 @@ describe('the Nodepool 11 corpus, run', () => {
       const done = await waitFor(async () => {
         const r = await store.getRequest(request.id);
         return r && (r.state === 'fulfilled' || r.state === 'failed') ? r : undefined;
-      }, { timeoutMs: 60_000, intervalMs: 200, what: `request ${request.id}` });
+      }, { timeoutMs: 120_000, intervalMs: 200, what: `request ${request.id}` }).catch(async (err: Error) => {
+        // What the server did instead (its log goes with the temp dir).
+        const tail = (await readFile(log, 'utf8')).split('\n').filter((l) => !l.includes(' debug ')).slice(-40).join('\n');
+        throw new Error(`${err.message}\nserver log (last lines):\n${tail}`);
+      });
       assert.equal(done.state, 'fulfilled', done.reason ?? '');
       const [win, sw] = await Promise.all(done.nodes.map((id) => store.getNode(id)));
       assert.equal(win?.connectionType, 'winrm');
@@ -235,7 +241,8 @@ describe('the Nodepool 11 corpus, run', () => {
       const served = new Set(labels.map((l) => l.label));
       for (const l of staticLabels) assert.ok(served.has(l), `label ${l} in /label-list ${[...served].join(', ')}`);
     } finally {
-      await stopAllProcesses();
+      // Only this test's daemons: sshd and gearmand serve the other test too.
+      for (const d of daemons.splice(0)) await d.stop();
       await store.close();
     }
   });
