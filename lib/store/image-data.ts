@@ -10,6 +10,7 @@
  * conflict check an import runs against the target ({@link findImportConflict}).
  */
 import { StoreError } from '../errors.js';
+import { IMAGE_FIELD_KEYS } from './image-fields.js';
 import { DISKIMAGE_NAME_RE, IMAGE_ID_RE, UPLOAD_ID_RE } from '../images/image-file.js';
 import { INSTALLATION_ID_RE } from './installation.js';
 import {
@@ -249,13 +250,10 @@ function checkSequences(c: Checker, value: unknown): ImageDataSequences | undefi
   return ok ? value as unknown as ImageDataSequences : undefined;
 }
 
-/** Nodepool 11's optional image fields of build and upload records. */
-const IMAGE_FIELDS = ['username', 'pythonPath', 'shellType'] as const;
-
 /** Checks the optional image fields and returns the record without them (for the exact-fields check). */
 function withoutImageFields(c: Checker, r: Obj, p: string): Obj {
   const rest = { ...r };
-  for (const k of IMAGE_FIELDS) {
+  for (const k of IMAGE_FIELD_KEYS) {
     if (!(k in r)) continue;
     c.stringOrNull(r[k], `${p}.${k}`);
     delete rest[k];

@@ -2,6 +2,7 @@
  * Row ↔ record mapping for the SQLite store: snake_case columns, JSON kept as TEXT. Every
  * mapping builds a fresh object, so no record handed out shares state with another.
  */
+import { IMAGE_FIELD_KEYS, imageFieldsOf, type ImageFields } from '../image-fields.js';
 import { CorruptRecordError, StoreError } from '../../errors.js';
 import { corruptOf, Fields, parseJson, type CorruptKind, type CorruptLog, type CorruptRecord } from '../corrupt.js';
 import {
@@ -155,16 +156,13 @@ export function buildFromRow(r: BuildRow): BuildRecord {
   };
 }
 
-/** Nodepool 11's image fields of a build or upload. */
-export type ImageFields = Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'>;
-
 /** The `image_fields` column of a build or upload: the fields it holds (each a string or null). */
 function imageFieldsCol(c: Columns, text: string | null): ImageFields {
   if (text === null) return {};
   return c.json('image_fields', (f, k) => {
     const o = f.optObject(k) ?? {};
     const out: ImageFields = {};
-    for (const key of ['username', 'pythonPath', 'shellType'] as const) {
+    for (const key of IMAGE_FIELD_KEYS) {
       if (!(key in o)) continue;
       const v = o[key];
       if (typeof v !== 'string' && v !== null) f.fail(`image_fields.${key} is not a string or null`);
@@ -176,8 +174,7 @@ function imageFieldsCol(c: Columns, text: string | null): ImageFields {
 
 /** The `image_fields` value of a record or new record: NULL when it has none of them. */
 export function imageFieldsValue(r: ImageFields, what: string): string | null {
-  const out: ImageFields = {};
-  for (const key of ['username', 'pythonPath', 'shellType'] as const) if (r[key] !== undefined) out[key] = r[key];
+  const out = imageFieldsOf(r);
   return Object.keys(out).length === 0 ? null : toJson(out, `${what} image fields`);
 }
 

@@ -2,6 +2,7 @@
  * The `uploads` table: synchronous operations the SQLite store wraps in async methods.
  * Upload ids come from one store-wide sequence, allocated in the inserting transaction.
  */
+import { uploadImageFields, type ImageFields } from '../image-fields.js';
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
@@ -9,7 +10,7 @@ import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../model
 import type { ExpectState } from '../store.js';
 import {
   buildFromRow, checkUploadState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJsonOrNull, uploadFromRow,
-  type BuildRow, type ImageFields, type UploadRow,
+  type BuildRow, type UploadRow,
 } from './rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
@@ -109,7 +110,7 @@ export class SqliteUploads {
     return this.mustGet(id);
   }
 
-  /** Nodepool 11's image fields of a new upload: those given, else the build's (as Nodepool's builder copies them). */
+  /** Nodepool 11's image fields of a new upload (lib/store/image-fields.ts); a corrupt build record says nothing of them. */
   private imageFieldsFor(input: NewUpload): ImageFields {
     let build: ImageFields = {};
     try {
@@ -118,12 +119,9 @@ export class SqliteUploads {
     } catch {
       // a corrupt build record: the upload says nothing of it
     }
-    return {
-      ...(input.username !== undefined ? { username: input.username } : build.username !== undefined ? { username: build.username } : {}),
-      ...(input.pythonPath !== undefined ? { pythonPath: input.pythonPath } : build.pythonPath !== undefined ? { pythonPath: build.pythonPath } : {}),
-      ...(input.shellType !== undefined ? { shellType: input.shellType } : build.shellType !== undefined ? { shellType: build.shellType } : {}),
-    };
+    return uploadImageFields(input, build);
   }
+
 
   private updateNow(id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined): UploadRecord | undefined {
     const row = this.getStmt.get(id);

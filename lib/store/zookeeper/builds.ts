@@ -5,6 +5,7 @@
  * its contender in Nodepool's build lock (build-lock.ts). Builds Nodepool 11 wrote sit at
  * `builds/<uuid4 hex>` and read as `<diskimage>-<hex>`; the counter never looks at them.
  */
+import { imageFieldsOf } from '../image-fields.js';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
@@ -59,11 +60,8 @@ export class ZkBuilds {
       const id = formatImageId(input.diskimage, v);
       made = {
         id, diskimage: input.diskimage, state: 'building', stateTime: now, created: now, builderHostname: null, builderId: null,
-        formats: [...input.formats], files: [], reason: null, progress: null,
+        formats: [...input.formats], files: [], reason: null, progress: null, ...imageFieldsOf(input),
       };
-      if (input.username !== undefined) made.username = input.username;
-      if (input.pythonPath !== undefined) made.pythonPath = input.pythonPath;
-      if (input.shellType !== undefined) made.shellType = input.shellType;
       const ops: Op[] = [
         { op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(buildJson(made), `build ${id}`) },
         contenderOp(builds, id),

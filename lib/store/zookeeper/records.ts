@@ -9,6 +9,7 @@
 import { CorruptRecordError, StoreError } from '../../errors.js';
 import { DEFAULT_POOL_PRIORITY } from '../components.js';
 import { Fields, type CorruptKind } from '../corrupt.js';
+import { IMAGE_FIELD_KEYS, imageFieldsOf as imageFieldsOfRecord, type ImageFields } from '../image-fields.js';
 import {
   BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES,
   type BuildRecord, type ImageFileInfo, type JobProgress, type LauncherRecord, type NodeRecord, type NodeRequestRecord,
@@ -99,19 +100,28 @@ export function buildJson(b: BuildRecord): Json {
   return j;
 }
 
+/** Nodepool 11's JSON names of the image fields. */
+const IMAGE_FIELD_JSON: Record<(typeof IMAGE_FIELD_KEYS)[number], string> = { username: 'username', pythonPath: 'python_path', shellType: 'shell_type' };
+
 /** Nodepool 11's `username`, `python_path`, `shell_type`: written when the record has them. */
-function imageFieldsJson(j: Json, r: Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'>): void {
-  if (r.username !== undefined) j.username = r.username;
-  if (r.pythonPath !== undefined) j.python_path = r.pythonPath;
-  if (r.shellType !== undefined) j.shell_type = r.shellType;
+function imageFieldsJson(j: Json, r: ImageFields): void {
+  for (const [k, v] of Object.entries(imageFieldsOfRecord(r))) j[IMAGE_FIELD_JSON[k as keyof ImageFields]] = v;
 }
 
 /** The same fields of a build or upload JSON, as it says them (absent when it does not; no legacy defaults). */
-function imageFieldsOf(f: Fields, j: Json): Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'> {
-  const out: Pick<BuildRecord, 'username' | 'pythonPath' | 'shellType'> = {};
-  if ('username' in j) out.username = f.optStr('username');
-  if ('python_path' in j) out.pythonPath = f.optStr('python_path');
-  if ('shell_type' in j) out.shellType = f.optStr('shell_type');
+function imageFieldsOf(f: Fields, j: Json): ImageFields {
+  const out: ImageFields = {};
+  for (const k of IMAGE_FIELD_KEYS) if (IMAGE_FIELD_JSON[k] in j) out[k] = f.optStr(IMAGE_FIELD_JSON[k]);
+  return out;
+}
+
+/** The image fields of a build's JSON that hold a string or null (lenient: others are left out). */
+export function imageFieldsFromJson(j: Json): ImageFields {
+  const out: ImageFields = {};
+  for (const k of IMAGE_FIELD_KEYS) {
+    const v = j[IMAGE_FIELD_JSON[k]];
+    if (typeof v === 'string' || v === null) out[k] = v;
+  }
   return out;
 }
 

@@ -14,7 +14,8 @@ import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { seq10 } from './layout.js';
-import { copyUpload, decode, decodeRecord, encode, uploadFromJson, uploadJson, type Json } from './records.js';
+import { uploadImageFields, type ImageFields } from '../image-fields.js';
+import { copyUpload, decode, decodeRecord, encode, imageFieldsFromJson, uploadFromJson, uploadJson } from './records.js';
 import { UPLOAD_ID_RE, uploadIdOf } from '../../images/image-file.js';
 import type { Entry } from './tree-cache.js';
 
@@ -205,27 +206,15 @@ export class ZkUploads {
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * Nodepool 11's image fields of a new upload: those given, else the build's (as Nodepool's
- * builder copies them), else none.
+ * Nodepool 11's image fields of a new upload (lib/store/image-fields.ts), the build's read
+ * from its JSON; a corrupt build record says nothing of them.
  */
-function imageFieldsFor(input: NewUpload, buildData: Buffer | undefined): Pick<UploadRecord, 'username' | 'pythonPath' | 'shellType'> {
-  let build: Json = {};
+function imageFieldsFor(input: NewUpload, buildData: Buffer | undefined): ImageFields {
+  let build: ImageFields = {};
   try {
-    if (buildData) build = decode(buildData, 'build');
+    if (buildData) build = imageFieldsFromJson(decode(buildData, 'build'));
   } catch {
     // a corrupt build record: the upload says nothing of it
   }
-  const out: Pick<UploadRecord, 'username' | 'pythonPath' | 'shellType'> = {};
-  const pick = (given: string | null | undefined, key: string): string | null | undefined => {
-    if (given !== undefined) return given;
-    const v = build[key];
-    return typeof v === 'string' || v === null ? v : undefined;
-  };
-  const username = pick(input.username, 'username');
-  const pythonPath = pick(input.pythonPath, 'python_path');
-  const shellType = pick(input.shellType, 'shell_type');
-  if (username !== undefined) out.username = username;
-  if (pythonPath !== undefined) out.pythonPath = pythonPath;
-  if (shellType !== undefined) out.shellType = shellType;
-  return out;
+  return uploadImageFields(input, build);
 }

@@ -1,7 +1,8 @@
 /**
  * Shared set-up of the static driver's integration tests: a SQLite store in a temp dir, a
- * live session, a config written as YAML and checked by the real loader, and a logger that
- * also keeps its lines so tests can assert what an operator would read.
+ * live session, a config written as YAML and checked by the real loader, a logger that
+ * also keeps its lines so tests can assert what an operator would read, and the providers
+ * and sshds a test starts (stopped by close()).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,11 +10,17 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
-import type { ProviderContext } from '../../../../lib/drivers/driver.js';
+import type { Provider, ProviderContext } from '../../../../lib/drivers/driver.js';
 import type { StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
+import { staticDriver } from '../../../../lib/drivers/static/index.js';
+import type { StaticProvider } from '../../../../lib/drivers/static/provider.js';
 import { createRootLogger } from '../../../../lib/log.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
 import type { Store } from '../../../../lib/store/store.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
+
+/** A valid ed25519 public key that no fixture sshd has. */
+export const FOREIGN_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM1qNexya9cNGntI0Mw7ddjnvYrt4B9xRaz50xQ7c2+r';
 
 /** One `nodes[]` entry of the test config. */
 export interface TestHost {
@@ -56,6 +63,8 @@ export function staticConfigYaml(hosts: readonly TestHost[]): string {
 /** A store, session and log for one test file. */
 export class StaticEnv {
   readonly lines: string[] = [];
+  private readonly providers: Provider[] = [];
+  private readonly sshds: SshdHandle[] = [];
   private constructor(readonly dir: string, readonly store: Store, readonly sessionId: string) {}
 
   static async create(): Promise<StaticEnv> {
@@ -91,7 +100,39 @@ export class StaticEnv {
     return this.lines.map((l) => JSON.parse(l) as { level: string; message: string }).filter((l) => l.level === level);
   }
 
+  /** Stops `p` in close(). */
+  track<P extends Provider>(p: P): P {
+    this.providers.push(p);
+    return p;
+  }
+
+  /** Stops `s` in close(), after the providers. */
+  trackSshd(s: SshdHandle): SshdHandle {
+    this.sshds.push(s);
+    return s;
+  }
+
+  /** An sshd on `host` (a loopback address), stopped in close(). */
+  async sshd(host: string): Promise<SshdHandle> {
+    return this.trackSshd(await startSshd({ host }));
+  }
+
+  /** Creates and starts the `lab` provider for these hosts (as the launcher does on a config change), stopped in close(). */
+  async provider(hosts: TestHost[]): Promise<{ p: StaticProvider; config: StaticProviderConfig }> {
+    const { config, provider: pc } = this.config(hosts);
+    const p = this.track(staticDriver.createProvider(pc, this.ctx(config)) as StaticProvider);
+    await p.start();
+    return { p, config: pc };
+  }
+
+  /** Stops what the test started: providers, then sshds. */
+  async stopStarted(): Promise<void> {
+    await Promise.all(this.providers.splice(0).map((p) => p.stop()));
+    await Promise.all(this.sshds.splice(0).map((s) => s.stop()));
+  }
+
   async close(): Promise<void> {
+    await this.stopStarted();
     await this.store.close();
     await rm(this.dir, { recursive: true, force: true });
   }

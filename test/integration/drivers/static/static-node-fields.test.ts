@@ -7,44 +7,26 @@
  */
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import type { StaticProvider } from '../../../../lib/drivers/static/provider.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 import { runningProcesses } from '../../../support/processes.js';
-import { startSshd, type SshdHandle } from '../../../support/sshd.js';
-import { StaticEnv, type TestHost } from './static-env.js';
-
-/** A valid ed25519 public key that no fixture sshd has. */
-const FOREIGN_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM1qNexya9cNGntI0Mw7ddjnvYrt4B9xRaz50xQ7c2+r';
+import type { SshdHandle } from '../../../support/sshd.js';
+import { FOREIGN_KEY, StaticEnv, type TestHost } from './static-env.js';
 
 describe('static node fields (Nodepool 11 keys)', () => {
   let env: StaticEnv;
-  const sshds: SshdHandle[] = [];
-  const providers: StaticProvider[] = [];
 
   beforeEach(async () => {
     env = await StaticEnv.create();
   });
   afterEach(async () => {
-    await Promise.all(providers.splice(0).map((p) => p.stop()));
-    await Promise.all(sshds.splice(0).map((s) => s.stop()));
     await env.close();
     assert.deepEqual(runningProcesses().map((p) => p.name), [], 'no process left running');
   });
 
-  async function sshd(host: string): Promise<SshdHandle> {
-    const s = await startSshd({ host });
-    sshds.push(s);
-    return s;
-  }
+  const sshd = (host: string): Promise<SshdHandle> => env.sshd(host);
 
-  async function provider(hosts: TestHost[]): Promise<StaticProvider> {
-    const { config, provider: pc } = env.config(hosts);
-    const p = staticDriver.createProvider(pc, env.ctx(config)) as StaticProvider;
-    providers.push(p);
-    await p.start();
-    return p;
-  }
+  const provider = async (hosts: TestHost[]): Promise<StaticProvider> => (await env.provider(hosts)).p;
 
   const nodes = (states?: NodeRecord['state'][]) => env.store.listNodes({ provider: 'lab', ...(states ? { states } : {}) });
 

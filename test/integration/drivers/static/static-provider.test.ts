@@ -16,40 +16,22 @@ import { SessionKeeper } from '../../../../lib/client/session-keeper.js';
 import { freePort, runningProcesses } from '../../../support/processes.js';
 import { testLogger } from '../../../support/test-log.js';
 import { startSshd, type SshdHandle } from '../../../support/sshd.js';
-import { StaticEnv, type TestHost } from './static-env.js';
-
-/** A valid ed25519 public key that no fixture sshd has. */
-const FOREIGN_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM1qNexya9cNGntI0Mw7ddjnvYrt4B9xRaz50xQ7c2+r';
+import { FOREIGN_KEY, StaticEnv, type TestHost } from './static-env.js';
 
 describe('static provider', () => {
   let env: StaticEnv;
-  const sshds: SshdHandle[] = [];
-  const providers: Provider[] = [];
 
   beforeEach(async () => {
     env = await StaticEnv.create();
   });
   afterEach(async () => {
-    await Promise.all(providers.splice(0).map((p) => p.stop()));
-    await Promise.all(sshds.splice(0).map((s) => s.stop()));
     await env.close();
     assert.deepEqual(runningProcesses().map((p) => p.name), [], 'no process left running');
   });
 
-  async function sshd(host: string): Promise<SshdHandle> {
-    const s = await startSshd({ host });
-    sshds.push(s);
-    return s;
-  }
+  const sshd = (host: string): Promise<SshdHandle> => env.sshd(host);
 
-  /** Creates and starts the `lab` provider for these hosts (as the launcher does on a config change). */
-  async function provider(hosts: TestHost[]): Promise<{ p: StaticProvider; config: StaticProviderConfig }> {
-    const { config, provider: pc } = env.config(hosts);
-    const p = staticDriver.createProvider(pc, env.ctx(config)) as StaticProvider;
-    providers.push(p);
-    await p.start();
-    return { p, config: pc };
-  }
+  const provider = (hosts: TestHost[]): Promise<{ p: StaticProvider; config: StaticProviderConfig }> => env.provider(hosts);
 
   const nodes = (states?: NodeRecord['state'][]) => env.store.listNodes({ provider: 'lab', ...(states ? { states } : {}) });
   const ofHost = (rs: NodeRecord[], s: SshdHandle) => rs.filter((r) => r.hostname === s.host && r.connectionPort === s.port);
@@ -134,7 +116,7 @@ describe('static provider', () => {
     try {
       const { config, provider: pc } = env.config([{ name: s.host, port: s.port, maxParallelJobs: 2, timeout: 10 }]);
       const p = staticDriver.createProvider(pc, env.ctx(config, () => session.id)) as StaticProvider;
-      providers.push(p);
+      env.track(p);
       await p.start();
       assert.equal((await nodes(['ready'])).length, 2);
       const lapsed = session.id;
@@ -188,7 +170,7 @@ describe('static provider', () => {
   it('deregisters the ready records of a host removed from the config, leaving its in-use node', async () => {
     const [portA, portB] = [await freePort(), await freePort()];
     const both = await startSshd({ addresses: [`127.0.0.7:${portA}`, `127.0.0.8:${portB}`] });
-    sshds.push(both);
+    env.trackSshd(both);
     const a = { name: '127.0.0.7', port: portA, maxParallelJobs: 2 };
     const b = { name: '127.0.0.8', port: portB, connectionType: 'winrm' };
     const first = await provider([a, b]);
@@ -226,7 +208,7 @@ describe('static provider', () => {
 
     const { config, provider: pc } = env.config(hosts);
     const periodic = new StaticProvider(pc, env.ctx(config), { syncKeyReuseMs: 0 });
-    providers.push(periodic);
+    env.track(periodic);
     await periodic.cleanupLeakedResources();
     await settle();
     assert.ok(count(/\[preauth\]/) > scanned, 'a pass whose keys are older than the reuse window key-scans');
