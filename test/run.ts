@@ -91,7 +91,7 @@ const before = watchedPids();
 /** The full cloud's support module: a test that imports it (directly or not) boots servers. */
 const NOVA_CLOUD = path.resolve('test/support/openstack-full.ts');
 /** Tests that boot servers get the full cloud (its start takes a minute or more, so only then). */
-const bootsServers = (f: string): boolean => ['drivers/openstack', 'launcher'].some((d) => f.includes(`${path.sep}integration${path.sep}${d.split('/').join(path.sep)}${path.sep}`))
+const bootsServers = (f: string): boolean => f.includes(`${path.sep}integration${path.sep}drivers${path.sep}openstack${path.sep}`)
   || f.endsWith('nova-cloud.test.ts') || localImports(path.resolve(f)).has(NOVA_CLOUD);
 /** Tests that use the shared Keystone + Glance (test/support/openstack.ts); the others never wait for it. */
 const LOOPBACK_CLOUD = path.resolve('test/support/openstack.ts');

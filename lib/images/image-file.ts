@@ -27,6 +27,9 @@ export const UUID_HEX_RE = /^[0-9a-f]{32}$/;
  */
 export const UPLOAD_ID_RE = /^(?:\d{10}|([0-9a-f]{32})-([^/\0]+)-(\d{10}))$/;
 
+/** An upload id from the store-wide sequence (not one under a Nodepool 11 uuid build). */
+export const UPLOAD_SEQ_RE = /^\d{10}$/;
+
 /** The id of the upload znode `name` under build segment `build` and `provider` (see {@link UPLOAD_ID_RE}). */
 export function uploadIdOf(build: string, provider: string, name: string): string {
   return UUID_HEX_RE.test(build) ? `${build}-${provider}-${name}` : name;

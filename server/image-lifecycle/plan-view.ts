@@ -8,7 +8,7 @@
 import type { DiskimageConfig } from '../../lib/config/schema.js';
 import { imageTargets } from '../../lib/drivers/config-registry.js';
 import { formatsFor } from '../../lib/images/formats.js';
-import { byCreated, hasSequenceOrder, parseImageId } from '../../lib/images/image-file.js';
+import { byCreated, hasSequenceOrder, parseImageId, UPLOAD_SEQ_RE } from '../../lib/images/image-file.js';
 import type { BuildRecord, BuildState, UploadRecord, UploadState } from '../../lib/store/models.js';
 import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
 import type { Action, PlannerSnapshot } from './actions.js';
@@ -101,9 +101,6 @@ function isSorted(list: ReadonlyArray<{ seq: number }>): boolean {
   for (let i = 1; i < list.length; i++) if ((list[i] as { seq: number }).seq < (list[i - 1] as { seq: number }).seq) return false;
   return true;
 }
-
-/** An upload id from the store-wide sequence (not one under a Nodepool 11 uuid build). */
-const UPLOAD_SEQ_RE = /^\d{10}$/;
 
 /**
  * Sorts `list` oldest first: by sequence when every id has one (`sequenced`), else (a Nodepool

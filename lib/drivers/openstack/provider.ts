@@ -11,6 +11,7 @@ import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import type { ImageService } from '../image-service.js';
+import { bootUpload } from '../boot-upload.js';
 import { pinnedUploadProblem } from '../pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
 import { poolInfo } from './config.js';
@@ -167,8 +168,8 @@ export class OpenStackProvider implements Provider {
     if (label.diskimage !== undefined) {
       const d = this.config.diskimages.find((x) => x.name === label.diskimage);
       if (!d) return undefined;
-      const uploads = (await this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] })).filter((u) => u.externalId);
-      const newest = uploads.reduce<(typeof uploads)[number] | undefined>((a, u) => (!a || u.id > a.id ? u : a), undefined);
+      const uploads = await this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] });
+      const newest = bootUpload(uploads, { provider: this.name, diskimage: d.name });
       if (!newest?.externalId) return undefined;
       return { imageId: newest.externalId, ref: newest.id, name: d.name, configDrive: d.configDrive, ...diskimageNodeFields(d, this.topDiskimage(d.name)) };
     }

@@ -17,6 +17,7 @@ import { QemuHandler } from './handler.js';
 import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
+import { bootUpload } from '../boot-upload.js';
 import { pinnedUploadProblem } from '../pinned-upload.js';
 import { KeptUnlessFailed } from '../../lifecycle.js';
 
@@ -86,14 +87,12 @@ export class QemuProvider implements Provider {
 
   /** The newest ready upload of the label's diskimage whose file is in image-dir; undefined when none. */
   async bootImage(label: QemuLabelConfig): Promise<BootImage | undefined> {
-    const uploads = (await this.ctx.store.listUploads({ provider: this.name, diskimage: label.diskimage, states: ['ready'] }))
-      .filter((u) => u.externalId && validImageId(u.externalId))
-      .sort((a, b) => (a.id < b.id ? 1 : -1));
-    for (const u of uploads) {
-      const file = this.images.imagePath(u.externalId as string);
-      if (existsSync(file)) return { uploadId: u.id, externalId: u.externalId as string, path: file };
-    }
-    return undefined;
+    const uploads = await this.ctx.store.listUploads({ provider: this.name, diskimage: label.diskimage, states: ['ready'] });
+    const u = bootUpload(uploads, {
+      provider: this.name, diskimage: label.diskimage,
+      usable: (x) => x.externalId !== null && validImageId(x.externalId) && existsSync(this.images.imagePath(x.externalId)),
+    });
+    return u?.externalId ? { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId) } : undefined;
   }
 
   /**
