@@ -161,6 +161,8 @@ async function main(): Promise<number> {
       (err: Error) => console.error(`# bootable test image not built before the tests: ${err.message}`),
     )
     : Promise.resolve();
+  const serialVms = serial.filter(bootsVms);
+  const serialServers = serial.filter((f) => !serialVms.includes(f));
   const withCloud = files.filter((f) => !serial.includes(f) && !alone.includes(f) && usesCloud(f));
   const plain = files.filter((f) => !serial.includes(f) && !alone.includes(f) && !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
@@ -170,7 +172,11 @@ async function main(): Promise<number> {
       const failed = await keystoneUp;
       return Math.max(code, failed ? notRun(withCloud, failed) : await runTests(withCloud, 2));
     }),
-    Promise.all([keystone, nova, vmImage]).then(() => runTests(serial, 1), (err: Error) => notRun(serial, err)),
+    // The files that boot only servers start once the clouds are up; the VM files follow, by
+    // when the bootable image (minutes of real DIB) has been built beside the first ones.
+    Promise.all([keystone, nova]).then(() => runTests(serialServers, 1), (err: Error) => notRun(serialServers, err))
+      .then(async (code) => Math.max(code, await Promise.all([keystone, nova, vmImage])
+        .then(() => runTests(serialVms, 1), (err: Error) => notRun(serialVms, err)))),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
   return Math.max(...codes, await runTests(alone, 1));
