@@ -26,7 +26,7 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', 'test/support/duration-reporter.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

@@ -119,11 +119,31 @@ async function startCloud(what: string, script: string, info: string, timeoutMs:
   return info;
 }
 
+const DURATION_REPORTER = path.resolve('test/support/duration-reporter.mjs');
+let runs = 0;
+
+/** The slowest files of the run (their top-level tests' summed durations), a line each. */
+function slowestFiles(count: number): string[] {
+  const perFile = new Map<string, number>();
+  for (const name of readdirSync(tmp).filter((n) => n.startsWith('durations-'))) {
+    for (const line of readFileSync(path.join(tmp, name), 'utf8').split('\n')) {
+      if (!line) continue;
+      const { file, ms } = JSON.parse(line) as { file: string; ms: number };
+      perFile.set(file, (perFile.get(file) ?? 0) + ms);
+    }
+  }
+  return [...perFile].sort((a, b) => b[1] - a[1]).slice(0, count)
+    .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${path.relative(process.cwd(), file)}`);
+}
+
 /** Runs `node --test` over `group`; resolves with its exit code. */
 function runTests(group: string[], concurrency: number): Promise<number> {
   if (group.length === 0) return Promise.resolve(0);
   const runner = spawn(process.execPath, [
-    '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, ...group,
+    '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
+    `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout',
+    `--test-reporter=${DURATION_REPORTER}`, `--test-reporter-destination=${path.join(tmp, `durations-${++runs}.jsonl`)}`,
+    ...group,
   ], { stdio: 'inherit', env });
   return new Promise((resolve) => runner.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
@@ -197,6 +217,8 @@ try {
 } catch (err) {
   console.error(`test run failed: ${(err as Error).message}`);
 } finally {
+  const slowest = slowestFiles(15);
+  if (slowest.length) console.log(`# slowest test files:\n${slowest.join('\n')}`);
   await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });
 }
