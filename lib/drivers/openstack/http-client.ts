@@ -165,7 +165,7 @@ export class HttpClient {
       if (!retryable || attempt > 0 || res.status < 500) return res;
       this.counters.retries += 1;
       await sleep(this.retryDelayMs, o.signal).catch((err: unknown) => {
-        throw new CloudError(`${res.call} aborted`, { cause: err });
+        throw new CloudError(`${res.call} aborted`, { cause: err, retryable: false });
       });
     }
   }
@@ -207,7 +207,7 @@ export class HttpClient {
           reject(err);
         } else resolve(res as HttpResponse);
       };
-      const onAbort = (): void => finish(new CloudError(`${call} aborted`, { cause: o.signal?.reason }));
+      const onAbort = (): void => finish(new CloudError(`${call} aborted`, { cause: o.signal?.reason, retryable: false }));
       if (o.signal?.aborted) return onAbort();
       o.signal?.addEventListener('abort', onAbort, { once: true });
       req.setTimeout(timeoutMs, () => finish(new CloudError(`${label}: no answer within ${timeoutMs} ms`)));
