@@ -1,15 +1,30 @@
 /**
  * The project's error classes. Tell them apart with `instanceof`, never by message.
  * A `BuilderError` is an expected failure (WORK_FAIL); anything else reaching a job
- * boundary is a bug (WORK_EXCEPTION).
+ * boundary is a bug (WORK_EXCEPTION). Whether the same call may succeed when tried again is
+ * a property of the error ({@link NodepoolError.retryable}, {@link isRetryable}), set where
+ * it is created.
  */
 
-/** Base of every error this project throws on purpose. */
+/**
+ * Base of every error this project throws on purpose; never thrown itself. Not retryable
+ * unless a subclass says so.
+ */
 export class NodepoolError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
   }
+
+  /** Whether the same call may succeed when tried again (a transient failure, not a "no"). */
+  get retryable(): boolean {
+    return false;
+  }
+}
+
+/** True when `err` is one of ours and says trying again may work ({@link NodepoolError.retryable}). */
+export function isRetryable(err: unknown): boolean {
+  return err instanceof NodepoolError && err.retryable;
 }
 
 /** One problem found in a configuration file. */
@@ -30,7 +45,10 @@ export class ConfigError extends NodepoolError {
   }
 }
 
-/** An expected builder failure: reported to the submitter as WORK_FAIL. */
+/**
+ * An expected builder failure, thrown as one of its subclasses (or directly for a failure
+ * that has none, e.g. a missing image file): reported to the submitter as WORK_FAIL.
+ */
 export class BuilderError extends NodepoolError {}
 
 /** Thrown when a job's payload or id is malformed. */
@@ -61,15 +79,34 @@ export class BuildTimeoutError extends BuilderError {}
 /** Thrown when a build or upload is aborted because the builder is shutting down. */
 export class AbortedError extends BuilderError {}
 
+/** Options of a {@link CloudError}. */
+export interface CloudErrorOptions {
+  cause?: unknown;
+  /** The HTTP status the cloud answered, if it answered. */
+  status?: number;
+  /**
+   * Whether the same call may work later. Default: when the cloud did not answer (a dropped
+   * connection, no answer in time), answered 5xx, or 429 (too many requests); a rejection
+   * (another 4xx) would fail again. An aborted call says `false`.
+   */
+  retryable?: boolean;
+}
+
 /**
  * Thrown when a cloud fails a call or answers something unusable (an expected failure, with
  * the cloud's words): the builder reports it as WORK_FAIL, a launch as the node's reason.
  */
 export class CloudError extends NodepoolError {
   readonly status: number | undefined;
-  constructor(message: string, options?: { cause?: unknown; status?: number }) {
+  private readonly transient: boolean;
+  constructor(message: string, options?: CloudErrorOptions) {
     super(message, options);
     this.status = options?.status;
+    this.transient = options?.retryable ?? (this.status === undefined || this.status >= 500 || this.status === 429);
+  }
+
+  override get retryable(): boolean {
+    return this.transient;
   }
 }
 
@@ -82,7 +119,7 @@ export class UploadTimeoutError extends BuilderError {}
 /** Thrown when a Gearman connection fails or drops while a job depends on it. */
 export class GearmanConnectionError extends NodepoolError {}
 
-/** Thrown when gearmand answers with an ERROR packet. */
+/** Thrown when gearmand answers with an ERROR packet (the code and text it sent). */
 export class GearmanServerError extends NodepoolError {
   readonly code: string;
   constructor(code: string, message: string) {
@@ -91,7 +128,7 @@ export class GearmanServerError extends NodepoolError {
   }
 }
 
-/** Thrown when a Gearman packet cannot be decoded. */
+/** Thrown when a Gearman packet cannot be decoded (bad magic, unknown type, cut or oversized). */
 export class GearmanProtocolError extends NodepoolError {}
 
 /** Turns anything thrown into an Error, keeping Errors as they are. */
@@ -155,10 +192,19 @@ export class ZooKeeperError extends StoreError {
   constructor(readonly code: string, message: string, readonly path?: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+
+  /** ZooKeeper could not be reached (see {@link isStoreUnreachable}): the same operation may succeed later. */
+  override get retryable(): boolean {
+    return UNREACHABLE_CODES.has(this.code);
+  }
 }
 
 /** Thrown by an operation on a ZooKeeper store this process has closed (code `CONNECTION_LOSS`, as before): never worth retrying. */
-export class ZooKeeperClosedError extends ZooKeeperError {}
+export class ZooKeeperClosedError extends ZooKeeperError {
+  override get retryable(): boolean {
+    return false;
+  }
+}
 
 /** ZooKeeper's answers that mean "not now" (the server is unreachable or the session is being replaced), not "no". */
 const UNREACHABLE_CODES = new Set(['CONNECTION_LOSS', 'OPERATION_TIMEOUT', 'SESSION_EXPIRED']);
@@ -169,7 +215,7 @@ const UNREACHABLE_CODES = new Set(['CONNECTION_LOSS', 'OPERATION_TIMEOUT', 'SESS
  * store this process closed is not unreachable: nothing will answer there again.
  */
 export function isStoreUnreachable(err: unknown): boolean {
-  return err instanceof ZooKeeperError && !(err instanceof ZooKeeperClosedError) && UNREACHABLE_CODES.has(err.code);
+  return err instanceof ZooKeeperError && err.retryable;
 }
 
 /**

@@ -2,6 +2,7 @@
  * Small lifecycle helpers shared by daemons and tests: bounded polling and waiting, capped
  * backoff, abortable sleep, and LIFO releasers.
  */
+import { backoffMs } from './backoff.js';
 
 /** Options of {@link waitFor}. */
 export interface WaitForOptions {
@@ -79,10 +80,12 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** Capped exponential backoff: attempt 0 → `initialMs`, doubling up to `maxMs`, with up to 20 % jitter. */
+/**
+ * The daemons' loops' backoff ({@link backoffMs}): attempt 0 → `initialMs`, doubling up to
+ * `maxMs`, with up to 20 % jitter.
+ */
 export function backoffDelay(attempt: number, initialMs: number, maxMs: number, random: () => number = Math.random): number {
-  const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
-  return Math.round(base * (0.8 + 0.2 * random()));
+  return backoffMs(attempt, { initialMs, maxMs, jitter: 0.2 }, random);
 }
 
 /** Options of {@link retryWithBackoff}. */

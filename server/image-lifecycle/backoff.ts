@@ -2,6 +2,7 @@
  * Capped exponential backoff after consecutive failures (pure, no jitter), shared by the
  * planner and the CLI's status output.
  */
+import { backoffMs } from '../../lib/backoff.js';
 import type { ImageLifecycleConfig } from '../../lib/config/schema.js';
 
 /** The part of the config the delay depends on (seconds). */
@@ -13,7 +14,7 @@ export type BackoffConfig = Pick<ImageLifecycleConfig, 'retryDelay' | 'maxRetryD
  */
 export function retryDelayMs(failures: number, cfg: BackoffConfig): number {
   if (failures <= 0) return 0;
-  return Math.min(cfg.maxRetryDelay, cfg.retryDelay * 2 ** (failures - 1)) * 1000;
+  return backoffMs(failures - 1, { initialMs: cfg.retryDelay * 1000, maxMs: cfg.maxRetryDelay * 1000 });
 }
 
 /**

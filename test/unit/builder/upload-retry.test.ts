@@ -10,7 +10,8 @@ describe('upload attempts', () => {
     assert.equal(retryableUploadError(new CloudError('Glance PUT failed with 503', { status: 503 })), true);
     assert.equal(retryableUploadError(new CloudError('Glance PUT failed with 429', { status: 429 })), true);
     assert.equal(retryableUploadError(new CloudError('Glance PUT failed with 413', { status: 413 })), false);
-    assert.equal(retryableUploadError(new CloudError('Glance PUT /v2/images/x/file aborted')), false);
+    // As the HTTP client makes it when the call's signal aborts.
+    assert.equal(retryableUploadError(new CloudError('Glance PUT /v2/images/x/file aborted', { retryable: false })), false);
     assert.equal(retryableUploadError(new UploadTimeoutError('did not finish within 2 s')), false);
     assert.equal(retryableUploadError(new InvalidJobError('bad payload')), false);
     assert.equal(retryableUploadError(new Error('ENOENT')), false);
