@@ -98,6 +98,15 @@ const launcher = object({
   interval: optional(seconds({ min: 0.05, fractions: true }), 1),
   /** Between passes of the deleter (used, failed and abandoned nodes). */
   'delete-interval': optional(seconds({ min: 0.05, fractions: true }), 5),
+  /**
+   * Deletes in flight at most. A node to delete (used, failed, …) is taken as soon as the store
+   * tells of it, and a finished delete frees its place for the next at once; `delete-interval`
+   * is only the backstop pass. 10 keeps a burst of returned cloud nodes to 10 DELETE calls in
+   * flight, well inside the API rate limits clouds commonly set per project (Nova's default
+   * rate limits and most public clouds' allow tens of writes a second), while static slots
+   * (no remote call) are never held up by it.
+   */
+  'delete-concurrency': optional(int({ min: 1, max: 1000 }), 10),
   /** Between passes of the cleanup worker (leaks, lost requests, stale locks, max ages). */
   'cleanup-interval': optional(seconds({ min: 0.05, fractions: true }), 60),
   /** A process's store session lapses this long after its last renewal (its locks go stale). */
