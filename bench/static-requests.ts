@@ -19,7 +19,9 @@
  * per interval, and at once when the store tells it of a change; a busy one goes on at once).
  * reference: the same store calls one request cycle makes (create, lock, read, pending,
  * allocate, fulfilled, unlock) in a tight loop in one process: the store-bound ceiling.
- * Goals (issue 12): on ZooKeeper, burst ≥ 500 requests/s from one launcher and ≥ 0.5× SQLite.
+ * Goal (issue 12): on ZooKeeper, burst ≥ 500 requests/s from one launcher. The ZooKeeper / SQLite
+ * ratio is printed, but no longer a goal (issue 22): it measured the two stores sharing two
+ * cores with ZooKeeper's JVM.
  * warm-up: `--warmup N` (default 1) bursts at interval 0.05 s before the measured ones, not
  * measured (the first burst after start also pays for JIT compiling, most of all ZooKeeper's JVM:
  * its C2 compiler thread used ~3.6 s of CPU in one run; a launcher in service is past that); the
@@ -275,7 +277,7 @@ function report(runs: StoreRun[]): void {
   const sq = runs.find((r) => r.kind === 'sqlite');
   if (zk) {
     for (const [label, b] of [['interval 0.05 s', zk.fastBurst], ['default interval', zk.defaultBurst]] as const) {
-      const vsSqlite = sq ? `; ${(b.rate / (label === 'default interval' ? sq.defaultBurst : sq.fastBurst).rate).toFixed(2)}× SQLite (goal ≥ 0.5×)` : '';
+      const vsSqlite = sq ? `; ${(b.rate / (label === 'default interval' ? sq.defaultBurst : sq.fastBurst).rate).toFixed(2)}× SQLite` : '';
       console.log(`ZooKeeper burst (${label}): ${b.rate.toFixed(0)} req/s (goal ≥ 500: ${b.rate >= 500 ? 'met' : 'missed'})${vsSqlite}`);
     }
   }
