@@ -19,6 +19,40 @@ export interface ExpectState<S extends string> {
   expectStates?: readonly S[];
 }
 
+/**
+ * The list filters, written once: both backends' list code takes these types, so a field added
+ * here is one each backend's list must handle (and the contract suite should test). Every field
+ * given must match; an absent field matches everything.
+ */
+export interface BuildFilter {
+  diskimage?: string;
+  states?: readonly BuildState[];
+}
+
+/** Filter of {@link UploadStore.listUploads}. */
+export interface UploadFilter {
+  buildId?: string;
+  provider?: string;
+  diskimage?: string;
+  states?: readonly UploadState[];
+}
+
+/** Filter of {@link NodeStore.listNodes}. */
+export interface NodeFilter {
+  provider?: string;
+  pool?: string;
+  /** Matches any of a node's labels. */
+  label?: string;
+  states?: readonly NodeState[];
+  allocatedTo?: string;
+}
+
+/** Filter of {@link NodeRequestStore.listRequests}. */
+export interface RequestFilter {
+  states?: readonly RequestState[];
+  requestor?: string;
+}
+
 /** Builds of diskimages. */
 export interface BuildStore {
   /**
@@ -29,7 +63,7 @@ export interface BuildStore {
   createBuild(input: NewBuild): Promise<BuildRecord>;
   getBuild(id: string): Promise<BuildRecord | undefined>;
   /** Builds ordered by diskimage, then id. */
-  listBuilds(filter?: { diskimage?: string; states?: readonly BuildState[] }): Promise<BuildRecord[]>;
+  listBuilds(filter?: BuildFilter): Promise<BuildRecord[]>;
   /**
    * Applies a patch; `undefined` when the build does not exist.
    * Thrown: StateConflictError when `expectStates` is given and the build is in another state.
@@ -48,7 +82,7 @@ export interface UploadStore {
   createUpload(input: NewUpload): Promise<UploadRecord>;
   getUpload(id: string): Promise<UploadRecord | undefined>;
   /** Uploads ordered by diskimage, provider, then id. */
-  listUploads(filter?: { buildId?: string; provider?: string; diskimage?: string; states?: readonly UploadState[] }): Promise<UploadRecord[]>;
+  listUploads(filter?: UploadFilter): Promise<UploadRecord[]>;
   /** As {@link BuildStore.updateBuild}. */
   updateUpload(id: string, patch: UploadPatch, opts?: ExpectState<UploadState>): Promise<UploadRecord | undefined>;
   deleteUpload(id: string): Promise<boolean>;
@@ -82,8 +116,8 @@ export interface NodeStore {
   /** Creates a node with the next node id (10 digits, never reused). */
   createNode(input: NewNode): Promise<NodeRecord>;
   getNode(id: string): Promise<NodeRecord | undefined>;
-  /** Nodes ordered by id; `label` matches any of a node's labels. */
-  listNodes(filter?: { provider?: string; pool?: string; label?: string; states?: readonly NodeState[]; allocatedTo?: string }): Promise<NodeRecord[]>;
+  /** Nodes ordered by id. */
+  listNodes(filter?: NodeFilter): Promise<NodeRecord[]>;
   /** As {@link BuildStore.updateBuild}. */
   updateNode(id: string, patch: NodePatch, opts?: ExpectState<NodeState>): Promise<NodeRecord | undefined>;
   /** Removes a node record (and its lock); false when there was none. */
@@ -96,7 +130,7 @@ export interface NodeRequestStore {
   createRequest(input: NewNodeRequest): Promise<NodeRequestRecord>;
   getRequest(id: string): Promise<NodeRequestRecord | undefined>;
   /** Requests ordered by priority, then age (= by id). */
-  listRequests(filter?: { states?: readonly RequestState[]; requestor?: string }): Promise<NodeRequestRecord[]>;
+  listRequests(filter?: RequestFilter): Promise<NodeRequestRecord[]>;
   /** As {@link BuildStore.updateBuild}. */
   updateRequest(id: string, patch: NodeRequestPatch, opts?: ExpectState<RequestState>): Promise<NodeRequestRecord | undefined>;
   /** Removes a request (and its lock); false when there was none. */

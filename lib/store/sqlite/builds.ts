@@ -7,18 +7,12 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId } from '../../images/image-file.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, BuildFilter } from '../store.js';
 import {
   buildFromRow, checkBuildState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJson, toJsonOrNull, type BuildRow,
 } from './rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
-
-/** Filter of {@link SqliteBuilds.list}. */
-export interface BuildFilter {
-  diskimage?: string;
-  states?: readonly BuildState[];
-}
 
 /** Builds in a SQLite database. */
 export class SqliteBuilds {
@@ -31,8 +25,10 @@ export class SqliteBuilds {
   private readonly updateTx: (id: string, patch: BuildPatch, expect: readonly BuildState[] | undefined) => BuildRecord | undefined;
   private readonly deleteTx: (id: string) => boolean;
 
+  /** `clearRequests` removes the build requests a new build serves, inside its transaction (`servesRequestsUpTo`). */
   constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
-    private readonly corruptLog = new CorruptLog(undefined)) {
+    private readonly corruptLog = new CorruptLog(undefined),
+    private readonly clearRequests: (diskimage: string, requestedUpTo: number) => void = () => undefined) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], BuildRow>('SELECT * FROM builds WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
@@ -48,7 +44,7 @@ export class SqliteBuilds {
     this.deleteTx = (id) => deleteTx.immediate(id);
   }
 
-  /** Creates a build in state `building` with its diskimage's next id. */
+  /** Creates a build in state `building` with its diskimage's next id (and clears the build requests it serves). */
   create(input: NewBuild): BuildRecord {
     return this.createTx(input);
   }
@@ -95,6 +91,7 @@ export class SqliteBuilds {
     do id = formatImageId(input.diskimage, this.sequences.next(buildSequence(input.diskimage)));
     while (skip.has(id));
     this.insertStmt.run(id, input.diskimage, now, now, toJson(input.formats, `build ${id} formats`), imageFieldsValue(input, `build ${id}`));
+    if (input.servesRequestsUpTo !== undefined) this.clearRequests(input.diskimage, input.servesRequestsUpTo);
     return this.mustGet(id);
   }
 

@@ -8,7 +8,7 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { nodeLock } from '../lock-names.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, NodeFilter } from '../store.js';
 import {
   checkedRows, checkNodeState, checkStringList, corruptRows, NODE_COLUMNS, nodeColumnValue, nodeFromRow, placeholders,
   type NodeFields, type NodeRow,
@@ -19,24 +19,12 @@ import { StatementCache, whereClause, type SqlValue } from './statements.js';
 /** Sequence name of nodes (one for the whole store). */
 export const NODE_SEQUENCE = 'node';
 
-/** Filter of {@link SqliteNodes.list}. */
-export interface NodeFilter {
-  provider?: string;
-  pool?: string;
-  /** Matches any of a node's labels. */
-  label?: string;
-  states?: readonly NodeState[];
-  allocatedTo?: string;
-}
-
 /** Formats a node id: the sequence as 10 digits. */
 export function formatNodeId(sequence: number): string {
   return String(sequence).padStart(10, '0');
 }
 
-
 const FIELDS = Object.keys(NODE_COLUMNS) as Array<keyof NodeFields>;
-
 
 /** The value a new node starts with in `field`: the input's, else the default. */
 function initialValue(input: NewNode, field: keyof NodeFields): unknown {

@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, RequestFilter } from '../store.js';
 import { requestLock } from '../lock-names.js';
 import {
   checkedRows, checkRequestState, checkStringList, corruptRows, placeholders, requestFromRow, toJson, type NodeRequestRow,
@@ -22,17 +22,10 @@ export const REQUEST_SEQUENCE = 'request';
 /** Priority of a request that names none. */
 export const DEFAULT_REQUEST_PRIORITY = 100;
 
-/** Filter of {@link SqliteRequests.list}. */
-export interface RequestFilter {
-  states?: readonly RequestState[];
-  requestor?: string;
-}
-
 /** Formats a request id from its priority and sequence value. */
 export function formatRequestId(priority: number, sequence: number): string {
   return `${String(priority).padStart(3, '0')}-${String(sequence).padStart(10, '0')}`;
 }
-
 
 /** Node requests in a SQLite database. */
 export class SqliteRequests {

@@ -7,21 +7,13 @@ import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, UploadFilter } from '../store.js';
 import {
   buildFromRow, checkUploadState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJsonOrNull, uploadFromRow,
   type BuildRow, type UploadRow,
 } from './rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
-
-/** Filter of {@link SqliteUploads.list}. */
-export interface UploadFilter {
-  buildId?: string;
-  provider?: string;
-  diskimage?: string;
-  states?: readonly UploadState[];
-}
 
 /** Formats an upload id: the sequence as 10 digits. */
 export function formatUploadId(sequence: number): string {
@@ -121,7 +113,6 @@ export class SqliteUploads {
     }
     return uploadImageFields(input, build);
   }
-
 
   private updateNow(id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined): UploadRecord | undefined {
     const row = this.getStmt.get(id);

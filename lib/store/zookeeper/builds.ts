@@ -11,7 +11,7 @@ import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
 import { checkBuildState } from '../sqlite/rows.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, BuildFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';
 import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
@@ -19,12 +19,6 @@ import { SEQ_RE } from './layout.js';
 import { copyBuild, buildFromJson, buildJson, decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { Op } from './zk-client.js';
-
-/** Filter of {@link ZkBuilds.list}. */
-export interface BuildFilter {
-  diskimage?: string;
-  states?: readonly BuildState[];
-}
 
 /** `<diskimage>-<seq>` → its parts; undefined for anything else. */
 export function splitBuildId(id: string): { diskimage: string; seq: string } | undefined {

@@ -10,23 +10,13 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import { checkNodeState, checkStringList } from '../sqlite/rows.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, NodeFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
 import { LOCK_DIR, seq10 } from './layout.js';
 import { copyNode, decodeRecord, encode, nodeFromJson, nodeJson } from './records.js';
 import type { Op, Stat } from './zk-client.js';
-
-/** Filter of {@link ZkNodes.list}. */
-export interface NodeFilter {
-  provider?: string;
-  pool?: string;
-  label?: string;
-  states?: readonly NodeState[];
-  allocatedTo?: string;
-}
-
 
 /** Reads of node records {@link ZkNodes.update} may write at (bounded; cleared when full). */
 const MAX_READS_KEPT = 5000;

@@ -11,7 +11,7 @@ import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js'
 import type { CorruptRecord } from '../corrupt.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
 import { checkRequestState, checkStringList } from '../sqlite/rows.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, RequestFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
 import { REQUEST_ID_RE } from './layout.js';
@@ -22,12 +22,6 @@ import { MODE, type Stat, type ZkClient } from './zk-client.js';
 
 /** Priority of a request that names none. */
 export const DEFAULT_REQUEST_PRIORITY = 100;
-
-/** Filter of {@link ZkRequests.list}. */
-export interface RequestFilter {
-  states?: readonly RequestState[];
-  requestor?: string;
-}
 
 /** Copies of requests {@link ZkRequests.update} may write at (bounded; cleared when full). */
 const MAX_KEPT = 5000;

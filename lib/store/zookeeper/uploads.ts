@@ -9,7 +9,7 @@ import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js'
 import type { CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import { checkUploadState } from '../sqlite/rows.js';
-import type { ExpectState } from '../store.js';
+import type { ExpectState, UploadFilter } from '../store.js';
 import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
@@ -18,14 +18,6 @@ import { uploadImageFields, type ImageFields } from '../image-fields.js';
 import { copyUpload, decode, decodeRecord, encode, imageFieldsFromJson, uploadFromJson, uploadJson } from './records.js';
 import { UPLOAD_ID_RE, uploadIdOf } from '../../images/image-file.js';
 import type { Entry } from './tree-cache.js';
-
-/** Filter of {@link ZkUploads.list}. */
-export interface UploadFilter {
-  buildId?: string;
-  provider?: string;
-  diskimage?: string;
-  states?: readonly UploadState[];
-}
 
 /** Where an upload lives. */
 interface UploadPlace {

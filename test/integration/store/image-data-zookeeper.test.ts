@@ -107,8 +107,8 @@ void describe('ZooKeeperStore image data', () => {
     const chroot = `/image-data-${randomUUID()}`;
     const target = track(await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.port, chroot }] }));
     // Small transactions, and a failure injected before the fourth.
-    // The store keeps its ZkImageData private; the test reaches its seams (ZkImageDataOptions).
-    const inner = (target as unknown as { imageData: { opts: ZkImageDataOptions } }).imageData;
+    // The store's backend keeps its ZkImageData private; the test reaches its seams (ZkImageDataOptions).
+    const inner = (target as unknown as { zk: { imageData: { opts: ZkImageDataOptions } } }).zk.imageData;
     let seen = 0;
     inner.opts.maxBatchBytes = 2048;
     inner.opts.beforeBatch = (i) => { seen = i; if (i === 3) throw new Error('injected failure'); };
