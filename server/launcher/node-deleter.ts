@@ -1,17 +1,25 @@
 /**
- * The deleter (Nodepool's DeletedNodeWorker): every `launcher.delete-interval` seconds it
- * deletes nodes of this process's providers that are used, failed, aborted, marked deleting,
- * or abandoned (building without a live lock, in-use by a consumer session that lapsed):
- * lock → deleting → the provider's cleanupNode → record removed → nodeDeleted (a static slot
- * is registered again). Ready nodes allocated to a request that no longer exists go back to
- * stock. Validation nodes (validation-worker.ts) never go back to stock: one nobody locks is
- * deleted in any state but hold. A failed delete is retried at the next pass.
+ * The deleter (Nodepool's DeletedNodeWorker): deletes nodes of this process's providers that
+ * are used, failed, aborted, marked deleting, or abandoned (building without a live lock,
+ * in-use by a consumer session that lapsed): lock → deleting → the provider's cleanupNode →
+ * record removed → nodeDeleted (a static slot is registered again at once). Ready nodes
+ * allocated to a request that no longer exists go back to stock. Validation nodes
+ * (validation-worker.ts) never go back to stock: one nobody locks is deleted in any state but
+ * hold. A failed delete is retried at the next pass.
+ *
+ * Two kinds of pass: a quick one whenever the store tells of a change (the launcher calls
+ * {@link NodeDeleter.pass} on each wake), which takes nodes already returned (used, failed,
+ * aborted, deleting), and a full one every `delete-interval` (the backstop: abandonment,
+ * orphaned allocations, validation nodes), which needs lock and session checks the quick one
+ * leaves out so a wake costs one read. Deletes run up to `delete-concurrency` at once with no
+ * per-pass cap: one finishing starts the next waiting one at once; a node is never deleted
+ * twice at the same time.
  */
 import type { Provider } from '../../lib/drivers/driver.js';
 import { removeNode } from '../../lib/drivers/remove-node.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import type { NodeRecord } from '../../lib/store/models.js';
+import type { NodeRecord, NodeState } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { deleterVerdictWithValidation, mayReturnToStock } from './validation-decisions.js';
 import { lockIfFree } from './lock-if-free.js';
@@ -24,53 +32,113 @@ export interface NodeDeleterDeps {
   /** This process's running providers by name. */
   providers: () => ReadonlyMap<string, Provider>;
   sessionId: () => string;
-  /** Deletes in flight at most (default 10). */
-  maxParallel?: number;
+  /** Deletes in flight at most (`launcher.delete-concurrency`, read at each start; default 10). */
+  concurrency?: () => number;
+  /**
+   * Ms between full passes (`launcher.delete-interval`); passes in between are quick ones.
+   * Absent: every pass is a full one.
+   */
+  fullPassEveryMs?: () => number;
+  /** Told when a node is gone (a static slot may be ready again: pool workers look at once). */
+  onDeleted?: (node: NodeRecord) => void;
+  clock?: () => number;
 }
 
 /** An `init` node is only abandoned after this long (a launcher creates, then locks it). */
 const INIT_GRACE_MS = 60_000;
 
+/** States a node is returned in: what a quick pass takes (no lock or session check needed to find them). */
+export const RETURNED_STATES: readonly NodeState[] = ['used', 'failed', 'aborted', 'deleting'];
+
+interface Waiting { node: NodeRecord; provider: Provider }
+
 export class NodeDeleter {
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Nodes the last pass found to delete that wait for a place (pass order); replaced by each pass. */
+  private waiting = new Map<string, Waiting>();
   /** Nodes whose lock could not be asked for (the store away), warned about once. */
   private readonly lockFailing = new Set<string>();
   private readonly log: Logger;
+  private readonly clock: () => number;
+  private lastFull = -Infinity;
+  private stopped = false;
 
   constructor(private readonly deps: NodeDeleterDeps) {
     this.log = deps.log.child({ component: 'node-deleter' });
+    this.clock = deps.clock ?? Date.now;
   }
 
-  /** One pass: starts deletes (up to the cap) and deallocates orphaned ready nodes. */
+  /** Deletes in flight now. */
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * One pass, full or quick (see the file's comment): finds the nodes to delete and starts as
+   * many as there is room for; the rest start as running ones finish. A full pass also returns
+   * orphaned ready nodes to stock.
+   */
   async pass(): Promise<void> {
+    if (this.stopped) return;
+    const every = this.deps.fullPassEveryMs?.();
+    const full = every === undefined || this.clock() - this.lastFull >= every;
+    if (full) this.lastFull = this.clock();
     const { store } = this.deps;
     const providers = this.deps.providers();
-    const [nodes, requests] = await Promise.all([store.listNodes(), store.listRequests()]);
-    const requestIds = new Set(requests.map((r) => r.id));
+    const nodes = await store.listNodes(full ? undefined : { states: [...RETURNED_STATES] });
+    let requestIds: Promise<Set<string>> | undefined;
     const liveness = new Map<string, boolean>();
-    const consumerLive = async (id: string | null): Promise<boolean> => {
-      if (id === null) return true;
+    const consumerLive = async (node: NodeRecord): Promise<boolean> => {
+      const id = node.consumerSession;
+      if (id === null || node.state !== 'in-use') return true; // only an in-use node's verdict asks
       if (!liveness.has(id)) liveness.set(id, await store.isSessionLive(id));
       return liveness.get(id) as boolean;
     };
+    const found = new Map<string, Waiting>();
     for (const node of nodes) {
       const provider = providers.get(node.provider);
       if (!provider || this.inFlight.has(node.id)) continue;
-      if (node.state === 'ready' && node.allocatedTo !== null && !requestIds.has(node.allocatedTo) && mayReturnToStock(node)) {
-        await this.deallocate(node);
+      if (full && node.state === 'ready' && node.allocatedTo !== null && mayReturnToStock(node)) {
+        // Requests are read only when a pass meets an allocated ready node (rare outside a burst).
+        requestIds ??= store.listRequests().then((rs) => new Set(rs.map((r) => r.id)));
+        if (!(await requestIds).has(node.allocatedTo)) await this.deallocate(node);
         continue;
       }
-      if (node.state === 'init' && Date.now() - node.stateTime < INIT_GRACE_MS) continue; // being created right now
-      if (deleterVerdictWithValidation(node, await consumerLive(node.consumerSession)) !== 'delete') continue;
-      if (this.inFlight.size >= (this.deps.maxParallel ?? 10)) break;
-      const p = this.delete(node, provider).finally(() => this.inFlight.delete(node.id));
-      this.inFlight.set(node.id, p);
+      if (node.state === 'init' && this.clock() - node.stateTime < INIT_GRACE_MS) continue; // being created right now
+      if (deleterVerdictWithValidation(node, await consumerLive(node)) !== 'delete') continue;
+      found.set(node.id, { node, provider });
     }
+    // A quick pass sees only returned nodes: older finds of a full pass (abandoned ones) stay queued.
+    if (!full) for (const [id, w] of this.waiting) if (!found.has(id) && !RETURNED_STATES.includes(w.node.state)) found.set(id, w);
+    this.waiting = found;
+    this.startWaiting();
   }
 
-  /** Resolves when every delete started so far has finished. */
+  /** Resolves when no delete is in flight or waiting for a place (those that wait are started meanwhile). */
   async settled(): Promise<void> {
-    await Promise.all([...this.inFlight.values()]);
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight.values()]);
+  }
+
+  /** Starts no more deletes (the waiting ones are dropped) and waits for the running ones. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.waiting.clear();
+    await this.settled();
+  }
+
+  /** Starts waiting deletes while there is room. */
+  private startWaiting(): void {
+    const limit = Math.max(1, this.deps.concurrency?.() ?? 10);
+    for (const [id, w] of this.waiting) {
+      if (this.stopped || this.inFlight.size >= limit) return;
+      this.waiting.delete(id);
+      if (this.inFlight.has(id)) continue;
+      const p = this.delete(w.node, w.provider).finally(() => {
+        this.inFlight.delete(id);
+        this.startWaiting();
+      });
+      this.inFlight.set(id, p);
+    }
   }
 
   /**
@@ -97,7 +165,9 @@ export class NodeDeleter {
     }
     try {
       const fresh = await store.getNode(node.id);
-      if (!fresh || deleterVerdictWithValidation(fresh, fresh.consumerSession === null || await store.isSessionLive(fresh.consumerSession)) !== 'delete') {
+      // Only an in-use node's verdict depends on its consumer's session: others skip that read.
+      const live = fresh?.state !== 'in-use' || fresh.consumerSession === null || await store.isSessionLive(fresh.consumerSession);
+      if (!fresh || deleterVerdictWithValidation(fresh, live) !== 'delete') {
         await store.unlock(lock, sessionId);
         return;
       }
@@ -105,6 +175,7 @@ export class NodeDeleter {
       log.info('deleting node', { was: fresh.state, externalId: fresh.externalId, reason: fresh.reason });
       await removeNode(store, provider, deleting);
       log.info('node deleted');
+      this.deps.onDeleted?.(deleting);
     } catch (err) {
       log.warn('node delete failed; retrying at the next pass', { error: coerceError(err).message });
       await store.unlock(lock, sessionId).catch(() => undefined);
