@@ -65,11 +65,21 @@ export class Launcher {
   private active = false;
   private reconciling: Promise<void> = Promise.resolve();
   private unsubscribe: (() => void) | undefined;
+  /** The deleter's loop, nudged by store changes. */
+  private deleterLoop: PeriodicLoop | undefined;
 
   constructor(private readonly deps: LauncherDeps) {
     this.log = deps.log.child({ component: 'launcher' });
     const providers = (): ReadonlyMap<string, Provider> => new Map([...this.running].map(([k, v]) => [k, v.provider]));
-    this.deleter = new NodeDeleter({ store: deps.store, log: deps.log, providers, sessionId: deps.sessionId });
+    this.deleter = new NodeDeleter({
+      store: deps.store, log: deps.log, providers, sessionId: deps.sessionId,
+      concurrency: () => deps.config().launcher.deleteConcurrency,
+      fullPassEveryMs: () => deps.config().launcher.deleteInterval * 1000,
+      // A static slot is registered again by then: pool workers with waiting requests take it now
+      // (a SQLite store does not announce this process's own writes).
+      onDeleted: () => this.nudgeWorkers(),
+      ...(deps.clock ? { clock: deps.clock } : {}),
+    });
     this.cleanup = new CleanupWorker({
       store: deps.store, log: deps.log, config: deps.config, providers, sessionId: deps.sessionId, clock: deps.clock ?? Date.now,
     });
@@ -84,12 +94,11 @@ export class Launcher {
   /** Starts the providers and the loops. */
   async start(): Promise<void> {
     this.active = true;
-    // A request created by a consumer wakes every pool worker at once instead of at its next interval.
+    // A request created by a consumer wakes every pool worker at once instead of at its next
+    // interval; a node a consumer returned wakes the deleter (a quick pass, see NodeDeleter).
     this.unsubscribe = this.deps.store.onChange(() => {
-      for (const r of this.running.values()) {
-        for (const w of r.workers) w.nudge();
-        r.validation?.nudge();
-      }
+      this.nudgeWorkers();
+      this.deleterLoop?.nudge();
     });
     await this.reconfigure();
     const cfg = (): Config['launcher'] => this.deps.config().launcher;
@@ -98,9 +107,10 @@ export class Launcher {
         name, log: this.log, intervalMs: () => seconds() * 1000, pass: async () => { await pass(); },
         ...(this.deps.onLoopPass ? { onPass: this.deps.onLoopPass } : {}),
       });
+    this.deleterLoop = loop('deleter', () => cfg().deleteInterval, () => this.deleter.pass());
     this.loops.push(
       loop('min-ready', () => cfg().interval, () => this.topUp()),
-      loop('deleter', () => cfg().deleteInterval, () => this.deleter.pass()),
+      this.deleterLoop,
       loop('cleanup', () => cfg().cleanupInterval, () => this.cleanup.pass()),
     );
     for (const l of this.loops) l.start();
@@ -144,12 +154,22 @@ export class Launcher {
     this.active = false;
     this.unsubscribe?.();
     await Promise.all(this.loops.map((l) => l.stop()));
+    // No delete starts from here on; those in flight are waited for once the providers stop.
+    const deletesDone = this.deleter.stop();
     await this.reconciling;
     for (const name of [...this.running.keys()]) await this.stopProvider(name);
-    await this.deleter.settled();
+    await deletesDone;
     this.log.info('launcher stopped');
   }
 
+
+  /** Ends the idle wait of every pool worker and validation worker. */
+  private nudgeWorkers(): void {
+    for (const r of this.running.values()) {
+      for (const w of r.workers) w.nudge();
+      r.validation?.nudge();
+    }
+  }
 
   private async reconcile(): Promise<void> {
     const config = this.deps.config();
