@@ -208,10 +208,11 @@ export class HttpClient {
         } else resolve(res as HttpResponse);
       };
       const onAbort = (): void => finish(new CloudError(`${call} aborted`, { cause: o.signal?.reason, retryable: false }));
+      // Listened to before an abort can destroy the request: its 'socket hang up' must not go uncaught.
+      req.on('error', (err) => finish(transportError(label, err)));
       if (o.signal?.aborted) return onAbort();
       o.signal?.addEventListener('abort', onAbort, { once: true });
       req.setTimeout(timeoutMs, () => finish(new CloudError(`${label}: no answer within ${timeoutMs} ms`)));
-      req.on('error', (err) => finish(transportError(label, err)));
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
         const declared = Number(res.headers['content-length']);
