@@ -8,9 +8,10 @@ import { formatImageId } from '../../images/image-file.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
 import type { ExpectState, BuildFilter } from '../store.js';
-import {
-  buildFromRow, checkBuildState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJson, toJsonOrNull, type BuildRow,
-} from './rows.js';
+import { toJson } from '../to-json.js';
+import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
+import { checkBuildState } from '../checks.js';
+import { buildFromRow, imageFieldsValue, type BuildRow } from './image-rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
 

@@ -10,10 +10,11 @@ import {
   type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
 import type { BuildRecord, BuildRequest, UploadRecord } from '../models.js';
+import { toJson } from '../to-json.js';
+import { checkedRows, toJsonOrNull } from './columns.js';
 import {
-  buildFromRow, checkedRows, imageFieldsValue, pauseFromRowLenient, toJson, toJsonOrNull, uploadFromRow, WHOLE_DISKIMAGE,
-  type BuildRow, type PauseRow, type UploadRow,
-} from './rows.js';
+  buildFromRow, imageFieldsValue, pauseFromRowLenient, uploadFromRow, WHOLE_DISKIMAGE, type BuildRow, type PauseRow, type UploadRow,
+} from './image-rows.js';
 import { buildSequence, UPLOAD_SEQUENCE } from './sequences.js';
 import type { SqlValue } from './statements.js';
 

@@ -6,7 +6,9 @@ import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import { CorruptLog, Fields, type CorruptRecord } from '../corrupt.js';
 import type { BuildRequest, PauseRecord } from '../models.js';
-import { checkedRows, corruptRows, fromJson, pauseFromRow, pauseFromRowLenient, toJson, WHOLE_DISKIMAGE, type PauseRow } from './rows.js';
+import { toJson } from '../to-json.js';
+import { checkedRows, corruptRows, fromJson } from './columns.js';
+import { pauseFromRow, pauseFromRowLenient, WHOLE_DISKIMAGE, type PauseRow } from './image-rows.js';
 
 /** A build request row. Thrown: CorruptRecordError when `requested` is not a time. */
 function buildRequestFromRow(r: BuildRequest): BuildRequest {

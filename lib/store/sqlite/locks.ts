@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import type { LockRecord } from '../models.js';
-import { lockFromRow, type LockRow } from './rows.js';
+import { lockFromRow, type LockRow } from './session-rows.js';
 
 /** `live` of a lock row: whether the holding session exists and is within its TTL at `?`. */
 const HOLDER_LIVE = '(s.id IS NOT NULL AND ? - s.renewed <= s.ttl_ms) AS live';

@@ -9,10 +9,10 @@ import { nodeLock } from '../lock-names.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import type { ExpectState, NodeFilter } from '../store.js';
-import {
-  checkedRows, checkNodeState, checkStringList, corruptRows, NODE_COLUMNS, nodeColumnValue, nodeFromRow, placeholders,
-  type NodeFields, type NodeRow,
-} from './rows.js';
+import { checkStringList } from '../checks.js';
+import { checkedRows, corruptRows, placeholders } from './columns.js';
+import { checkNodeState } from '../checks.js';
+import { NODE_COLUMNS, nodeColumnValue, nodeFromRow, type NodeFields, type NodeRow } from './node-rows.js';
 import type { Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
 

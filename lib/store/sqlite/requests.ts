@@ -9,9 +9,11 @@ import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
 import type { ExpectState, RequestFilter } from '../store.js';
 import { requestLock } from '../lock-names.js';
-import {
-  checkedRows, checkRequestState, checkStringList, corruptRows, placeholders, requestFromRow, toJson, type NodeRequestRow,
-} from './rows.js';
+import { toJson } from '../to-json.js';
+import { checkStringList } from '../checks.js';
+import { checkedRows, corruptRows, placeholders } from './columns.js';
+import { checkRequestState } from '../checks.js';
+import { requestFromRow, type NodeRequestRow } from './node-rows.js';
 import { newEventId } from '../request-defaults.js';
 import type { Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';

@@ -11,9 +11,10 @@ import { DEFAULT_POOL_PRIORITY } from '../components.js';
 import { checkLauncherPatch } from '../launcher-patch.js';
 import type { LauncherPatch, LauncherRecord, SessionRecord } from '../models.js';
 import { REQUEST_LOCK_PREFIX } from '../lock-names.js';
-import {
-  checkedRows, checkStringList, corruptRows, launcherFromRow, sessionFromRow, toJson, type LauncherRow, type SessionRow,
-} from './rows.js';
+import { toJson } from '../to-json.js';
+import { checkStringList } from '../checks.js';
+import { checkedRows, corruptRows } from './columns.js';
+import { launcherFromRow, sessionFromRow, type LauncherRow, type SessionRow } from './session-rows.js';
 import type { NewSession, ReapCounts } from '../store.js';
 
 /** Ids of sessions live at the bound time `?`. */

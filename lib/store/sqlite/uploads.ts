@@ -8,10 +8,9 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import type { ExpectState, UploadFilter } from '../store.js';
-import {
-  buildFromRow, checkUploadState, checkedRows, corruptRows, imageFieldsValue, placeholders, toJsonOrNull, uploadFromRow,
-  type BuildRow, type UploadRow,
-} from './rows.js';
+import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
+import { checkUploadState } from '../checks.js';
+import { buildFromRow, imageFieldsValue, uploadFromRow, type BuildRow, type UploadRow } from './image-rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
 import { StatementCache, whereClause, type SqlValue } from './statements.js';
 

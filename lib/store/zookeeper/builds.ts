@@ -10,7 +10,7 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
-import { checkBuildState } from '../sqlite/rows.js';
+import { checkBuildState } from '../checks.js';
 import type { ExpectState, BuildFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';

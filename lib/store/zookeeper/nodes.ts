@@ -9,7 +9,8 @@
 import { StateConflictError, StoreError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
-import { checkNodeState, checkStringList } from '../sqlite/rows.js';
+import { checkStringList } from '../checks.js';
+import { checkNodeState } from '../checks.js';
 import type { ExpectState, NodeFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';

@@ -10,7 +10,8 @@
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
 import type { NewNodeRequest, NodeRequestPatch, NodeRequestRecord, RequestState } from '../models.js';
-import { checkRequestState, checkStringList } from '../sqlite/rows.js';
+import { checkStringList } from '../checks.js';
+import { checkRequestState } from '../checks.js';
 import type { ExpectState, RequestFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';

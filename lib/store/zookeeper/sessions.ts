@@ -11,7 +11,7 @@ import { StoreError, ZooKeeperError } from '../../errors.js';
 import { componentVersion, DEFAULT_POOL_PRIORITY } from '../components.js';
 import { checkLauncherPatch } from '../launcher-patch.js';
 import type { LauncherPatch, LauncherRecord, SessionRecord } from '../models.js';
-import { checkStringList } from '../sqlite/rows.js';
+import { checkStringList } from '../checks.js';
 import { ZkComponents } from './components.js';
 import { updateJson, type ZkContext } from './context.js';
 import { corruptEntry, memoized } from './checked.js';

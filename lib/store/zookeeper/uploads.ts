@@ -8,7 +8,7 @@
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
 import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
-import { checkUploadState } from '../sqlite/rows.js';
+import { checkUploadState } from '../checks.js';
 import type { ExpectState, UploadFilter } from '../store.js';
 import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';

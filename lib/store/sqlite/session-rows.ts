@@ -1,0 +1,62 @@
+/**
+ * Row ↔ record mapping of the SQLite store's `sessions`, `locks` and `launchers` tables.
+ * Every mapping builds a fresh object.
+ */
+import type { LauncherRecord, LockRecord, SessionRecord } from '../models.js';
+import { Columns } from './columns.js';
+
+/** A row of `sessions`. */
+export interface SessionRow {
+  id: string;
+  owner: string;
+  hostname: string;
+  pid: number;
+  created: number;
+  renewed: number;
+  ttl_ms: number;
+}
+
+/** Maps a `sessions` row to a fresh record. */
+export function sessionFromRow(r: SessionRow): SessionRecord {
+  return { id: r.id, owner: r.owner, hostname: r.hostname, pid: r.pid, created: r.created, renewed: r.renewed, ttlMs: r.ttl_ms };
+}
+
+/** A row of `locks` joined with whether its holder is live (1/0). */
+export interface LockRow {
+  resource: string;
+  session_id: string;
+  acquired: number;
+  live: number;
+}
+
+/** Maps a `locks` row to a fresh record. */
+export function lockFromRow(r: LockRow): LockRecord {
+  return { resource: r.resource, sessionId: r.session_id, acquired: r.acquired, live: r.live !== 0 };
+}
+
+/** A row of `launchers`. */
+export interface LauncherRow {
+  id: string;
+  session_id: string;
+  provider: string;
+  pool: string;
+  supported_labels: string;
+  registered: number;
+  priority: number;
+  paused: number;
+}
+
+/** Maps a `launchers` row to a fresh record. Thrown: CorruptRecordError. */
+export function launcherFromRow(r: LauncherRow): LauncherRecord {
+  const c = new Columns(r, 'launcher', r.id);
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    provider: r.provider,
+    pool: r.pool,
+    supportedLabels: c.strList('supported_labels'),
+    registered: r.registered,
+    priority: r.priority,
+    paused: r.paused !== 0,
+  };
+}
