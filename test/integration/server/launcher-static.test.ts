@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../../../lib/lifecycle.js';
 import type { NodeRecord } from '../../../lib/store/models.js';
 import { startCli } from '../cli/cli-env.js';
+import type { NodepoolServer } from '../../../server/main.js';
 import { LauncherSystem } from '../../support/launcher-system.js';
 import { startSshd, type SshdHandle } from '../../support/sshd.js';
 import { stopAllProcesses } from '../../support/processes.js';
@@ -216,6 +217,7 @@ void describe('launcher: max-ready-age and max-hold-age', () => {
 void describe('launcher: a new request wakes an idle pool worker', () => {
   let s: SshdHandle;
   let sys: LauncherSystem;
+  let server: NodepoolServer;
 
   before(async () => {
     s = await startSshd();
@@ -224,7 +226,7 @@ void describe('launcher: a new request wakes an idle pool worker', () => {
       providers: [staticProvider('hosts', [{ sshd: s, labels: ['small'] }])],
       launcher: { interval: 30 },
     });
-    await sys.startServer();
+    server = await sys.startServer();
     await sys.waitForNodes('a ready static node', (ns) => ns.some((n) => n.state === 'ready'), 30_000);
   });
   after(async () => {
@@ -234,13 +236,23 @@ void describe('launcher: a new request wakes an idle pool worker', () => {
   });
 
   it('serves a request from another store handle long before the 30 s interval', async () => {
-    await new Promise((r) => setTimeout(r, 500)); // the worker's first passes are done: it is idle
+    // The worker is idle: between passes, and no pass started since the last look (a pass that
+    // found work is followed at once by another).
+    const poolLoop = () => server.loopHealth().find((l) => l.name.startsWith('pool-worker:'));
+    let seen = -1;
+    const idle = await waitFor(() => {
+      const h = poolLoop();
+      const quiet = h !== undefined && h.passes > 0 && h.runningSince === null && h.passes === seen;
+      seen = h?.passes ?? -1;
+      return quiet ? h : undefined;
+    }, { timeoutMs: 10_000, what: 'the pool worker to wait out its interval', intervalMs: 200 });
     const client = await sys.client();
-    const t0 = Date.now();
-    const [node] = await client.requestNodes(['small'], { timeoutMs: 20_000, pollIntervalMs: 20 });
-    const took = Date.now() - t0;
+    const [node] = await client.requestNodes(['small'], { timeoutMs: 25_000, pollIntervalMs: 20 });
     assert.ok(node);
-    assert.ok(took < 5000, `served after ${took} ms, with an interval of 30 s`);
+    // Without the wake-up its next pass would start 30 s after the last one ended.
+    const servedAfter = Date.now() - (idle.lastPass ?? 0);
+    assert.ok(servedAfter < 15_000, `served ${servedAfter} ms after the idle worker's last pass, with an interval of 30 s`);
+    assert.ok((poolLoop()?.passes ?? 0) > idle.passes, 'a pass ran for the request');
     await client.release(node.id);
   });
 });

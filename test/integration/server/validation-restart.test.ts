@@ -12,9 +12,10 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { qemuDriver } from '../../../lib/drivers/qemu/index.js';
 import type { QemuProvider } from '../../../lib/drivers/qemu/provider.js';
-import { sleep, waitFor } from '../../../lib/lifecycle.js';
+import { waitFor } from '../../../lib/lifecycle.js';
 import { nodeLock, uploadValidationLock } from '../../../lib/store/lock-names.js';
 import { validationAllocation, type UploadRecord } from '../../../lib/store/models.js';
+import { validationDeadline } from '../../../server/image-lifecycle/validating.js';
 import { NodeDeleter } from '../../../server/launcher/node-deleter.js';
 import { ValidationWorker } from '../../../server/launcher/validation-worker.js';
 import { testLogger } from '../../support/test-log.js';
@@ -73,7 +74,7 @@ void describe('validation worker: resuming after a crash', { timeout: 300_000 },
     });
     assert.equal(await env.store.tryLock(uploadValidationLock(upload.id), dead.id), true);
     assert.equal(await env.store.tryLock(nodeLock(node.id), dead.id), true);
-    await sleep(400); // the crashed server's session lapses
+    await waitFor(async () => !(await env.store.isSessionLive(dead.id)), { timeoutMs: 5000, what: 'the crashed server\'s session to lapse', intervalMs: 20 });
     return { upload, staleNode: node.id };
   }
 
@@ -106,7 +107,8 @@ void describe('validation worker: resuming after a crash', { timeout: 300_000 },
 
   it('fails the upload as timed out without booting when the deadline passed while nobody validated it', async () => {
     const { upload, staleNode } = await crashedValidation();
-    await sleep(1100); // validate.timeout is 1 s, counted from entering validating
+    // validate.timeout is 1 s, counted from entering validating, on the clock the worker reads (Date.now).
+    await waitFor(() => Date.now() >= validationDeadline(upload.stateTime, { timeout: 1 }), { timeoutMs: 5000, what: 'the 1 s validation deadline to pass', intervalMs: 20 });
     const before = (await env.store.listNodes()).map((n) => n.id);
     const { worker, deleter } = await start(1);
     const failed = await waitFor(async () => {
