@@ -70,6 +70,16 @@ export class BuildCommandFailedError extends BuilderError {
   }
 }
 
+/**
+ * Thrown by `runCommand` with `check` (lib/run-command.ts) when a helper program (qemu-img,
+ * genisoimage, …) cannot start, exits non-zero or runs past its time limit.
+ */
+export class CommandFailedError extends NodepoolError {
+  constructor(readonly command: string, readonly exitCode: number | null, readonly stderr: string, message: string) {
+    super(message);
+  }
+}
+
 /** Thrown when `disk-image-create` cannot start or exits non-zero. */
 export class DibFailedError extends BuildCommandFailedError {}
 

@@ -5,10 +5,10 @@
  * `sshCommandArgv` and `knownHostsText` are pure; `runSshCommand` spawns ssh (no shell) and
  * kills it at the deadline.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { runCommand } from '../run-command.js';
 
 /** What one ssh invocation is. */
 export interface SshCommandSpec {
@@ -101,40 +101,10 @@ export async function runSshCommand(opts: RunSshOptions): Promise<SshCommandResu
   }
 }
 
-function run(cmd: string, args: string[], opts: RunSshOptions): Promise<SshCommandResult> {
-  const tailChars = opts.tailChars ?? 2000;
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let timedOut = false;
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (chunk: Buffer): void => {
-      out = (out + chunk.toString('utf8')).slice(-tailChars);
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    const kill = (): void => {
-      child.kill('SIGKILL');
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, Math.max(0, opts.timeoutMs));
-    opts.signal?.addEventListener('abort', kill, { once: true });
-    const done = (): void => {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', kill);
-    };
-    child.on('error', (err) => {
-      done();
-      reject(err);
-    });
-    child.on('close', (code) => {
-      done();
-      if (opts.signal?.aborted) {
-        reject(opts.signal.reason instanceof Error ? opts.signal.reason : new Error('ssh aborted'));
-        return;
-      }
-      resolve({ exitCode: timedOut ? null : code, timedOut, outputTail: out });
-    });
+async function run(cmd: string, args: string[], opts: RunSshOptions): Promise<SshCommandResult> {
+  const r = await runCommand([cmd, ...args], {
+    timeoutMs: opts.timeoutMs, tailChars: opts.tailChars ?? 2000, ...(opts.signal ? { signal: opts.signal } : {}),
   });
+  if (r.aborted) throw opts.signal?.reason instanceof Error ? opts.signal.reason : new Error('ssh aborted');
+  return { exitCode: r.timedOut ? null : r.exitCode, timedOut: r.timedOut, outputTail: r.outputTail };
 }

@@ -23,6 +23,7 @@ import { imagePaths } from '../../lib/images/image-file.js';
 import { readDibChecksum, verifyBuildOutput } from './verify-output.js';
 import type { Logger } from '../../lib/log.js';
 import { BuildLog } from './build-log.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
 import { ImageRepository, type ImageSidecar } from './image-repository.js';
 import { parseBuildPayload, parseDeletePayload, parseUploadPayload, type BuildRequest } from './job-payloads.js';
@@ -95,7 +96,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     super();
     this.config = opts.config;
     this.log = opts.log.child({ component: 'builder' });
-    this.hostname = opts.hostname ?? 'localhost';
+    this.hostname = opts.hostname ?? BUILDER_DEFAULTS.hostname;
     this.repo = new ImageRepository(opts.config.imagesDir, this.log);
     this.uploads = new UploadService({
       repo: this.repo, log: this.log, imageServices: opts.imageServices, qemuImg: opts.qemuImg,
@@ -130,8 +131,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       if (scan.ignored.length) this.log.debug('ignoring entries that are not images', { entries: scan.ignored });
       const servers = gearmanAddresses(this.config);
       const common = { servers, clientId: this.clientId, reconnect: this.opts.reconnect };
-      this.buildWorker = new GearmanWorker({ ...common, concurrency: this.opts.buildWorkers ?? 1, log: this.log.child({ worker: 'build' }) });
-      this.uploadWorker = new GearmanWorker({ ...common, concurrency: this.opts.uploadWorkers ?? 4, log: this.log.child({ worker: 'upload' }) });
+      this.buildWorker = new GearmanWorker({ ...common, concurrency: this.opts.buildWorkers ?? BUILDER_DEFAULTS.buildWorkers, log: this.log.child({ worker: 'build' }) });
+      this.uploadWorker = new GearmanWorker({ ...common, concurrency: this.opts.uploadWorkers ?? BUILDER_DEFAULTS.uploadWorkers, log: this.log.child({ worker: 'upload' }) });
       this.uploadWorker.on('job:start', (info) => {
         const f = fn.parse(info.functionName);
         if (f?.kind === 'delete') this.deleteJobs.set(f.imageId, (this.deleteJobs.get(f.imageId) ?? 0) + 1);
@@ -164,7 +165,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
   stop(opts: { abortAfterMs?: number } = {}): Promise<void> {
     this.stopping ??= (async () => {
       this.state = 'stopping';
-      const abortAfterMs = opts.abortAfterMs ?? 30_000;
+      const abortAfterMs = opts.abortAfterMs ?? BUILDER_DEFAULTS.shutdownTimeoutS * 1000;
       this.log.info('builder stopping', { inFlight: this.inFlight(), abortAfterMs });
       const timer = setTimeout(() => this.abortAll(), abortAfterMs);
       try {
@@ -197,7 +198,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     const deletes = [...this.deleteJobs.values()].reduce((a, b) => a + b, 0);
     return {
       builds: this.building.size, uploads: Math.max(0, (this.uploadWorker?.inFlight() ?? 0) - deletes),
-      buildWorkers: this.opts.buildWorkers ?? 1, uploadWorkers: this.opts.uploadWorkers ?? 4, images: this.local.size,
+      buildWorkers: this.opts.buildWorkers ?? BUILDER_DEFAULTS.buildWorkers, uploadWorkers: this.opts.uploadWorkers ?? BUILDER_DEFAULTS.uploadWorkers, images: this.local.size,
     };
   }
 

@@ -8,7 +8,7 @@ import type { DiskimageConfig } from '../../lib/config/schema.js';
 import type { Logger } from '../../lib/log.js';
 import type { BuildLog } from './build-log.js';
 import type { BuildRequest } from './job-payloads.js';
-import { runCommand } from './run-command.js';
+import { runCommand } from '../../lib/run-command.js';
 
 /** A diskimage's `builder` key: `dib` (the default) or `command`. */
 export type BuilderKind = DiskimageConfig['builder'];
@@ -74,7 +74,7 @@ export async function runBuildCommand(req: BuildRequest, ctx: BuildContext, run:
   let result;
   try {
     result = await runCommand(run.argv, {
-      env: run.env, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: run.killGraceMs,
+      env: run.env, signal: ctx.signal, output: ctx.buildLog.writable, killGraceMs: run.killGraceMs, processGroup: true,
       ...(run.cwd ? { cwd: run.cwd } : {}), ...(run.onLine ? { onLine: run.onLine } : {}),
     });
   } catch (err) {

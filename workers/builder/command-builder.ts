@@ -7,6 +7,7 @@
  */
 import { BuildCommandFailedError } from '../../lib/errors.js';
 import { BaseBuilder, type BaseBuilderOptions } from './base-builder.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 import { buildCommand } from './build-command.js';
 import { runBuildCommand, type BuildContext, type BuildMethod, type BuildMethods, type BuiltImage } from './build-method.js';
 import type { BuildRequest } from './job-payloads.js';
@@ -28,7 +29,7 @@ export class CommandBuild implements BuildMethod {
       imageId: req.imageId, outBase: ctx.outBase, formats: ctx.formats, tmpDir: ctx.tmpDir, baseEnv: this.opts.env ?? {},
     });
     return runBuildCommand(req, ctx, {
-      argv, env, cwd, what: `build command ${argv[0]}`, killGraceMs: this.opts.killGraceMs ?? 10_000, failure: BuildCommandFailedError,
+      argv, env, cwd, what: `build command ${argv[0]}`, killGraceMs: this.opts.killGraceMs ?? BUILDER_DEFAULTS.buildKillGraceMs, failure: BuildCommandFailedError,
     });
   }
 }

@@ -5,7 +5,8 @@
 import { rm, rename } from 'node:fs/promises';
 import { ConversionError } from '../../lib/errors.js';
 import { convertArgs } from '../../lib/images/formats.js';
-import { runCommand } from './run-command.js';
+import { runCommand } from '../../lib/run-command.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 
 /** Options of {@link convertImage}. */
 export interface ConvertOptions {
@@ -18,8 +19,8 @@ export async function convertImage(src: string, srcFormat: string, dst: string, 
   const tmp = `${dst}.converting`;
   let stderr = '';
   try {
-    const r = await runCommand([opts.qemuImg ?? 'qemu-img', ...convertArgs(src, srcFormat, tmp, dstFormat)], {
-      signal: opts.signal,
+    const r = await runCommand([opts.qemuImg ?? BUILDER_DEFAULTS.qemuImg, ...convertArgs(src, srcFormat, tmp, dstFormat)], {
+      signal: opts.signal, processGroup: true, killGraceMs: BUILDER_DEFAULTS.helperKillGraceMs,
       onLine(line) {
         // `-p` prints "    (12.34/100%)" with carriage returns; readline splits on \r too.
         for (const m of line.matchAll(/\((\d+(?:\.\d+)?)\/100%\)/g)) opts.onProgress?.(Number(m[1]));

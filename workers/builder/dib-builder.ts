@@ -5,6 +5,7 @@
  */
 import { DibFailedError } from '../../lib/errors.js';
 import { BaseBuilder, type BaseBuilderOptions } from './base-builder.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 import { runBuildCommand, type BuildContext, type BuildMethod, type BuildMethods, type BuiltImage } from './build-method.js';
 import { DIB_PHASES, dibCommand, dibPhase } from './dib-command.js';
 import type { BuildRequest } from './job-payloads.js';
@@ -28,7 +29,7 @@ export class DibBuild implements BuildMethod {
     });
     let lastPhase: string | undefined;
     return runBuildCommand(req, ctx, {
-      argv, env, what: 'disk-image-create', killGraceMs: this.opts.killGraceMs ?? 10_000, failure: DibFailedError,
+      argv, env, what: 'disk-image-create', killGraceMs: this.opts.killGraceMs ?? BUILDER_DEFAULTS.buildKillGraceMs, failure: DibFailedError,
       onLine(line) {
         const phase = dibPhase(line);
         if (!phase || phase === lastPhase) return;

@@ -11,7 +11,8 @@
  */
 import { BuilderError, coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import { runCommand, type CommandResult } from './run-command.js';
+import { runCommand, type CommandResult } from '../../lib/run-command.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 
 /** Lines of output kept for a failure message. */
 export const HOOK_TAIL_LINES = 20;
@@ -80,7 +81,7 @@ export class OutputTail {
 /** How a hook run ended, as {@link hookVerdict} reads it. */
 export interface HookRun {
   /** The command's end; undefined when it could not be started. */
-  result?: CommandResult;
+  result?: Pick<CommandResult, 'exitCode' | 'signal' | 'aborted'>;
   /** Why it could not be started (spawn's error). */
   startError?: Error;
   /** It ran past its timeout and was killed. */
@@ -138,7 +139,8 @@ export async function runPostUploadHook(call: HookCall, opts: RunHookOptions): P
     run.result = await runCommand(argv, {
       ...(opts.env ? { env: opts.env } : {}),
       signal: AbortSignal.any([opts.signal, timeout]),
-      killGraceMs: opts.killGraceMs ?? 5000,
+      killGraceMs: opts.killGraceMs ?? BUILDER_DEFAULTS.helperKillGraceMs,
+      processGroup: true,
       onLine: (line) => {
         tail.push(line);
         if (tail.total <= HOOK_LOG_LINES) log.info('post-upload-hook output', { line });

@@ -24,6 +24,7 @@ import { conversionSource } from '../../lib/images/formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 import { convertImage } from './convert.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 import { SharedWork } from './shared-work.js';
 import type { ImageRepository, ImageSidecar } from './image-repository.js';
 import { externalImageName } from '../../lib/images/external-name.js';
@@ -163,7 +164,7 @@ export class UploadService {
         break;
       } catch (err) {
         if (n >= UPLOAD_ATTEMPTS || !retryableUploadError(err) || signal.aborted) throw err;
-        const delay = uploadRetryDelayMs(n + 1, this.deps.retryDelayMs ?? 5000);
+        const delay = uploadRetryDelayMs(n + 1, this.deps.retryDelayMs ?? BUILDER_DEFAULTS.uploadRetryDelayMs);
         const message = (err as Error).message;
         log.warn('upload attempt failed; trying again', { provider: provider.name, attempt: n, of: UPLOAD_ATTEMPTS, retryInMs: delay, error: message });
         const data: UploadAttemptData = { 'upload-attempt': n + 1, attempts: UPLOAD_ATTEMPTS, 'last-error': message };

@@ -7,7 +7,8 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { BadBuildOutputError } from '../../lib/errors.js';
-import { runCommand } from './run-command.js';
+import { runCommand } from '../../lib/run-command.js';
+import { BUILDER_DEFAULTS } from './builder-defaults.js';
 
 /** qemu-img's name of an image format, for those it can read. */
 const QEMU_FORMAT: Readonly<Record<string, string>> = { qcow2: 'qcow2', raw: 'raw', vhd: 'vpc' };
@@ -89,7 +90,9 @@ export async function verifyBuildOutput(file: string, format: string, sha256: st
 
 async function qemuImg(args: string[], file: string, opts: VerifyOptions): Promise<{ exitCode: number | null; output: string }> {
   let output = '';
-  const r = await runCommand([opts.qemuImg ?? 'qemu-img', ...args], { ...(opts.signal ? { signal: opts.signal } : {}), onLine: (l) => { output += `${l}\n`; } });
+  const r = await runCommand([opts.qemuImg ?? BUILDER_DEFAULTS.qemuImg, ...args], {
+    ...(opts.signal ? { signal: opts.signal } : {}), processGroup: true, killGraceMs: BUILDER_DEFAULTS.helperKillGraceMs, onLine: (l) => { output += `${l}\n`; },
+  });
   if (r.aborted) throw new BadBuildOutputError(`checking ${file} was aborted`);
   return { exitCode: r.exitCode, output };
 }
