@@ -192,16 +192,16 @@ describe('static provider', () => {
   it('checks hosts with a TCP connect on the cleanup pass right after start; a later pass key-scans again', async () => {
     const s = await sshd('127.0.0.9');
     const hosts = [{ name: s.host, port: s.port, maxParallelJobs: 2 }];
-    // sshd logs "[preauth]" lines for a key exchange, "kex_exchange_identification" for a bare connect.
+    // sshd logs a "[preauth]" line for each key exchange (a scan asks for three key types, one
+    // connection each) and "kex_exchange_identification" for a bare connect, after the client left.
     const count = (re: RegExp): number => s.readLog().split('\n').filter((l) => re.test(l)).length;
-    const settle = () => new Promise((r) => setTimeout(r, 300)); // sshd writes its log after the client left
+    const logged = (what: string, re: RegExp, atLeast: number): Promise<number> =>
+      waitFor(() => { const n = count(re); return n >= atLeast ? n : undefined; }, { timeoutMs: 10_000, what: `sshd to log ${what}`, intervalMs: 20 });
     const { p } = await provider(hosts);
-    await settle();
-    const scanned = count(/\[preauth\]/);
-    assert.ok(scanned > 0, 'start key-scans the host');
+    const scanned = await logged('the start\'s key scan', /\[preauth\]/, 3);
 
     await p.cleanupLeakedResources();
-    await settle();
+    await logged('the cleanup pass\'s TCP connect', /kex_exchange_identification/, 1);
     assert.equal(count(/\[preauth\]/), scanned, 'no second key exchange right after start');
     assert.equal(count(/kex_exchange_identification/), 1, 'one TCP connect instead');
     assert.equal((await nodes(['ready'])).length, 2);
@@ -210,8 +210,7 @@ describe('static provider', () => {
     const periodic = new StaticProvider(pc, env.ctx(config), { syncKeyReuseMs: 0 });
     env.track(periodic);
     await periodic.cleanupLeakedResources();
-    await settle();
-    assert.ok(count(/\[preauth\]/) > scanned, 'a pass whose keys are older than the reuse window key-scans');
+    await logged('a key exchange of the later pass', /\[preauth\]/, scanned + 1);
     assert.equal((await nodes()).length, 2, 'nothing registered twice');
   });
 });
