@@ -179,9 +179,10 @@ export class StaticProvider implements Provider {
   private async recordsOf(hostId: string): Promise<NodeRecord[]> {
     if (!this.synced) return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId);
     const ids = this.known.get(hostId) ?? new Set<string>();
+    // Read at once, not one after the other: on ZooKeeper each is a round trip.
+    const read = await Promise.all([...ids].map(async (id) => [id, await this.ctx.store.getNode(id)] as const));
     const records: NodeRecord[] = [];
-    for (const id of [...ids]) {
-      const r = await this.ctx.store.getNode(id);
+    for (const [id, r] of read) {
       if (r) records.push(r);
       else ids.delete(id);
     }
