@@ -1,0 +1,272 @@
+/**
+ * Static churn benchmark: N one-node requests over S static slots (S/J hosts with
+ * `max-parallel-jobs` J on one real sshd, 127.0.0.2…), each node returned as soon as its
+ * request is served, on SQLite and on ZooKeeper in one run. One nodepool-server process (the
+ * launcher's default intervals: `interval` 1 s, `delete-interval` 5 s, `delete-concurrency` 10)
+ * and, in this process, a consumer that follows Zuul's flow for every fulfilled request: lock
+ * the node, delete the request, mark the node in-use, then used, unlock. The launcher's deleter
+ * then puts the slot back as a new ready node, which serves the next waiting request.
+ *
+ *   node --import tsx bench/static-churn.ts [--store sqlite|zookeeper|both] [--requests N=500] [--slots S=50] [--jobs J=10] [--warmup W=S]
+ *
+ * requests/s = N / (first request created → last fulfilled); request latency = fulfilled −
+ * created (all N created at once, so it includes the wait for a slot); slot turnaround = the
+ * consumer marking a node used → the next ready node of the same host slot created. Before the
+ * measured run, W requests the same way (not measured: JIT, ZooKeeper's JVM, first scans).
+ * CPU per request: user + system time over the measured run of ZooKeeper's JVM, the server, this
+ * process (the consumer) and the rest of the machine (sshd, the liveness probes, anything else).
+ * `BENCH_CPU_PROF=<dir>` writes the server's CPU profile per store (bench/cpuprofile-top.ts).
+ * Goals (issue 22): ≥ 150 requests/s on ZooKeeper, ≥ 300 on SQLite, slot turnaround p50 < 200 ms.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import yaml from 'js-yaml';
+import { loadConfig } from '../lib/config/load.js';
+import { waitFor } from '../lib/lifecycle.js';
+import { nodeLock } from '../lib/store/lock-names.js';
+import type { NodeRecord } from '../lib/store/models.js';
+import { openStore } from '../lib/store/open-store.js';
+import type { Store } from '../lib/store/store.js';
+import { startProcess, stopAllProcesses, type TrackedProcess } from '../test/support/processes.js';
+import { startSshd, type SshdHandle } from '../test/support/sshd.js';
+import { startZooKeeper } from '../test/support/zookeeper.js';
+import { machineBusyMs, processCpuMs } from './proc-cpu.js';
+
+type StoreKind = 'sqlite' | 'zookeeper';
+const argv = process.argv.slice(2);
+const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+function count(name: string, def: number): number {
+  const v = Number(flag(name) ?? def);
+  if (!Number.isInteger(v) || v < 0) {
+    console.error(`${name}: expected a whole number, got ${String(flag(name))}`);
+    process.exit(2);
+  }
+  return v;
+}
+const storeArg = flag('--store') ?? 'both';
+if (!['sqlite', 'zookeeper', 'both'].includes(storeArg)) {
+  console.error(`--store: expected sqlite, zookeeper or both, got ${storeArg}`);
+  process.exit(2);
+}
+const KINDS: StoreKind[] = storeArg === 'both' ? ['sqlite', 'zookeeper'] : [storeArg as StoreKind];
+const REQUESTS = count('--requests', 500);
+const SLOTS = count('--slots', 50);
+const JOBS = Math.min(count('--jobs', 10), SLOTS);
+const WARMUP = count('--warmup', SLOTS);
+if (JOBS < 1 || SLOTS % JOBS !== 0) {
+  console.error(`--slots (${SLOTS}) must be a multiple of --jobs (${JOBS})`);
+  process.exit(2);
+}
+const HOSTS = SLOTS / JOBS;
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const GOALS: Record<StoreKind, number> = { sqlite: 300, zookeeper: 150 };
+const TURNAROUND_GOAL_MS = 200;
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+
+/** A node's host slot (the same for every record registered for it). */
+const slotKey = (n: NodeRecord): string => `${n.hostname ?? ''}:${n.connectionPort}:${n.slot ?? ''}`;
+
+/** What one store's measured run gave. */
+interface Run {
+  kind: StoreKind;
+  rate: number;
+  latency: number[];
+  turnaround: number[];
+  /** CPU per request (ms) by process. */
+  cpu: { zookeeper: number; server: number; bench: number; rest: number };
+}
+
+/**
+ * The Zuul-style consumer: takes every fulfilled request of `requestor` (woken by the store's
+ * change hints, and every 20 ms in any case), returns its node at once, and records when each
+ * node was marked used and every node it was given (for the turnaround).
+ */
+class ChurnConsumer {
+  readonly used: Array<{ slot: string; at: number }> = [];
+  readonly seen = new Map<string, NodeRecord>();
+  readonly fulfilled: Array<{ created: number; at: number }> = [];
+  private readonly taken = new Set<string>();
+  private scanning: Promise<void> | undefined;
+  private again = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  private failure: Error | undefined;
+
+  constructor(private readonly store: Store, private readonly session: string, private readonly requestor: string) {
+    this.unsubscribe = store.onChange(() => this.scan());
+    this.timer = setInterval(() => this.scan(), 20);
+  }
+
+  /** Resolves when `n` requests were served and their nodes returned. Thrown: the first failure. */
+  async done(n: number): Promise<void> {
+    await waitFor(() => this.failure !== undefined || this.used.length >= n, { timeoutMs: 600_000, what: `${n} requests served and returned`, intervalMs: 10 });
+    if (this.failure) throw this.failure;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.unsubscribe();
+  }
+
+  private scan(): void {
+    if (this.scanning) {
+      this.again = true;
+      return;
+    }
+    this.scanning = (async () => {
+      do {
+        this.again = false;
+        const ready = (await this.store.listRequests({ requestor: this.requestor, states: ['fulfilled'] })).filter((r) => !this.taken.has(r.id));
+        for (const r of ready) this.taken.add(r.id);
+        await Promise.all(ready.map(async (r) => {
+          this.fulfilled.push({ created: r.created, at: r.stateTime });
+          for (const id of r.nodes) await this.returnNode(id);
+          await this.store.deleteRequest(r.id);
+        }));
+      } while (this.again);
+    })().catch((err: unknown) => { this.failure ??= err instanceof Error ? err : new Error(String(err)); })
+      .finally(() => { this.scanning = undefined; });
+  }
+
+  /** Zuul's flow for one node: lock, in-use (the job runs), used (the job ended), unlock. */
+  private async returnNode(id: string): Promise<void> {
+    const { store, session } = this;
+    // The launcher unlocks the node just after marking the request fulfilled: wait for it, as
+    // Zuul's blocking lock does (bounded).
+    await waitFor(() => store.tryLock(nodeLock(id), session), { timeoutMs: 10_000, what: `the lock of node ${id}`, intervalMs: 2 });
+    const inUse = await store.updateNode(id, { state: 'in-use' }, { expectStates: ['ready'] });
+    if (!inUse) throw new Error(`node ${id} of a fulfilled request is gone`);
+    this.seen.set(id, inUse);
+    const used = await store.updateNode(id, { state: 'used' }, { expectStates: ['in-use'] });
+    this.used.push({ slot: slotKey(inUse), at: used?.stateTime ?? Date.now() });
+    await store.unlock(nodeLock(id), session);
+  }
+}
+
+/** Turnaround per return: used → the first record of the same slot created at or after it. */
+function turnarounds(used: ReadonlyArray<{ slot: string; at: number }>, nodes: Iterable<NodeRecord>): number[] {
+  const created = new Map<string, number[]>();
+  for (const n of nodes) created.set(slotKey(n), [...(created.get(slotKey(n)) ?? []), n.created]);
+  for (const list of created.values()) list.sort((a, b) => a - b);
+  return used.flatMap(({ slot, at }) => {
+    const next = created.get(slot)?.find((t) => t >= at);
+    return next === undefined ? [] : [next - at];
+  });
+}
+
+/** Runs `n` requests through the launcher and the consumer; the measured figures. */
+async function churn(store: Store, n: number, requestor: string, pids: { zookeeper?: number; server: number }): Promise<Omit<Run, 'kind'>> {
+  const session = await store.openSession({ owner: 'bench-churn-consumer', hostname: 'bench', pid: process.pid, ttlMs: 60_000 });
+  const consumer = new ChurnConsumer(store, session.id, requestor);
+  const renew = setInterval(() => { void store.renewSession(session.id).catch(() => undefined); }, 10_000);
+  const cpu0 = { zookeeper: pids.zookeeper ? processCpuMs(pids.zookeeper) : 0, server: processCpuMs(pids.server), bench: processCpuMs(process.pid), machine: machineBusyMs() };
+  try {
+    await Promise.all(Array.from({ length: n }, () => store.createRequest({ labels: ['bench'], requestor })));
+    await consumer.done(n);
+  } finally {
+    consumer.stop();
+    clearInterval(renew);
+  }
+  const used = {
+    zookeeper: pids.zookeeper ? processCpuMs(pids.zookeeper) - cpu0.zookeeper : 0,
+    server: processCpuMs(pids.server) - cpu0.server,
+    bench: processCpuMs(process.pid) - cpu0.bench,
+    machine: machineBusyMs() - cpu0.machine,
+  };
+  // Every slot back before the turnaround is read (the last returns' new records included).
+  await waitFor(async () => (await store.listNodes({ states: ['ready'] })).length >= SLOTS, { timeoutMs: 120_000, what: `${SLOTS} slots ready again`, intervalMs: 50 });
+  const all = [...consumer.seen.values(), ...await store.listNodes({ states: ['ready'] })];
+  await store.closeSession(session.id);
+  const first = Math.min(...consumer.fulfilled.map((f) => f.created));
+  const last = Math.max(...consumer.fulfilled.map((f) => f.at));
+  return {
+    rate: n / ((last - first) / 1000),
+    latency: consumer.fulfilled.map((f) => f.at - f.created),
+    turnaround: turnarounds(consumer.used, all),
+    cpu: {
+      zookeeper: used.zookeeper / n, server: used.server / n, bench: used.bench / n,
+      rest: Math.max(0, used.machine - used.zookeeper - used.server - used.bench) / n,
+    },
+  };
+}
+
+/** One store: a fresh state dir (or ZooKeeper), a fresh nodepool-server, warm-up, then the measured churn. */
+async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], port: number): Promise<Run> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `nodepool-bench-churn-${kind}-`));
+  const zk = kind === 'zookeeper' ? await startZooKeeper() : undefined;
+  const configPath = path.join(dir, 'nodepool.yaml');
+  await writeFile(configPath, yaml.dump({
+    'state-dir': path.join(dir, 'state'),
+    ...(zk ? { 'zookeeper-servers': [{ host: zk.host, port: zk.port, chroot: '/bench' }], 'zookeeper-timeout': 30 } : {}),
+    labels: [{ name: 'bench' }],
+    providers: [{
+      name: 'bench-static', driver: 'static',
+      pools: [{ name: 'main', nodes: addresses.map((a) => ({ name: a, 'connection-port': port, labels: ['bench'], 'max-parallel-jobs': JOBS, 'host-key': sshd.hostKey('ed25519'), timeout: 5 })) }],
+    }],
+  }));
+  const store = await openStore(loadConfig(configPath));
+  let server: TrackedProcess | undefined;
+  try {
+    const profDir = process.env.BENCH_CPU_PROF ? path.join(process.env.BENCH_CPU_PROF, kind) : undefined;
+    const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn', '--no-webapp'],
+      { cwd: ROOT, logFile: path.join(dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
+    await waitFor(async () => (await store.listNodes({ states: ['ready'] })).length >= SLOTS, { timeoutMs: 120_000, what: `${SLOTS} ready slots`, intervalMs: 200 });
+    const pids = { ...(zk ? { zookeeper: zk.pid } : {}), server: server.pid };
+    if (WARMUP > 0) await churn(store, WARMUP, 'bench-warmup', pids);
+    return { kind, ...await churn(store, REQUESTS, 'bench-churn', pids) };
+  } finally {
+    await server?.stop();
+    await store.close();
+    await zk?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const NAMES: Record<StoreKind, string> = { sqlite: 'SQLite', zookeeper: 'ZooKeeper' };
+
+function report(runs: Run[]): void {
+  console.log(`static churn: ${REQUESTS} requests over ${SLOTS} slots (${HOSTS} hosts × ${JOBS} jobs on one sshd), each node returned at once (Zuul's flow); one nodepool-server, default launcher intervals; ${WARMUP} warm-up requests; ${os.cpus().length} CPUs, load ${os.loadavg()[0]?.toFixed(1)} at the end`);
+  console.log('');
+  console.log(`| measure | ${runs.map((r) => NAMES[r.kind]).join(' | ')} |`);
+  console.log(`|---|${runs.map(() => '---:').join('|')}|`);
+  const row = (name: string, value: (r: Run) => number, digits = 0): void => {
+    console.log(`| ${name} | ${runs.map(value).map((v) => (Number.isNaN(v) ? '–' : v.toFixed(digits))).join(' | ')} |`);
+  };
+  row('requests/s', (r) => r.rate);
+  row('request latency p50 (ms)', (r) => pct(r.latency, 50));
+  row('request latency p99 (ms)', (r) => pct(r.latency, 99));
+  row('slot turnaround p50 (ms)', (r) => pct(r.turnaround, 50));
+  row('slot turnaround p99 (ms)', (r) => pct(r.turnaround, 99));
+  row('CPU per request, ZooKeeper\'s JVM (ms)', (r) => (r.kind === 'zookeeper' ? r.cpu.zookeeper : NaN), 2);
+  row('CPU per request, nodepool-server (ms)', (r) => r.cpu.server, 2);
+  row('CPU per request, the bench as consumer (ms)', (r) => r.cpu.bench, 2);
+  row('CPU per request, rest of the machine (ms)', (r) => r.cpu.rest, 2);
+  console.log('');
+  for (const r of runs) {
+    const t = pct(r.turnaround, 50);
+    console.log(`${NAMES[r.kind]}: ${r.rate.toFixed(0)} requests/s (goal ≥ ${GOALS[r.kind]}: ${r.rate >= GOALS[r.kind] ? 'met' : 'missed'}); slot turnaround p50 ${t.toFixed(0)} ms (goal < ${TURNAROUND_GOAL_MS}: ${t < TURNAROUND_GOAL_MS ? 'met' : 'missed'})`);
+  }
+}
+
+async function main(): Promise<void> {
+  const addresses = Array.from({ length: HOSTS }, (_, i) => `127.0.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`);
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const sshd = await startSshd({ addresses: addresses.map((a) => `${a}:${port}`), keyTypes: ['ed25519'], reexec: false });
+  try {
+    const runs: Run[] = [];
+    for (const kind of KINDS) runs.push(await runOn(kind, sshd, addresses, port));
+    report(runs);
+  } finally {
+    await sshd.stop();
+    await stopAllProcesses();
+  }
+}
+
+await main();
