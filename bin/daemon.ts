@@ -1,7 +1,7 @@
 /**
  * What nodepool-server and nodepool-builder share at their edge: the common options, the
  * root logger, loading the config (exit 2 on a config error), reloads on SIGHUP or a change
- * of the config file, and the clouds.yaml image services.
+ * of the config file, and the drivers' host accesses (credentials) with their image services.
  */
 import { watch, writeSync } from 'node:fs';
 import os from 'node:os';
@@ -11,8 +11,7 @@ import { versionText } from '../lib/build-info.js';
 import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
 import { configSecrets, loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
-import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
-import { hostImageServices } from '../lib/drivers/registry.js';
+import { driverHosts, type DriverHosts } from '../lib/drivers/driver-hosts.js';
 import { ConfigError } from '../lib/errors.js';
 import { createRootLogger, type Logger } from '../lib/log.js';
 import { processSecrets } from '../lib/redact.js';
@@ -159,7 +158,11 @@ export function reloadedConfig(running: Config, next: Config, log: Logger): Conf
   return config;
 }
 
-/** The image services of this host's providers, from its own credentials (`clouds-file` of the current config first). */
-export function processImageServices(current: () => Config, log: Logger): ImageServiceFactory {
-  return hostImageServices({ cloudsFile: () => current().cloudsFile, env: process.env, homeDir: os.homedir(), cwd: process.cwd(), log });
+/**
+ * The drivers' host accesses and image services of this host's providers, from its own
+ * credentials: each driver reads the settings of the current config it declared, and this
+ * process's environment and directories.
+ */
+export function processImageServices(current: () => Config, log: Logger): DriverHosts {
+  return driverHosts({ settings: current, env: process.env, homeDir: os.homedir(), cwd: process.cwd(), log });
 }

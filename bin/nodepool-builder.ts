@@ -51,6 +51,8 @@ try {
   process.exit(2);
 }
 let current = config;
+/** The process's host accesses (credentials, sessions), closed after the builder stops. */
+const hosts = processImageServices(() => current, log);
 const builder = new NodepoolBuilder({
   config,
   log,
@@ -58,7 +60,7 @@ const builder = new NodepoolBuilder({
   buildWorkers: argv['build-workers'],
   uploadWorkers: argv['upload-workers'],
   env: process.env,
-  imageServices: processImageServices(() => current, log),
+  imageServices: hosts,
 });
 
 let metrics: BuilderMetricsServer | undefined;
@@ -93,6 +95,7 @@ function onSignal(sig: NodeJS.Signals): void {
   builder.stop({ abortAfterMs: argv['shutdown-timeout'] * 1000 }).then(
     async () => {
       await metrics?.stop();
+      await hosts.close();
       const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
       open.unref();
       // Non-zero when work had to be aborted, so supervisors can tell a clean stop from a cut one.

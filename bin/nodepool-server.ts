@@ -35,12 +35,14 @@ const source = { file: argv.config, secureFile: argv.secure };
 const config = loadConfigOrExit(source, log);
 const statsd = statsdFromEnv(process.env);
 let current = config;
+/** One set of host accesses for the process, across store restarts; closed after the last stop. */
+const hosts = processImageServices(() => current, log);
 const createServer = (cfg: Config): Promise<NodepoolServer> => NodepoolServer.create({
   config: cfg,
   log,
   hostname: argv.hostname,
   ...(argv.provider?.length ? { providers: argv.provider } : {}),
-  imageServices: processImageServices(() => current, log),
+  imageServices: hosts,
   webapp: argv.webapp,
   ...(statsd ? { statsd } : {}),
 });
@@ -138,7 +140,7 @@ function onSignal(sig: NodeJS.Signals): void {
   }
   log.info('shutting down', { signal: sig });
   watcher.close();
-  restarting.then(() => running.stop()).then(
+  restarting.then(() => running.stop()).then(() => hosts.close()).then(
     () => {
       const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
       open.unref();

@@ -12,7 +12,7 @@ import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
 import { gearmanAddresses, imageLifecycleMode } from '../lib/config/gearman-servers.js';
 import { describeStore } from '../lib/config/store-settings.js';
-import type { ImageServiceFactory } from '../lib/drivers/image-service.js';
+import type { DriverHosts } from '../lib/drivers/driver-hosts.js';
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
 import type { Logger } from '../lib/log.js';
@@ -35,7 +35,8 @@ import { WebServer } from './web/web-server.js';
 export interface NodepoolServerOptions {
   config: Config;
   log: Logger;
-  imageServices: ImageServiceFactory;
+  /** The process's driver host accesses: the image services and the providers' access to their clouds. */
+  imageServices: DriverHosts;
   /** Reported in the heartbeat (default os.hostname()). */
   hostname?: string;
   pid?: number;

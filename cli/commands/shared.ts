@@ -9,7 +9,7 @@ import { ConfigError, StoreError, coerceError } from '../../lib/errors.js';
 import { ClientError, NodeNotFoundError, RequestNotFoundError } from '../../lib/client/errors.js';
 import { NodepoolClient } from '../../lib/client/nodepool-client.js';
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
+import { noDriverHosts, type DriverHosts } from '../../lib/drivers/driver-hosts.js';
 import type { Logger } from '../../lib/log.js';
 import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
@@ -204,14 +204,14 @@ export async function withClient<T>(config: Config, requestor: string, fn: (clie
 }
 
 /**
- * Makes the clouds.yaml image services of this host for a loaded config (bin passes
- * bin/daemon.ts `hostImageServices`; lib and cli never read the environment themselves).
+ * Makes this host's driver host accesses and image services for a loaded config (bin passes
+ * bin/daemon.ts `processImageServices`; lib and cli never read the environment themselves).
  */
-export type ImageServicesFor = (config: Config, log: Logger) => ImageServiceFactory;
+export type ImageServicesFor = (config: Config, log: Logger) => DriverHosts;
 
-/** The image services when none were given: every provider's service rejects, naming why. */
-export const NO_IMAGE_SERVICES: ImageServicesFor = () => (provider) =>
-  Promise.reject(new CommandFailure(EXIT.failed, `no clouds.yaml access in this context for provider ${provider.name}`));
+/** The host accesses when none were given: every provider's image service and access reject, naming why. */
+export const NO_IMAGE_SERVICES: ImageServicesFor = () => noDriverHosts((provider) =>
+  new CommandFailure(EXIT.failed, `no credentials in this context for provider ${provider.name}`));
 
 /** What commands that talk to providers get besides {@link CommandContext}. */
 export interface ProviderAccess {

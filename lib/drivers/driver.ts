@@ -10,12 +10,13 @@ import type { Logger } from '../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
 import type { Store } from '../store/store.js';
 import type { DriverConfig, PoolInfo, ProviderConfigBase } from './driver-config.js';
-import type { ImageHost, ImageService, ImageServiceFactory } from './image-service.js';
+import type { DriverHost, HostAccess } from './host-access.js';
+import type { ImageService } from './image-service.js';
 
 export type { PoolInfo, ProviderConfigBase };
 
-/** What a provider gets from the process that runs it. */
-export interface ProviderContext {
+/** What a provider gets from the process that runs it; `A` is its driver's own host access. */
+export interface ProviderContext<A extends HostAccess = HostAccess> {
   store: Store;
   log: Logger;
   /** Epoch ms. */
@@ -27,8 +28,12 @@ export interface ProviderContext {
    * that lapsed is replaced by a new one with another id.
    */
   sessionId: () => string;
-  /** The process's image services (from its own credentials), for drivers that manage images. */
-  imageServices: ImageServiceFactory;
+  /**
+   * The provider's host access, made by its own driver's `hostAccess` from this process's
+   * settings and shared with the provider's image service (lib/drivers/driver-hosts.ts);
+   * absent for drivers without one (static). Rejected when the access cannot be made (credentials).
+   */
+  hostAccess?: () => Promise<A>;
   /** Told of leaked resources the provider found and took over for deletion (metrics). */
   onLeak?: (resource: string, count: number) => void;
 }
@@ -107,9 +112,27 @@ export interface RequestHandler {
   launchesComplete(): boolean;
 }
 
-/** A driver: its config part (driver-config.ts) joined with how to make providers and image services. */
-export interface Driver<C extends ProviderConfigBase = ProviderConfigBase> extends DriverConfig<C> {
-  createProvider(config: C, ctx: ProviderContext): Provider;
-  /** The image capability's runtime side, for drivers with `imageTargets`: the provider's image service. */
-  imageService?(config: C, host: ImageHost): Promise<ImageService>;
+/**
+ * A driver: its config part (driver-config.ts) joined with how to make its host access,
+ * providers and image services. `A` is the driver's own host access (credentials, sessions);
+ * core passes it through without looking inside.
+ */
+export interface Driver<C extends ProviderConfigBase = ProviderConfigBase, A extends HostAccess = HostAccess> extends DriverConfig<C> {
+  /**
+   * The top-level settings (keys of the loaded config) the driver's host access reads, e.g.
+   * the openstack driver's credentials file; core hands over exactly these as `DriverHost.settings`.
+   */
+  readonly hostSettings?: readonly string[];
+  /**
+   * The driver's access to the provider's cloud from the host's settings: made once per
+   * provider config and settings, shared by the provider and its image service, closed once.
+   * Absent for a driver that needs none (static). Thrown (rejected): CloudError (credentials).
+   */
+  hostAccess?(config: C, host: DriverHost): Promise<A>;
+  createProvider(config: C, ctx: ProviderContext<A>): Provider;
+  /**
+   * The image capability's runtime side, for drivers with `imageTargets`: the provider's image
+   * service over the driver's host access (undefined for a driver without `hostAccess`).
+   */
+  imageService?(config: C, access: A | undefined, log: Logger): ImageService;
 }

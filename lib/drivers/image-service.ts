@@ -1,10 +1,9 @@
 /**
  * The runtime side of a driver's image capability: the image API a builder uploads through
- * and the server deletes and lists with, independent of the cloud behind it. The openstack
- * driver implements it with Glance; core code reaches it only through an
- * {@link ImageServiceFactory} (lib/drivers/registry.ts `hostImageServices`).
+ * and the server deletes and lists with, independent of the cloud behind it. A driver makes it
+ * over its own host access (lib/drivers/host-access.ts); core code reaches it only through an
+ * {@link ImageServiceFactory} (lib/drivers/driver-hosts.ts).
  */
-import type { Logger } from '../log.js';
 import type { ProviderConfig } from './config-registry.js';
 
 /** One image file to upload. */
@@ -86,21 +85,6 @@ export interface ImageService {
    * builder reads the file itself (a driver that does not call `onData`).
    */
   cloudHashAlgos?(): readonly string[];
-}
-
-/**
- * What a process offers drivers to reach their image APIs with its own credentials (a
- * builder's or server's): where its credential files are, and a logger. Drivers decide
- * what to read (the openstack driver: clouds.yaml).
- */
-export interface ImageHost {
-  /** The config's `clouds-file`, when set. */
-  cloudsFile(): string | undefined;
-  /** For the drivers' standard file locations (`OS_CLIENT_CONFIG_FILE`, `~/.config/…`, `./…`). */
-  env: Readonly<Record<string, string | undefined>>;
-  homeDir: string;
-  cwd: string;
-  log: Logger;
 }
 
 /** The image service of a provider whose driver manages images (one per provider config, reused). */

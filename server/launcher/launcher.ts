@@ -9,7 +9,7 @@
 import type { Config } from '../../lib/config/schema.js';
 import { configEquals, poolPriority } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
+import type { DriverHosts } from '../../lib/drivers/driver-hosts.js';
 import { imageTargets, providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { driverOf } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';
@@ -30,7 +30,8 @@ export interface LauncherDeps {
   log: Logger;
   /** The current config (reloads: call {@link Launcher.reconfigure}). */
   config: () => Config;
-  imageServices: ImageServiceFactory;
+  /** The process's driver host accesses (a provider's own, through its context's `hostAccess`). */
+  imageServices: DriverHosts;
   /** The process's store session. */
   sessionId: () => string;
   hostname: string;
@@ -195,7 +196,7 @@ export class Launcher {
     const { store, log } = this.deps;
     const provider = driverOf(pc).createProvider(pc, {
       store, log: log.child({ provider: pc.name }), clock: this.deps.clock ?? Date.now, config,
-      sessionId: this.deps.sessionId, imageServices: this.deps.imageServices,
+      sessionId: this.deps.sessionId, hostAccess: () => this.deps.imageServices.access(pc),
       ...(this.deps.onLeak ? { onLeak: (resource: string, count: number) => this.deps.onLeak?.(pc.name, resource, count) } : {}),
     });
     const pools = providerPools(pc);

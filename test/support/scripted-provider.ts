@@ -1,17 +1,17 @@
 /**
  * Test support: an openstack provider built from a nodepool.yaml and started against a
- * {@link ScriptedCloud} (its image service opened on first use), for tests that drive one
+ * {@link ScriptedCloud} (its host access opened on first use), for tests that drive one
  * provider's launches against scripted Nova answers.
  */
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../lib/config/load.js';
-import { OpenStackImageService } from '../../lib/drivers/openstack/glance-image-service.js';
+import { OpenStackAccess } from '../../lib/drivers/openstack/access.js';
 import { OpenStackProvider } from '../../lib/drivers/openstack/provider.js';
 import { silentLogger } from '../../lib/log.js';
 import type { Store } from '../../lib/store/store.js';
 import type { ScriptedCloud } from './scripted-cloud.js';
 
-/** A started provider and how to stop it (and close its image service). */
+/** A started provider and how to stop it (and close its host access). */
 export interface ScriptedProvider {
   provider: OpenStackProvider;
   stop(): Promise<void>;
@@ -22,17 +22,17 @@ export async function startScriptedProvider(cloud: ScriptedCloud, store: Store, 
   const config = parseConfig(yamlText, configPath);
   const pc = config.providers[0];
   assert.equal(pc?.driver, 'openstack');
-  let svc: OpenStackImageService | undefined;
+  let access: OpenStackAccess | undefined;
   const provider = new OpenStackProvider(pc, {
     store, log: silentLogger(), clock: Date.now, config, sessionId: () => 'unused',
-    imageServices: async () => (svc ??= await OpenStackImageService.create(cloud.creds())),
+    hostAccess: async () => (access ??= await OpenStackAccess.create(cloud.creds())),
   }, { deleteTimeoutMs: 2000 });
   await provider.start();
   return {
     provider,
     async stop() {
       await provider.stop();
-      svc?.close();
+      access?.close();
     },
   };
 }

@@ -1,36 +1,37 @@
 /**
- * The {@link ImageService} of an OpenStack cloud: Keystone v3 for the token and catalog,
- * Glance v2 for the images.
+ * The {@link ImageService} of an OpenStack cloud: Glance v2 over the driver's host access
+ * (access.ts: the Keystone session and Glance client the provider shares).
  */
 import { silentLogger, type Logger } from '../../log.js';
 import type { ImageService, ListedImage, UploadedImage, UploadRequest } from '../image-service.js';
+import { OpenStackAccess, type OpenStackAccessOptions } from './access.js';
 import type { CloudCredentials } from './clouds-yaml.js';
-import { GlanceClient, type GlanceClientOptions } from './glance.js';
-import { KeystoneSession, type KeystoneSessionOptions } from './keystone.js';
+import type { GlanceClient } from './glance.js';
+import type { KeystoneSession } from './keystone.js';
 
 /** Tunables of {@link OpenStackImageService.create}. */
-export interface OpenStackImageServiceOptions {
-  keystone?: Omit<KeystoneSessionOptions, 'log'>;
-  glance?: Omit<GlanceClientOptions, 'log'>;
-}
+export type OpenStackImageServiceOptions = OpenStackAccessOptions;
 
 /** Images in one OpenStack cloud (one clouds.yaml entry). */
 export class OpenStackImageService implements ImageService {
-  private constructor(
-    /** The authenticated session (token, catalog). */
-    readonly session: KeystoneSession,
-    /** The Glance client underneath, for callers needing more than the interface. */
-    readonly glance: GlanceClient,
-  ) {}
+  /** The authenticated session (token, catalog). */
+  readonly session: KeystoneSession;
+  /** The Glance client underneath, for callers needing more than the interface. */
+  readonly glance: GlanceClient;
+
+  /** The image service over an access; closing the access is its maker's (driver-hosts.ts). */
+  constructor(readonly access: OpenStackAccess) {
+    this.session = access.session;
+    this.glance = access.glance;
+  }
 
   /**
-   * Authenticates against the cloud and finds its image endpoint.
+   * An image service with an access of its own (tools and tests; {@link close} closes it).
    * Thrown: `CloudError` for bad credentials (status 401), an unreachable Keystone, or a
    * catalog without an image service.
    */
   static async create(creds: CloudCredentials, log: Logger = silentLogger(), opts: OpenStackImageServiceOptions = {}): Promise<OpenStackImageService> {
-    const session = await KeystoneSession.authenticate(creds, { ...opts.keystone, log });
-    return new OpenStackImageService(session, new GlanceClient(session, { ...opts.glance, log }));
+    return new OpenStackImageService(await OpenStackAccess.create(creds, log, opts));
   }
 
   async upload(req: UploadRequest): Promise<UploadedImage> {
@@ -61,8 +62,8 @@ export class OpenStackImageService implements ImageService {
     return images.map((img) => ({ externalId: img.id, name: img.name, status: img.status, properties: img.properties }));
   }
 
-  /** Closes the session's idle connections. */
+  /** Closes the access's idle connections (for a service from {@link create}). */
   close(): void {
-    this.session.close();
+    this.access.close();
   }
 }

@@ -13,19 +13,15 @@ import { HostScanError, keyscan } from '../../ssh/keyscan.js';
 import { waitForTcp } from '../../ssh/tcp-probe.js';
 import type { Logger } from '../../log.js';
 import type { NodePatch, NodeRecord, NodeResources } from '../../store/models.js';
+import { imagesAvailable } from '../label-images.js';
 import { LaunchingHandler, type LaunchingHandlerContext } from '../launching-handler.js';
 import { formatHostname, type OpenStackLabelConfig, type OpenStackPoolConfig } from './config.js';
 import { dynamicProperties, requestAttrs } from './dynamic-properties.js';
 import { chooseFlavor, flavorResources } from './flavors.js';
-import type { NovaClient, NovaServer } from './nova.js';
+import { isQuotaFault, type NovaClient, type NovaServer } from './nova.js';
 import type { BootImage, OpenStackProvider } from './provider.js';
 import { fits, labelResources, poolLimits, sum, type Resources } from './quota.js';
 import { serverMetadata } from './server-metadata.js';
-
-/** Whether a cloud message says the project is over quota. */
-function isQuotaMessage(message: string): boolean {
-  return /quota exceeded|exceeds? .*quota|over quota/i.test(message);
-}
 
 export class OpenStackHandler extends LaunchingHandler {
   /** The request's availability zone: undefined until chosen, null for "let Nova choose". */
@@ -39,12 +35,8 @@ export class OpenStackHandler extends LaunchingHandler {
     return this.poolConfig.labels.find((l) => l.name === name);
   }
 
-  override async imagesAvailable(): Promise<boolean> {
-    for (const name of new Set(this.hctx.request.labels)) {
-      const l = this.label(name);
-      if (!l || !(await this.provider.bootImage(l))) return false;
-    }
-    return true;
+  override imagesAvailable(): Promise<boolean> {
+    return imagesAvailable(this.hctx.request.labels, { label: (n) => this.label(n), bootImage: (l) => this.provider.bootImage(l) });
   }
 
   /** The resources one node of each label takes; undefined when a label or its flavor is unknown. */
@@ -159,10 +151,9 @@ export class OpenStackHandler extends LaunchingHandler {
         userdata: label.userdata, configDrive: image.configDrive, volumeSize: label.bootFromVolume ? label.volumeSize : undefined,
       });
     } catch (err) {
-      const e = coerceError(err);
-      if (isQuotaMessage(e.message)) throw new QuotaExceededError(e.message, { cause: e });
-      if (e instanceof CloudError && e.status === 400) p.invalidateCaches();
-      throw e;
+      // Over quota is a QuotaExceededError from the Nova client (nova.ts isQuotaFault): launchNode aborts the node.
+      if (err instanceof CloudError && err.status === 400) p.invalidateCaches();
+      throw err;
     }
     const resources: NodeResources = labelResources(flavorResources(flavor), label);
     const checkpoint: NodePatch = {
@@ -201,7 +192,7 @@ export class OpenStackHandler extends LaunchingHandler {
       if (s.status === 'ACTIVE') return s;
       if (s.status === 'ERROR') {
         const msg = `server ${id} went to ERROR: ${s.fault ?? 'Nova gave no fault message'}`;
-        throw isQuotaMessage(msg) ? new QuotaExceededError(msg) : new LaunchError(msg);
+        throw isQuotaFault(s.fault) ? new QuotaExceededError(msg) : new LaunchError(msg);
       }
       return undefined;
     }, { timeoutMs: p.config.launchTimeout * 1000, intervalMs: (n) => 250 * 2 ** Math.min(n, 3), signal: p.signal });

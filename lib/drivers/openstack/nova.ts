@@ -4,7 +4,7 @@
  * name → id through Neutron. Every call carries the compute microversion and waits its
  * turn under the provider's `rate` (seconds between calls). Address parsing is pure.
  */
-import { CloudError } from '../../errors.js';
+import { CloudError, QuotaExceededError } from '../../errors.js';
 import { sleep } from '../../lifecycle.js';
 import { silentLogger, type Logger } from '../../log.js';
 import type { Flavor } from './flavors.js';
@@ -97,6 +97,15 @@ export function serverAddresses(addresses: unknown, accessIPv4?: unknown, access
     }
   }
   return { interfaceIp: publicIpv4 ?? privateIpv4 ?? publicIpv6, publicIpv4, privateIpv4, publicIpv6 };
+}
+
+/**
+ * Whether Nova's words say the project is over quota: Nova gives no code of its own for it
+ * (a create refused with 403 or 413, or an ERROR server's fault, carries only the message), so
+ * the Nova client classifies here, where it parses the answer. Pure.
+ */
+export function isQuotaFault(message: string | null): boolean {
+  return message !== null && /quota exceeded|exceeds? .*quota|over quota/i.test(message);
 }
 
 /** A Nova server body → {@link NovaServer}. Pure. */
@@ -203,10 +212,17 @@ export class NovaClient {
   /**
    * Boots a server and returns its id (Nova answers 202 before it is built). No abort
    * signal: an abort between Nova's commit and our reading the id would leak the server.
-   * Thrown: {@link CloudError} with Nova's status and message (403 for quota).
+   * Thrown: {@link QuotaExceededError} when Nova refuses it for quota ({@link isQuotaFault}),
+   * else {@link CloudError} with Nova's status and message.
    */
   async createServer(spec: CreateServerSpec): Promise<string> {
-    const res = await this.call('POST', '/servers', { json: createServerBody(spec) });
+    let res: HttpResponse;
+    try {
+      res = await this.call('POST', '/servers', { json: createServerBody(spec) });
+    } catch (err) {
+      if (err instanceof CloudError && isQuotaFault(err.message)) throw new QuotaExceededError(err.message, { cause: err });
+      throw err;
+    }
     const id = JsonReader.parse(res).obj('server').id('id');
     this.log.info('server created', { id, name: spec.name });
     return id;

@@ -1,6 +1,6 @@
 /**
- * One `driver: openstack` provider at run time: all cloud I/O (Nova through the provider's
- * Keystone session, Glance for cloud images by name, Neutron for floating IPs and ports),
+ * One `driver: openstack` provider at run time: all cloud I/O (Nova through the Keystone
+ * session of the driver's host access, shared with the provider's image service (access.ts), Glance for cloud images by name, Neutron for floating IPs and ports),
  * the short-lived caches (flavors, networks, image lookups, the quota snapshot), server
  * deletion (with its floating IPs), listing, leak cleanup and `port-cleanup-interval`.
  * Request decisions and the launch live in handler.ts.
@@ -12,12 +12,14 @@ import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/m
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import type { ImageService } from '../image-service.js';
 import { bootUpload } from '../boot-upload.js';
+import { labelReady } from '../label-images.js';
 import { pinnedUploadProblem } from '../pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
 import { poolInfo } from './config.js';
 import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
 import { OpenStackHandler } from './handler.js';
 import { OpenStackImageService } from './glance-image-service.js';
+import type { OpenStackAccess } from './access.js';
 import { findLeakedServers } from './leaks.js';
 import { NeutronClient, type FloatingIp } from './neutron.js';
 import { cloudImageNodeFields, diskimageNodeFields, type ImageNodeFields, type TopDiskimageKeys } from './node-fields.js';
@@ -56,20 +58,16 @@ export interface CloudQuota {
 export class OpenStackProvider implements Provider {
   readonly name: string;
   readonly log: Logger;
-  /** Glance through the provider's clouds.yaml entry (uploads, deletes, alien-image-list). */
+  /** Glance over the provider's host access (uploads, deletes, alien-image-list). */
   readonly images: ImageService;
   private readonly abort = new AbortController();
   private readonly opts: Required<OpenStackProviderOptions>;
   private state: 'created' | 'running' | 'stopped' = 'created';
-  private readonly novaClient = new KeptUnlessFailed(async () => {
-    const svc = await this.ctx.imageServices(this.config);
-    if (!(svc instanceof OpenStackImageService)) throw new CloudError(`provider ${this.name}: its image service is not an OpenStack one, so Nova is out of reach`);
-    return new NovaClient(svc.session, { log: this.log, rate: this.config.rate });
-  });
+  private readonly novaClient = new KeptUnlessFailed(async () =>
+    new NovaClient((await this.access()).session, { log: this.log, rate: this.config.rate }));
   private readonly neutronClient = new KeptUnlessFailed(async () => {
-    const svc = await this.ctx.imageServices(this.config);
-    if (!(svc instanceof OpenStackImageService) || !NeutronClient.available(svc.session)) return null;
-    return new NeutronClient(svc.session);
+    const { session } = await this.access();
+    return NeutronClient.available(session) ? new NeutronClient(session) : null;
   });
   private readonly flavorList = new KeptUnlessFailed(async () => (await this.nova()).listFlavors());
   private portCleanup: PortCleanupState | undefined;
@@ -77,16 +75,23 @@ export class OpenStackProvider implements Provider {
   private readonly cloudImageIds = new Map<string, { at: number; id: string | undefined }>();
   private quota?: { at: number; value: Promise<CloudQuota> };
 
-  constructor(readonly config: OpenStackProviderConfig, readonly ctx: ProviderContext, opts: OpenStackProviderOptions = {}) {
+  constructor(readonly config: OpenStackProviderConfig, readonly ctx: ProviderContext<OpenStackAccess>, opts: OpenStackProviderOptions = {}) {
     this.name = config.name;
     this.log = ctx.log.child({ component: 'openstack', provider: config.name });
     this.opts = { quotaCacheMs: opts.quotaCacheMs ?? 5000, imageCacheMs: opts.imageCacheMs ?? 10_000, deleteTimeoutMs: opts.deleteTimeoutMs ?? 120_000 };
-    const svc = (): Promise<ImageService> => ctx.imageServices(config);
+    const svc = async (): Promise<OpenStackImageService> => new OpenStackImageService(await this.access());
     this.images = {
       upload: async (req) => (await svc()).upload(req),
       delete: async (id) => (await svc()).delete(id),
       list: async (filter, signal) => (await svc()).list(filter, signal),
     };
+  }
+
+  /** The driver's host access (session, Glance); its owner closes it. Thrown: CloudError (credentials, Keystone). */
+  access(): Promise<OpenStackAccess> {
+    const get = this.ctx.hostAccess;
+    if (!get) return Promise.reject(new CloudError(`provider ${this.name} was created without a host access, so its cloud is out of reach`));
+    return get();
   }
 
   /** Aborted by stop(): launches in flight end. */
@@ -207,23 +212,14 @@ export class OpenStackProvider implements Provider {
   private async cloudImageId(name: string): Promise<string | undefined> {
     const hit = this.cloudImageIds.get(name);
     if (hit && this.ctx.clock() - hit.at < this.opts.imageCacheMs) return hit.id;
-    const svc = await this.ctx.imageServices(this.config);
-    const found = svc instanceof OpenStackImageService
-      ? (await svc.glance.listImages({ name })).find((i) => i.status === 'active')?.id
-      : (await svc.list()).find((i) => i.name === name && i.status === 'active')?.externalId;
+    const { glance } = await this.access();
+    const found = (await glance.listImages({ name })).find((i) => i.status === 'active')?.id;
     this.cloudImageIds.set(name, { at: this.ctx.clock(), id: found });
     return found;
   }
 
-  async labelReady(label: string): Promise<boolean> {
-    const l = this.labelConfig(label);
-    if (!l) return false;
-    try {
-      return (await this.bootImage(l)) !== undefined;
-    } catch (err) {
-      this.log.warn('could not tell whether the label is ready', { label, error: coerceError(err).message });
-      return false;
-    }
+  labelReady(label: string): Promise<boolean> {
+    return labelReady(label, { label: (n) => this.labelConfig(n), bootImage: (l) => this.bootImage(l) }, this.log);
   }
 
   /** The cloud's quota snapshot, reused for `quotaCacheMs`. */

@@ -10,6 +10,7 @@ import { pollUntil } from '../../lifecycle.js';
 import type { Logger } from '../../log.js';
 import { keyscan } from '../../ssh/keyscan.js';
 import type { NodePatch, NodeRecord } from '../../store/models.js';
+import { imagesAvailable } from '../label-images.js';
 import { LaunchingHandler, type LaunchingHandlerContext } from '../launching-handler.js';
 import type { QemuLabelConfig, QemuPoolConfig } from './config.js';
 import type { QemuProvider } from './provider.js';
@@ -30,12 +31,8 @@ export class QemuHandler extends LaunchingHandler {
     return this.poolConfig.labels.find((l) => l.name === name);
   }
 
-  override async imagesAvailable(): Promise<boolean> {
-    for (const name of new Set(this.hctx.request.labels)) {
-      const l = this.label(name);
-      if (!l || !(await this.provider.bootImage(l))) return false;
-    }
-    return true;
+  override imagesAvailable(): Promise<boolean> {
+    return imagesAvailable(this.hctx.request.labels, { label: (n) => this.label(n), bootImage: (l) => this.provider.bootImage(l) });
   }
 
   override hasProviderQuota(labels: readonly string[]): Promise<boolean> {

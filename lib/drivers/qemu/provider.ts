@@ -18,6 +18,7 @@ import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
 import { bootUpload } from '../boot-upload.js';
+import { labelReady } from '../label-images.js';
 import { pinnedUploadProblem } from '../pinned-upload.js';
 import { KeptUnlessFailed } from '../../lifecycle.js';
 
@@ -110,15 +111,8 @@ export class QemuProvider implements Provider {
     return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId) };
   }
 
-  async labelReady(label: string): Promise<boolean> {
-    const l = this.labelConfig(label);
-    if (!l) return false;
-    try {
-      return (await this.bootImage(l)) !== undefined;
-    } catch (err) {
-      this.log.warn('could not tell whether the label is ready', { label, error: coerceError(err).message });
-      return false;
-    }
+  labelReady(label: string): Promise<boolean> {
+    return labelReady(label, { label: (n) => this.labelConfig(n), bootImage: (l) => this.bootImage(l) }, this.log);
   }
 
   async listNodes(): Promise<ExternalNode[]> {

@@ -36,7 +36,6 @@ void describe('cleanup worker: max-hold-age', () => {
     assert.equal(pc?.driver, 'static');
     provider = staticDriver.createProvider(pc, {
       store, log: silentLogger(), clock: () => now, config, sessionId: () => session.id,
-      imageServices: () => Promise.reject(new Error('static providers have no image service')),
     });
     worker = new CleanupWorker({
       store, log: silentLogger(), config: () => config, providers: () => new Map([['lab', provider]]), sessionId: () => session.id, clock: () => now,

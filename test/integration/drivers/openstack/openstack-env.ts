@@ -12,8 +12,9 @@ import { Writable } from 'node:stream';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
 import type { ProviderContext } from '../../../../lib/drivers/driver.js';
+import { openstackHostAccess, type OpenStackAccess } from '../../../../lib/drivers/openstack/access.js';
+import { KeptUnlessFailed } from '../../../../lib/lifecycle.js';
 import type { OpenStackProviderConfig } from '../../../../lib/drivers/openstack/config.js';
-import { testImageServices } from '../../../support/image-services.js';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { createRootLogger } from '../../../../lib/log.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
@@ -92,16 +93,22 @@ export class OpenStackEnv {
   readonly leaks: Array<[string, number]> = [];
 
   /** The provider context; log lines are kept in {@link lines} (JSON). */
-  ctx(config: Config): ProviderContext {
+  ctx(config: Config): ProviderContext<OpenStackAccess> {
     const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => { this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)); cb(); } });
     const log = createRootLogger({ level: 'debug', format: 'json', stream: sink });
+    const provider = config.providers.find((p) => p.name === this.providerName);
+    if (provider?.driver !== 'openstack') throw new Error('test config has no openstack provider');
+    // Only the config's clouds-file: a developer's ~/.config/openstack must never leak into a test.
+    const access = new KeptUnlessFailed(() => openstackHostAccess(provider, {
+      settings: { cloudsFile: config.cloudsFile }, env: {}, homeDir: '/nonexistent', cwd: '/nonexistent', log,
+    }));
     return {
       store: this.store,
       log,
       clock: Date.now,
       config,
       sessionId: () => this.sessionId,
-      imageServices: testImageServices(() => config.cloudsFile, log),
+      hostAccess: () => access.get(),
       onLeak: (resource, count) => { this.leaks.push([resource, count]); },
     };
   }

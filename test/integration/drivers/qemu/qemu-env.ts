@@ -76,7 +76,6 @@ export class QemuEnv {
   ctx(config: Config, onLeak?: (resource: string, count: number) => void): ProviderContext {
     return {
       store: this.store, log: testLogger(), clock: Date.now, config, sessionId: () => this.sessionId,
-      imageServices: () => Promise.reject(new Error('the qemu provider uses its own image-dir')),
       ...(onLeak ? { onLeak } : {}),
     };
   }

@@ -91,7 +91,6 @@ export class StaticEnv {
       clock: Date.now,
       config,
       sessionId,
-      imageServices: () => Promise.reject(new Error('not used: static providers have no image service')),
     };
   }
 
