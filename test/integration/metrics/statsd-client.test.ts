@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { silentLogger } from '../../../lib/log.js';
 import { StatsdClient } from '../../../lib/metrics/statsd-client.js';
-import { StatsdListener } from './web-helpers.js';
+import { StatsdListener } from '../web/web-helpers.js';
 
 describe('statsd client over UDP', () => {
   it('sends counters, timers and gauges in the statsd line protocol', async () => {

@@ -3,7 +3,7 @@
  * images held, free space in images-dir, process metrics) and /health/live on
  * webapp.listen-address (`/metrics/` as `/metrics`, as on the server), closed on SIGTERM; a bad
  * or busy port is a usage error (exit 2).
- * (What the counters do during a build is covered with an in-process builder in web-status.test.ts.)
+ * (What the counters do during a build is covered with an in-process builder in test/integration/web/web-status.test.ts.)
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import { waitFor } from '../../../lib/lifecycle.js';
 import { createBuilderEnv, fakeDiskimage, type BuilderEnv } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { freePort, portOpen, runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
-import { call, get, sample } from './web-helpers.js';
+import { call, get, sample } from '../web/web-helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
