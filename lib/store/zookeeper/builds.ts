@@ -16,7 +16,8 @@ import { corruptEntry, memoized } from './checked.js';
 import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';
 import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE } from './layout.js';
-import { copyBuild, buildFromJson, buildJson, decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
+import { copyBuild, buildFromJson, buildJson } from './image-records.js';
+import { decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { Op } from './zk-client.js';
 

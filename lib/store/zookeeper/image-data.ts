@@ -33,7 +33,8 @@ import { buildLockDir } from './build-lock.js';
 import { maxSeq, splitBuildId } from './builds.js';
 import { ensure, type ZkContext } from './context.js';
 import { UPLOAD_ID_RE, uploadIdOf, uploadNodeName } from '../../images/image-file.js';
-import { buildJson, decode, encode, pauseJson, toSeconds, uploadJson } from './records.js';
+import { buildJson, pauseJson, uploadJson } from './image-records.js';
+import { decode, encode, toSeconds } from './records.js';
 import type { Op } from './zk-client.js';
 
 /** Bytes of one write transaction (paths + data + per-op overhead), well under jute.maxbuffer (1 MiB). */

@@ -10,7 +10,8 @@ import type { BuildRequest, PauseRecord } from '../models.js';
 import { requestedAtOf } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
-import { decode, decodeRecord, encode, pauseFromJson, pauseId, pauseJson, statTime, toMs, toSeconds, type Json } from './records.js';
+import { pauseFromJson, pauseId, pauseJson } from './image-records.js';
+import { decode, decodeRecord, encode, statTime, toMs, toSeconds, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 
 /** A build request's record. Thrown: CorruptRecordError when `requested` is not a time. */

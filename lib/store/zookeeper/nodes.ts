@@ -16,7 +16,8 @@ import { corruptEntry, memoized } from './checked.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
 import { LOCK_DIR, seq10 } from './layout.js';
-import { copyNode, decodeRecord, encode, nodeFromJson, nodeJson } from './records.js';
+import { copyNode, nodeFromJson, nodeJson } from './node-records.js';
+import { decodeRecord, encode } from './records.js';
 import type { Op, Stat } from './zk-client.js';
 
 /** Reads of node records {@link ZkNodes.update} may write at (bounded; cleared when full). */

@@ -17,7 +17,8 @@ import { corruptEntry, memoized } from './checked.js';
 import { removeTree, removeTreeOps, updateJson, type ZkContext } from './context.js';
 import { REQUEST_ID_RE } from './layout.js';
 import { newEventId } from '../request-defaults.js';
-import { copyRequest, decodeRecord, encode, newRequestJson, ownerOf, requestFromJson, requestJson, type Json } from './records.js';
+import { copyRequest, newRequestJson, requestFromJson, requestJson } from './node-records.js';
+import { decodeRecord, encode, ownerOf, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import { MODE, type Stat, type ZkClient } from './zk-client.js';
 

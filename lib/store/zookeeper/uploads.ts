@@ -15,7 +15,8 @@ import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { seq10 } from './layout.js';
 import { uploadImageFields, type ImageFields } from '../image-fields.js';
-import { copyUpload, decode, decodeRecord, encode, imageFieldsFromJson, uploadFromJson, uploadJson } from './records.js';
+import { copyUpload, imageFieldsFromJson, uploadFromJson, uploadJson } from './image-records.js';
+import { decode, decodeRecord, encode } from './records.js';
 import { UPLOAD_ID_RE, uploadIdOf } from '../../images/image-file.js';
 import type { Entry } from './tree-cache.js';
 
