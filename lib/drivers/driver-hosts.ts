@@ -2,10 +2,10 @@
  * The process's driver host accesses (host-access.ts): each provider's access is made once per
  * (provider config, the settings its driver declared) through its driver's `hostAccess`, and is
  * shared by the provider (ProviderContext `hostAccess`) and its image service (the process's
- * {@link ImageServiceFactory}, which this object also is). An access is closed exactly once:
- * when a later config of the same provider supersedes it (closing only drops idle
- * connections, so a stopping provider's last requests still finish) or when the process
- * closes them all. A failed creation is not kept.
+ * {@link ImageServiceFactory}, which this object also is). An access is closed exactly once,
+ * when the process closes them all: one a later config of the same provider superseded is
+ * kept until then, because a provider still stopping or an upload in flight may be using it
+ * (closing a session ends its connections). A failed creation is not kept.
  */
 import { coerceError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -60,12 +60,8 @@ export function driverHosts(opts: DriverHostsOptions): DriverHosts {
       opts.log.warn('could not close a host access', { error: coerceError(err).message });
     }
   };
-  const closing = new Set<Promise<void>>();
-  const retire = (e: Entry): void => {
-    const done = closeAccess(e);
-    closing.add(done);
-    void done.finally(() => closing.delete(done));
-  };
+  /** Superseded entries, closed with the rest. */
+  const retired: Entry[] = [];
 
   const entry = (p: ProviderConfig): Entry => {
     const driver = lookup(p);
@@ -79,7 +75,7 @@ export function driverHosts(opts: DriverHostsOptions): DriverHosts {
     const e: Entry = { key, access };
     entries.set(p.name, e);
     access.catch(() => { if (entries.get(p.name) === e) entries.delete(p.name); });
-    if (old) retire(old);
+    if (old) retired.push(old);
     return e;
   };
 
@@ -98,10 +94,9 @@ export function driverHosts(opts: DriverHostsOptions): DriverHosts {
     return a;
   };
   const close = async (): Promise<void> => {
-    const all = [...entries.values()];
+    const all = [...retired.splice(0), ...entries.values()];
     entries.clear();
-    all.forEach(retire);
-    await Promise.all([...closing]);
+    await Promise.all(all.map(closeAccess));
   };
   return Object.assign(imageService, { access, close });
 }

@@ -99,11 +99,13 @@ describe('driver host accesses', () => {
     current = parseConfig(`clouds-file: /a/clouds.yaml\nlabels: [{name: x}]\nproviders:\n  - name: cloud-a\n    cloud: scripted\n    pools: []\n`, '/etc/nodepool/nodepool.yaml');
     assert.equal(await hosts.access(pc()), a1);
 
-    // Another clouds file supersedes it: a new access, the old one closed once.
+    // Another clouds file supersedes it: a new access; the old one stays open (a stopping
+    // provider or an upload may still use it) until the process closes them all, each once.
     current = config('/b/clouds.yaml');
     const b = await hosts.access(pc());
     assert.notEqual(b, a1);
     assert.equal(made.length, 2);
+    assert.deepEqual(made.map((m) => m.closes), [0, 0]);
     await hosts.close();
     assert.deepEqual(made.map((m) => m.closes), [1, 1]);
     await hosts.close();
