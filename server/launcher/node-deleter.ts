@@ -56,6 +56,12 @@ export class NodeDeleter {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Nodes the last pass found to delete that wait for a place (pass order); replaced by each pass. */
   private waiting = new Map<string, Waiting>();
+  /**
+   * Nodes whose lock another held at our last try. A quick pass reads their lock before trying
+   * again: a refused try writes (a ZooKeeper contender made and removed), and those writes wake
+   * the deleter again, which must not spin while a consumer or a CLI holds a node.
+   */
+  private readonly refused = new Set<string>();
   /** Nodes whose lock could not be asked for (the store away), warned about once. */
   private readonly lockFailing = new Set<string>();
   private readonly log: Logger;
@@ -106,6 +112,7 @@ export class NodeDeleter {
       }
       if (node.state === 'init' && this.clock() - node.stateTime < INIT_GRACE_MS) continue; // being created right now
       if (deleterVerdictWithValidation(node, await consumerLive(node)) !== 'delete') continue;
+      if (!full && this.refused.has(node.id) && (await store.getLock(nodeLock(node.id)))?.live) continue;
       found.set(node.id, { node, provider });
     }
     // A quick pass sees only returned nodes: older finds of a full pass (abandoned ones) stay queued.
@@ -154,7 +161,12 @@ export class NodeDeleter {
     try {
       const locked = await lockIfFree(store, lock, sessionId);
       this.lockFailing.delete(node.id);
-      if (!locked) return; // owned by a live launcher or consumer
+      if (!locked) { // owned by a live launcher or consumer
+        if (this.refused.size >= 1000) this.refused.clear();
+        this.refused.add(node.id);
+        return;
+      }
+      this.refused.delete(node.id);
     } catch (err) {
       // Every pass meets it again while the store is away: told once per node, then at debug.
       const level = this.lockFailing.has(node.id) ? 'debug' : 'warn';

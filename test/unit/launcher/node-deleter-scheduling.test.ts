@@ -14,6 +14,7 @@ import type { Provider } from '../../../lib/drivers/driver.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { silentLogger } from '../../../lib/log.js';
 import type { NodeRecord } from '../../../lib/store/models.js';
+import { nodeLock } from '../../../lib/store/lock-names.js';
 import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
 import { NodeDeleter } from '../../../server/launcher/node-deleter.js';
 
@@ -126,6 +127,40 @@ void describe('node deleter scheduling', () => {
     p.open(abandoned.id);
     await deleter.settled();
     assert.deepEqual(p.deleted.sort(), [abandoned.id, used.id].sort());
+  });
+
+  it('does not try again a lock another holds until it is free (a refused try writes and would wake it again)', async () => {
+    const p = new GatedProvider();
+    let tries = 0;
+    // The real store, counting tryLock calls.
+    const counted = new Proxy(store, {
+      get(target, key) {
+        const v: unknown = Reflect.get(target, key);
+        if (key === 'tryLock') return (...args: Parameters<SqliteStore['tryLock']>) => { tries += 1; return target.tryLock(...args); };
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const deleter = new NodeDeleter({
+      store: counted, log: silentLogger(), sessionId: () => sessionId, providers: () => new Map([[p.name, p as unknown as Provider]]),
+      concurrency: () => 10, fullPassEveryMs: () => 60_000, clock: () => 5_000_000,
+    });
+    const consumer = (await store.openSession({ owner: 'consumer', hostname: 'h', pid: 2, ttlMs: 60_000 })).id;
+    const node = await store.createNode({ state: 'used', provider: p.name, pool: 'main', labels: ['l'] });
+    assert.ok(await store.tryLock(nodeLock(node.id), consumer), 'the consumer still holds the used node');
+    await deleter.pass(); // full: tries and is refused
+    await deleter.settled();
+    assert.equal(tries, 1);
+    for (let i = 0; i < 5; i++) await deleter.pass(); // quick passes: the lock is read, not tried
+    await deleter.settled();
+    assert.equal(tries, 1, 'no further try while the consumer holds it');
+    assert.deepEqual(p.started, []);
+    await store.unlock(nodeLock(node.id), consumer);
+    await deleter.pass(); // the unlock woke it: tried now
+    await waitFor(() => p.waiting.includes(node.id), { timeoutMs: 5000, what: 'the delete started once the lock was free' });
+    p.open(node.id);
+    await deleter.settled();
+    assert.equal(tries, 2);
+    assert.equal(await store.getNode(node.id), undefined);
   });
 
   it('stop drops the deletes that wait for a place and waits for those in flight', async () => {
