@@ -1,47 +1,21 @@
 /**
  * `nodepool dib-image-list [--json]`: every build (`ID, Image, Builder, Formats, State, Age`)
- * and, under the table, what needs attention per diskimage from the server's lifecycle status.
+ * and, under the table, what needs attention per diskimage from the server's lifecycle status,
+ * and why the server holds deletions back. The view is the web's `/api/dib-image-list`
+ * (lib/status/list-views.ts), which leaves the held deletions out.
  */
-import { ageSeconds } from '../../lib/status/age.js';
-import { BUILD_COLUMNS, buildRows, diskimageAttention } from '../../lib/status/builds.js';
-import { corruptJson, corruptLines, corruptRows } from '../../lib/status/corrupt.js';
-import { renderTable } from '../../lib/status/table.js';
-import {
-  commandConfig, EXIT, readServerLiveness, runCommand, warnUnlessServerWell, withStore, type CommandContext, type CommandResult,
-} from './shared.js';
-import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
+import { buildListView, viewJsonText, viewText } from '../../lib/status/list-views.js';
+import { runListCommand, type ListCommandOptions } from './list-command.js';
+import type { CommandResult } from './shared.js';
 
-/** Options of {@link dibImageList}. */
-export interface DibImageListOptions extends CommandContext {
-  /** Print `{ builds, diskimages }` as JSON instead of the table. */
-  json?: boolean;
-}
+/** Options of {@link dibImageList}. `json`: print `{ builds, diskimages, held }` instead of the table. */
+export type DibImageListOptions = ListCommandOptions;
 
 /** Lists builds (table or JSON); exit 0, or 2 for a config error. */
 export function dibImageList(opts: DibImageListOptions): Promise<CommandResult> {
-  return runCommand(async (out) => {
-    const config = commandConfig(opts);
-    await withStore(config, async (store) => {
-      const [builds, status, pauses, corrupt] = await Promise.all([
-        store.listBuilds(),
-        store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY),
-        store.listPauses(),
-        store.listCorrupt({ kinds: ['build', 'pause', 'build-request'] }),
-      ]);
-      const now = (opts.now ?? Date.now)();
-      const diskimages = status?.value.diskimages ?? [];
-      const server = await readServerLiveness(store, now);
-      warnUnlessServerWell(out, server);
-      if (opts.json) {
-        const records = [...builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) })), ...corruptJson(corrupt, ['build'])];
-        out.out(`${JSON.stringify({ builds: records, diskimages, held: status?.value.held ?? [] }, null, 2)}\n`);
-        return;
-      }
-      out.out(renderTable(BUILD_COLUMNS, [...buildRows(builds, now), ...corruptRows(BUILD_COLUMNS, corrupt, ['build'])]));
-      for (const line of diskimageAttention({ statuses: diskimages, builds, pauses, now })) out.out(`${line}\n`);
-      for (const line of corruptLines(corrupt, ['build', 'pause', 'build-request'])) out.out(`${line}\n`);
-      for (const why of status?.value.held ?? []) out.out(`deletion held: ${why}\n`);
-    }, { readOnly: true });
-    return EXIT.ok;
+  return runListCommand(opts, { readOnly: true, warnServer: true }, async (src) => {
+    const { held, ...view } = await buildListView(src);
+    if (opts.json) return viewJsonText({ json: { ...view.json, held } });
+    return viewText({ ...view, lines: [...view.lines, ...held.map((why) => `deletion held: ${why}`)] });
   });
 }

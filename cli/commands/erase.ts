@@ -1,9 +1,14 @@
 /**
  * `nodepool erase <provider> [--force]`: forgets a provider: deletes its upload records and
  * node records from the state store. Cloud resources (servers, images) are not touched.
- * Without `--force` it asks on a terminal and refuses otherwise.
+ * Without `--force` it asks on a terminal and refuses otherwise. The action is
+ * lib/actions/erase.ts `eraseProvider`.
  */
-import { commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
+import { eraseProvider, type ErasePlan } from '../../lib/actions/erase.js';
+import {
+  commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandOutput, type CommandResult,
+} from './shared.js';
+import { settled } from './action-refusal.js';
 
 /** Options of {@link erase}. */
 export interface EraseOptions extends CommandContext {
@@ -16,29 +21,22 @@ export interface EraseOptions extends CommandContext {
 /** The question asked without `--force`. */
 export const eraseQuestion = (provider: string): string => `Erase state for provider ${provider}? [N/y] `;
 
+/** Says what would go, then asks (no terminal: no). */
+function confirmOnTerminal(out: CommandOutput, configFile: string, ask: EraseOptions['confirm']): (plan: ErasePlan) => Promise<boolean> {
+  return async (plan) => {
+    out.err(`This deletes ${plan.uploads} upload record(s) and ${plan.nodes} node record(s) of provider ${plan.provider} from the state store; the cloud resources are not deleted.\n`);
+    if (plan.configured) out.err(`warning: ${plan.provider} is still in ${configFile}; a running launcher or builder recreates what it needs\n`);
+    return ask ? ask(eraseQuestion(plan.provider)) : false;
+  };
+}
+
 /** Erases a provider's records; exit 0, 1 when not confirmed, 3 when nothing knows the provider. */
 export function erase(opts: EraseOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
     const config = commandConfig(opts);
-    return withStore(config, async (store) => {
-      const [uploads, nodes] = await Promise.all([store.listUploads({ provider: opts.provider }), store.listNodes({ provider: opts.provider })]);
-      const configured = config.providers.some((p) => p.name === opts.provider);
-      if (!configured && uploads.length === 0 && nodes.length === 0) {
-        throw new CommandFailure(EXIT.notFound, `Provider ${opts.provider} not found in ${config.file} or in the state store`);
-      }
-      if (!opts.force) {
-        out.err(`This deletes ${uploads.length} upload record(s) and ${nodes.length} node record(s) of provider ${opts.provider} from the state store; the cloud resources are not deleted.\n`);
-        if (configured) out.err(`warning: ${opts.provider} is still in ${config.file}; a running launcher or builder recreates what it needs\n`);
-        const yes = opts.confirm ? await opts.confirm(eraseQuestion(opts.provider)) : false;
-        if (!yes) throw new CommandFailure(EXIT.failed, 'Aborting. No data erased.');
-      }
-      let erasedUploads = 0;
-      let erasedNodes = 0;
-      for (const u of uploads) if (await store.deleteUpload(u.id)) erasedUploads++;
-      for (const n of nodes) if (await store.deleteNode(n.id)) erasedNodes++;
-      out.out(`Erased state for provider ${opts.provider}: ${erasedUploads} upload record(s), ${erasedNodes} node record(s). `
-        + 'Cloud servers and images were not deleted.\n');
-      return EXIT.ok;
-    });
+    const confirm = opts.force ? undefined : confirmOnTerminal(out, config.file, opts.confirm);
+    const { message } = settled(await withStore(config, (store) => eraseProvider({ store, config }, { provider: opts.provider, confirm })));
+    out.out(`${message}\n`);
+    return EXIT.ok;
   });
 }

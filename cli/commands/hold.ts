@@ -1,10 +1,12 @@
 /**
  * `nodepool hold <id> [--reason TEXT] [--expire SECONDS]`: keeps a ready or in-use node out of
  * reach of requests and the deleter until `nodepool release` (or until it expires, or
- * `max-hold-age` passes).
+ * `max-hold-age` passes). The action is lib/actions/node-hold.ts `holdNode`.
  */
+import { holdNode } from '../../lib/actions/node-hold.js';
 import { renderNodes } from './list.js';
-import { commandConfig, EXIT, runCommand, withClient, type CommandContext, type CommandResult } from './shared.js';
+import { commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
+import { settled } from './action-refusal.js';
 
 /** Options of {@link hold}. */
 export interface HoldOptions extends CommandContext {
@@ -24,8 +26,8 @@ export function hold(opts: HoldOptions): Promise<CommandResult> {
       out.err(`--expire must be a positive number of seconds, got ${opts.expireSeconds}\n`);
       return EXIT.usage;
     }
-    const node = await withClient(config, 'nodepool hold', (client) =>
-      client.hold(opts.id, { reason: opts.reason ?? 'held with nodepool hold', expireSeconds: opts.expireSeconds }));
+    const { node } = settled(await withStore(config, (store) =>
+      holdNode({ store, config }, { nodeId: opts.id, reason: opts.reason, expireSeconds: opts.expireSeconds })));
     out.out(renderNodes([node], new Set(), (opts.now ?? Date.now)(), { detail: true, json: opts.json }));
     return EXIT.ok;
   });

@@ -2,7 +2,7 @@
  * `nodepool image-build <diskimage> [--follow] [--timeout SECONDS]`: records a build request
  * for the server. With `--follow`, waits for the build the request starts and shows its
  * progress until it is ready or fails, then follows each upload of it with a progress bar
- * until all are ready or one failed.
+ * until all are ready or one failed. The request is lib/actions/image-build.ts `requestImageBuild`.
  */
 import type { Config } from '../../lib/config/schema.js';
 import { imageTarget } from '../../lib/drivers/config-registry.js';
@@ -16,6 +16,8 @@ import {
   commandConfig, CommandFailure, CommandOutput, EXIT, readServerLiveness, requireDiskimage, runCommand, withStore,
   type CommandContext, type CommandResult, type LiveOutput,
 } from './shared.js';
+import { settled } from './action-refusal.js';
+import { requestImageBuild } from '../../lib/actions/image-build.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 
 /** How long `--follow` waits past the diskimage's build-timeout and longest image-upload-timeout by default. */
@@ -54,19 +56,10 @@ export function imageBuild(opts: ImageBuildOptions): Promise<CommandResult> {
       if (!(opts.timeoutSeconds > 0)) throw new CommandFailure(EXIT.usage, `--timeout must be a positive number of seconds, got ${opts.timeoutSeconds}`);
     }
     const config = commandConfig(opts);
-    const diskimage = requireDiskimage(config, opts.diskimage);
-    const name = diskimage.name;
-    if (diskimage.pause) throw new CommandFailure(EXIT.failed, `Diskimage ${name} is paused (pause: true in ${config.file})`);
     return withStore(config, async (store) => {
-      const pause = (await store.listPauses()).find((p) => p.diskimage === name && p.provider === null);
-      if (pause) {
-        throw new CommandFailure(EXIT.failed, `Diskimage ${name} is paused${pause.reason ? ` (${pause.reason})` : ''}; nodepool image-unpause ${name} resumes its builds`);
-      }
-      // A request made now would start a second full build as soon as this one ends.
-      const running = (await store.listBuilds({ diskimage: name, states: ['building'] })).at(-1);
-      if (running) throw new CommandFailure(EXIT.failed, `Diskimage ${name} has a build in progress (${describeRunning(running)}); no new build requested`);
-      const request = await store.requestBuild(name);
-      out.out(`Build of ${name} requested\n`);
+      const { diskimage: name, request, message } = settled(await requestImageBuild({ store, config }, { diskimage: opts.diskimage }));
+      const diskimage = requireDiskimage(config, name);
+      out.out(`${message}\n`);
       const now = opts.now ?? Date.now;
       const server = await readServerLiveness(store, now());
       if (!opts.follow) {
@@ -151,12 +144,6 @@ async function findFollowed(store: Store, p: FollowParams, followed: string | nu
 /** The longest image-upload-timeout of the diskimage's upload targets (s), 0 without any. */
 function longestUploadTimeout(config: Config, diskimage: string): number {
   return Math.max(0, ...config.providers.map((p) => imageTarget(p, diskimage)?.uploadTimeout ?? 0));
-}
-
-/** `<id> on <builder>, <n>%` for the build-in-progress refusal. */
-function describeRunning(b: BuildRecord): string {
-  const pct = progressPercent(b.progress);
-  return [b.id, b.builderHostname ? ` on ${b.builderHostname}` : '', pct !== null ? `, ${pct}%` : ''].join('');
 }
 
 /** How a build ended, or null while it is still building. */

@@ -1,28 +1,24 @@
 /**
  * `nodepool list [--detail] [--json]`: every node with Nodepool's columns (`ID, Provider,
  * Label, Server ID, Public IPv4, IPv6, State, Age, Locked`); `--detail` adds pool, hostname,
- * private address, AZ, port, launcher, allocation and hold.
+ * private address, AZ, port, launcher, allocation and hold. The view is the web's
+ * `/api/node-list` (lib/status/list-views.ts); {@link renderNodes} prints the nodes an
+ * action returns (hold, release, delete, request) the same way.
  */
 import { corruptJson, corruptLines, corruptRows } from '../../lib/status/corrupt.js';
+import { nodeListView, viewJsonText, viewText } from '../../lib/status/list-views.js';
 import type { CorruptRecord } from '../../lib/store/corrupt.js';
 import type { NodeRecord } from '../../lib/store/models.js';
-import type { Store } from '../../lib/store/store.js';
 import { nodeColumns, nodeJson, nodeRows } from '../../lib/status/nodes.js';
 import { renderTable } from '../../lib/status/table.js';
-import { commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
-import { NODE_LOCK_PREFIX } from '../../lib/store/lock-names.js';
+import { runListCommand, type ListCommandOptions } from './list-command.js';
+import type { CommandResult } from './shared.js';
 
-/** Options of {@link list}. */
-export interface ListOptions extends CommandContext {
+export { lockedNodeIds } from '../../lib/status/list-data.js';
+
+/** Options of {@link list}. `json`: print the node records (with `locked` and `age`) as a JSON array. */
+export interface ListOptions extends ListCommandOptions {
   detail?: boolean;
-  /** Print the node records (with `locked` and `age`) as a JSON array. */
-  json?: boolean;
-}
-
-/** Ids of nodes whose lock is held by a live session. */
-export async function lockedNodeIds(store: Store): Promise<Set<string>> {
-  const locks = await store.listLocks(NODE_LOCK_PREFIX);
-  return new Set(locks.filter((l) => l.live).map((l) => l.resource.slice(NODE_LOCK_PREFIX.length)));
 }
 
 /**
@@ -40,12 +36,8 @@ export function renderNodes(nodes: readonly NodeRecord[], locked: ReadonlySet<st
 
 /** Lists nodes (table or JSON); exit 0, or 2 for a config error. */
 export function list(opts: ListOptions): Promise<CommandResult> {
-  return runCommand(async (out) => {
-    const config = commandConfig(opts);
-    await withStore(config, async (store) => {
-      const [nodes, locked, corrupt] = await Promise.all([store.listNodes(), lockedNodeIds(store), store.listCorrupt({ kinds: ['node'] })]);
-      out.out(renderNodes(nodes, locked, (opts.now ?? Date.now)(), opts, corrupt));
-    }, { readOnly: true });
-    return EXIT.ok;
+  return runListCommand(opts, { readOnly: true }, async (src) => {
+    const view = await nodeListView(src, { detail: opts.detail });
+    return opts.json ? viewJsonText(view) : viewText(view);
   });
 }

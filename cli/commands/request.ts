@@ -4,14 +4,16 @@
  * the CLI's session) and its id is printed; `nodepool request-list` follows it. With `--wait`
  * the request is ephemeral, so an interrupted CLI leaves nothing behind; once fulfilled the
  * nodes are taken in use (they stay until `nodepool release`) and printed as `list` does.
+ * The action is lib/actions/node-request.ts `requestNodes`.
  */
-import { RequestFailedError, RequestTimeoutError } from '../../lib/client/errors.js';
+import { requestNodes, requestWarnings, unknownLabels } from '../../lib/actions/node-request.js';
 import type { NodeRequestRecord } from '../../lib/store/models.js';
 import { renderNodes } from './list.js';
 import {
-  commandConfig, CommandFailure, EXIT, requireLabels, runCommand, withClient, type CommandContext, type CommandResult,
+  commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
   type LiveOutput,
 } from './shared.js';
+import { settled } from './action-refusal.js';
 
 /** Seconds `--wait` waits when no `--timeout` is given. */
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 600;
@@ -37,38 +39,20 @@ export interface RequestCommandOptions extends CommandContext {
 export function request(opts: RequestCommandOptions): Promise<CommandResult> {
   return runCommand(async (out) => {
     const config = commandConfig(opts);
-    requireLabels(config, opts.labels);
+    settled(unknownLabels(config, opts.labels) ?? {});
     const timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS;
     if (!(timeoutSeconds > 0)) throw new CommandFailure(EXIT.usage, `--timeout must be a positive number of seconds, got ${timeoutSeconds}`);
     if (opts.priority !== undefined && !(Number.isInteger(opts.priority) && opts.priority >= 0 && opts.priority <= 999)) {
       throw new CommandFailure(EXIT.usage, `--priority must be an integer from 0 to 999, got ${opts.priority}`);
     }
-    if (opts.provider !== undefined && !config.providers.some((p) => p.name === opts.provider)) {
-      out.err(`warning: provider ${opts.provider} is not in ${config.file}; the launchers ignore the preference\n`);
-    }
-    const base = { priority: opts.priority, provider: opts.provider };
-    return withClient(config, CLI_REQUESTOR, async (client) => {
-      if (!opts.wait) {
-        const r = await client.request(opts.labels, { ...base, ephemeral: false });
-        out.out(opts.json ? `${JSON.stringify(r, null, 2)}\n` : `${r.id}\n`);
-        return EXIT.ok;
-      }
-      const onUpdate = (r: NodeRequestRecord): void => out.err(`request ${r.id}: ${r.state}\n`);
-      try {
-        const nodes = await client.requestNodes(opts.labels, {
-          ...base, ephemeral: true, timeoutMs: timeoutSeconds * 1000, signal: opts.signal, onUpdate,
-        });
-        out.out(renderNodes(nodes, new Set(), (opts.now ?? Date.now)(), { json: opts.json }));
-        return EXIT.ok;
-      } catch (err) {
-        if (opts.signal?.aborted) {
-          out.err('Interrupted; the request was deleted\n');
-          return EXIT.interrupted;
-        }
-        if (err instanceof RequestFailedError) throw new CommandFailure(EXIT.failed, `Node request ${err.requestId} failed: ${err.reason ?? 'no reason recorded'}`);
-        if (err instanceof RequestTimeoutError) throw new CommandFailure(EXIT.failed, `${err.message}; the request was deleted`);
-        throw err;
-      }
-    });
+    for (const w of requestWarnings(config, opts.provider)) out.err(`warning: ${w}\n`);
+    const onUpdate = (r: NodeRequestRecord): void => out.err(`request ${r.id}: ${r.state}\n`);
+    const wait = opts.wait ? { timeoutMs: timeoutSeconds * 1000, signal: opts.signal, onUpdate } : undefined;
+    const answer = settled(await withStore(config, (store) => requestNodes({ store, config }, {
+      labels: opts.labels, priority: opts.priority, provider: opts.provider, requestor: CLI_REQUESTOR, wait,
+    })));
+    if (!answer.waited) out.out(opts.json ? `${JSON.stringify(answer.request, null, 2)}\n` : `${answer.request.id}\n`);
+    else out.out(renderNodes(answer.nodes, new Set(), (opts.now ?? Date.now)(), { json: opts.json }));
+    return EXIT.ok;
   }, opts.live);
 }

@@ -7,11 +7,11 @@
  * lines read as in `image-list` and `list`.
  */
 import { formatAge } from '../../lib/status/age.js';
-import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
+import { readUploadList } from '../../lib/status/list-data.js';
+import type { StatusSource } from '../../lib/status/list-views.js';
 import { targetAttention, transferText, uploadTransfer } from '../../lib/status/uploads.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import { readinessReport, type ReadinessReport } from './health.js';
-import type { StatusSource } from './status-views.js';
 
 /** The dashboard's document. */
 export interface DashboardData {
@@ -44,9 +44,9 @@ export interface DashboardData {
 /** Reads the store once and makes the document. */
 export async function dashboardData(src: StatusSource, loops: readonly LoopHealth[], started: boolean): Promise<DashboardData> {
   const { store } = src;
-  const [builds, uploads, nodes, requests, status, pauses] = await Promise.all([
-    store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(),
-    store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY), store.listPauses(),
+  // The uploads part is image-list's (same reads, same attention lines).
+  const [builds, { uploads, status, pauses }, nodes, requests] = await Promise.all([
+    store.listBuilds(), readUploadList(store), store.listNodes(), store.listRequests(),
   ]);
   const now = src.clock();
   const age = (t: number): string => formatAge(now - t);
@@ -70,7 +70,7 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
         percent: t ? t.percent : null, transfer: t ? transferText(t) : null, reason: u.reason,
       };
     }),
-    uploadAttention: [...targetAttention({ targets: status?.value.targets ?? [], uploads, pauses, now }), ...(status?.value.held ?? []).map((why) => `deletion held: ${why}`)],
+    uploadAttention: [...targetAttention({ targets: status.targets, uploads, pauses, now }), ...(status.held ?? []).map((why) => `deletion held: ${why}`)],
     nodeCounts: [...counts.values()].sort((a, b) => (a.provider + a.label < b.provider + b.label ? -1 : 1)),
     nodes: nodes.map((n) => ({
       id: n.id, provider: n.provider, labels: n.labels.join(','), state: n.state, age: age(n.stateTime), externalId: n.externalId ?? '',
