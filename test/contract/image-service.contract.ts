@@ -2,7 +2,8 @@
  * The image-service contract: what lib/drivers/image-service.ts promises, checked against every
  * driver that takes uploaded images (openstack: Glance on the loopback Keystone + Glance; qemu:
  * its image-dir), each run from its own test file. The fixture builds the service the way a
- * process does (the driver registry), never with a driver's own constructor.
+ * process does (lib/drivers/driver-hosts.ts: the driver's host access, then its image service),
+ * never with a driver's own constructor.
  *
  * Promised: an upload is streamed (chunks to `onData` in order from offset 0, never the file
  * whole in one piece) with progress up to the file's size, and the bytes sent hash as the file

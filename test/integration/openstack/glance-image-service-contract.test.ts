@@ -11,12 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../../lib/config/load.js';
 import { imageServiceContract } from '../../contract/image-service.contract.js';
+import type { DriverHosts } from '../../../lib/drivers/driver-hosts.js';
 import { testImageServices } from '../../support/image-services.js';
 import { LOOPBACK_REGION, useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';
 import { testLogger } from '../../support/test-log.js';
 
 let cloud: LoopbackCloud | undefined;
 let dir: string | undefined;
+let hosts: DriverHosts | undefined;
 
 imageServiceContract('openstack (Glance)', {
   async setUp() {
@@ -35,9 +37,11 @@ imageServiceContract('openstack (Glance)', {
     ].join('\n'), path.join(dir, 'nodepool.yaml'));
     const [provider] = config.providers;
     if (!provider) throw new Error('test config has no provider');
-    return testImageServices(() => config.cloudsFile, testLogger())(provider);
+    hosts = testImageServices(() => config.cloudsFile, testLogger());
+    return hosts(provider);
   },
   async tearDown() {
+    await hosts?.close();
     await cloud?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   },

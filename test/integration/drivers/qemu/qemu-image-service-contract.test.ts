@@ -6,19 +6,23 @@
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { imageServiceContract } from '../../../contract/image-service.contract.js';
+import type { DriverHosts } from '../../../../lib/drivers/driver-hosts.js';
 import { testImageServices } from '../../../support/image-services.js';
 import { testLogger } from '../../../support/test-log.js';
 import { QemuEnv } from './qemu-env.js';
 
 let env: QemuEnv | undefined;
+let hosts: DriverHosts | undefined;
 
 imageServiceContract('qemu', {
   async setUp() {
     env = await QemuEnv.create();
     const { provider } = env.config();
-    return testImageServices(() => undefined, testLogger())(provider);
+    hosts = testImageServices(() => undefined, testLogger());
+    return hosts(provider);
   },
   async tearDown() {
+    await hosts?.close();
     await env?.close();
   },
   async storageFiles() {
