@@ -62,6 +62,8 @@ export class NodeDeleter {
    * the deleter again, which must not spin while a consumer or a CLI holds a node.
    */
   private readonly refused = new Set<string>();
+  /** Nodes in flight that a pass met meanwhile (a change woke it: maybe the lock it tries was freed). */
+  private readonly metInFlight = new Set<string>();
   /** Nodes whose lock could not be asked for (the store away), warned about once. */
   private readonly lockFailing = new Set<string>();
   private readonly log: Logger;
@@ -103,7 +105,11 @@ export class NodeDeleter {
     const found = new Map<string, Waiting>();
     for (const node of nodes) {
       const provider = providers.get(node.provider);
-      if (!provider || this.inFlight.has(node.id)) continue;
+      if (!provider) continue;
+      if (this.inFlight.has(node.id)) {
+        this.metInFlight.add(node.id);
+        continue;
+      }
       if (full && node.state === 'ready' && node.allocatedTo !== null && mayReturnToStock(node)) {
         // Requests are read only when a pass meets an allocated ready node (rare outside a burst).
         requestIds ??= store.listRequests().then((rs) => new Set(rs.map((r) => r.id)));
@@ -142,6 +148,7 @@ export class NodeDeleter {
       if (this.inFlight.has(id)) continue;
       const p = this.delete(w.node, w.provider).finally(() => {
         this.inFlight.delete(id);
+        this.metInFlight.delete(id);
         this.startWaiting();
       });
       this.inFlight.set(id, p);
@@ -162,6 +169,9 @@ export class NodeDeleter {
       const locked = await lockIfFree(store, lock, sessionId);
       this.lockFailing.delete(node.id);
       if (!locked) { // owned by a live launcher or consumer
+        // A consumer marks a node used, then unlocks it: when the unlock's wake came while this
+        // try ran, nothing wakes the deleter again, so the lock is read and tried again if free.
+        if (this.metInFlight.delete(node.id) && !(await store.getLock(lock))?.live) return await this.delete(node, provider);
         if (this.refused.size >= 1000) this.refused.clear();
         this.refused.add(node.id);
         return;
