@@ -3,11 +3,10 @@
  * text or forwards it as it comes, and config/store handling that turns errors into the
  * documented exit codes. Commands never print or exit; bin/nodepool.ts does.
  */
+import { findDiskimage, findProvider, isRefused } from '../../lib/actions/config-lookup.js';
 import { loadConfig, type LoadOptions } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
 import { ConfigError, StoreError, coerceError } from '../../lib/errors.js';
-import { ClientError, NodeNotFoundError, RequestNotFoundError } from '../../lib/client/errors.js';
-import { NodepoolClient } from '../../lib/client/nodepool-client.js';
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { noDriverHosts, type DriverHosts } from '../../lib/drivers/driver-hosts.js';
 import type { Logger } from '../../lib/log.js';
@@ -165,42 +164,16 @@ export function warnUnlessServerWell(out: CommandOutput, server: ServerLiveness)
 
 /** Finds a configured diskimage. Thrown: CommandFailure (exit 3) naming the config file. */
 export function requireDiskimage(config: Config, name: string): Config['diskimages'][number] {
-  const d = config.diskimages.find((x) => x.name === name);
-  if (!d) throw new CommandFailure(EXIT.notFound, `Diskimage ${name} not found in ${config.file}`);
+  const d = findDiskimage(config, name);
+  if (isRefused(d)) throw new CommandFailure(EXIT.notFound, d.message);
   return d;
 }
 
 /** Finds a configured provider. Thrown: CommandFailure (exit 3) naming the config file. */
 export function requireProvider(config: Config, name: string): ProviderConfig {
-  const p = config.providers.find((x) => x.name === name);
-  if (!p) throw new CommandFailure(EXIT.notFound, `Provider ${name} not found in ${config.file}`);
+  const p = findProvider(config, name);
+  if (isRefused(p)) throw new CommandFailure(EXIT.notFound, p.message);
   return p;
-}
-
-/** Thrown: CommandFailure (exit 3) naming the labels the config does not define. */
-export function requireLabels(config: Config, labels: readonly string[]): void {
-  const known = new Set(config.labels.map((l) => l.name));
-  const unknown = [...new Set(labels.filter((l) => !known.has(l)))];
-  if (unknown.length) throw new CommandFailure(EXIT.notFound, `Label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} not defined in ${config.file}`);
-}
-
-/**
- * Runs `fn` with a consumer client (lib/client) whose session is owned by `requestor`, and
- * closes it whatever happens. Client errors become one sentence: unknown node or request →
- * exit 3, anything else the client refuses (locked, wrong state, failed request) → exit 1.
- */
-export async function withClient<T>(config: Config, requestor: string, fn: (client: NodepoolClient) => Promise<T>): Promise<T> {
-  const client = await NodepoolClient.open({ config, requestor });
-  try {
-    return await fn(client);
-  } catch (err) {
-    if (err instanceof NodeNotFoundError) throw new CommandFailure(EXIT.notFound, `Node ${err.nodeId} not found`);
-    if (err instanceof RequestNotFoundError) throw new CommandFailure(EXIT.notFound, `Node request ${err.requestId} not found`);
-    if (err instanceof ClientError) throw new CommandFailure(EXIT.failed, err.message);
-    throw err;
-  } finally {
-    await client.close();
-  }
 }
 
 /**
