@@ -14,7 +14,7 @@ NODE_TEST := node --import tsx test/run.ts
 help:
 	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
 	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image"
-	@echo "make bench  - planner pass at scale, upload throughput vs curl, Gearman round trips vs a raw client"
+	@echo "make bench  - planner pass at scale, upload vs curl, Gearman round trips, node requests and churn (static slots, loopback Nova)"
 	@echo "make pack   - build and pack nodepool-ts-<version>.tgz, the package operators install (docs/install.md)"
 
 deps: apt-deps npm-deps
@@ -64,6 +64,9 @@ bench: deps
 	node --import tsx bench/gearman-roundtrip.ts
 	node --import tsx bench/upload-throughput.ts --size-mib 2048
 	node --import tsx bench/static-requests.ts 100 10 200
+	node --import tsx bench/zookeeper-store.ts
+	node --import tsx bench/static-churn.ts
+	node --import tsx bench/cloud-churn.ts
 	node --import tsx bench/cli-startup.ts
 
 run: deps
