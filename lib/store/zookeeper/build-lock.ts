@@ -10,7 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { ZooKeeperError } from '../../errors.js';
 import { LOCK_DIR, LOCK_NODE_MARK } from './layout.js';
-import { MODE, type Op, type ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import { MODE, type Op } from './zk-library.js';
 
 /** The build lock directory under `builds`. */
 export const buildLockDir = (builds: string): string => `${builds}/${LOCK_DIR}`;

@@ -19,7 +19,7 @@ import { SEQ_RE } from './layout.js';
 import { copyBuild, buildFromJson, buildJson } from './image-records.js';
 import { decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
-import type { Op } from './zk-client.js';
+import type { Op } from './zk-library.js';
 
 /** `<diskimage>-<seq>` → its parts; undefined for anything else. */
 export function splitBuildId(id: string): { diskimage: string; seq: string } | undefined {

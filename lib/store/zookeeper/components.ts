@@ -13,7 +13,8 @@ import {
 } from '../components.js';
 import type { LauncherRecord } from '../models.js';
 import type { ZkContext } from './context.js';
-import { MODE, type ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import { MODE } from './zk-library.js';
 
 /** A component znode this handle made. */
 interface Made {

@@ -10,7 +10,8 @@ import type { Layout } from './layout.js';
 import { decode, encode, type Json } from './records.js';
 import type { Sequences } from './sequences.js';
 import type { TreeCache } from './tree-cache.js';
-import type { Op, Stat, ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import type { Op, Stat } from './zk-library.js';
 
 /** Shared state of one store handle. */
 export interface ZkContext {

@@ -35,7 +35,7 @@ import { ensure, type ZkContext } from './context.js';
 import { UPLOAD_ID_RE, uploadIdOf, uploadNodeName } from '../../images/image-file.js';
 import { buildJson, pauseJson, uploadJson } from './image-records.js';
 import { decode, encode, toSeconds } from './records.js';
-import type { Op } from './zk-client.js';
+import type { Op } from './zk-library.js';
 
 /** Bytes of one write transaction (paths + data + per-op overhead), well under jute.maxbuffer (1 MiB). */
 export const MAX_BATCH_BYTES = 512 * 1024;

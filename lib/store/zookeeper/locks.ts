@@ -15,7 +15,8 @@ import { LOCK_DIR, LOCK_NODE_MARK } from './layout.js';
 import { decode, encode, ownerOf, statTime, toMs, toSeconds } from './records.js';
 import { RemoveBatch } from './remove-batch.js';
 import type { ZkSessions } from './sessions.js';
-import { MODE, type ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import { MODE } from './zk-library.js';
 
 /** The sequence part of a contender's name (kazoo sorts by what follows `__lock__`). */
 function seqOf(name: string): string {

@@ -18,7 +18,7 @@ import { maxSeq } from './builds.js';
 import { LOCK_DIR, seq10 } from './layout.js';
 import { copyNode, nodeFromJson, nodeJson } from './node-records.js';
 import { decodeRecord, encode } from './records.js';
-import type { Op, Stat } from './zk-client.js';
+import type { Op, Stat } from './zk-library.js';
 
 /** Reads of node records {@link ZkNodes.update} may write at (bounded; cleared when full). */
 const MAX_READS_KEPT = 5000;

@@ -20,7 +20,8 @@ import { newEventId } from '../request-defaults.js';
 import { copyRequest, newRequestJson, requestFromJson, requestJson } from './node-records.js';
 import { decodeRecord, encode, ownerOf, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
-import { MODE, type Stat, type ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import { MODE, type Stat } from './zk-library.js';
 
 /** Priority of a request that names none. */
 export const DEFAULT_REQUEST_PRIORITY = 100;

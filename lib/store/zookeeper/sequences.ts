@@ -12,7 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import { StoreError, ZooKeeperError } from '../../errors.js';
 import { decode, encode } from './records.js';
-import type { Op, ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import type { Op } from './zk-library.js';
 
 /** How many recent tokens a counter keeps. */
 const RECENT = 32;

@@ -18,7 +18,8 @@ import { corruptEntry, memoized } from './checked.js';
 import type { CorruptRecord } from '../corrupt.js';
 import { decode, decodeRecord, encode, launcherFromJson, launcherJson, ownerOf, sessionFromJson, sessionJson } from './records.js';
 import type { Entry } from './tree-cache.js';
-import { MODE, type ZkClient } from './zk-client.js';
+import type { ZkClient } from './zk-client.js';
+import { MODE } from './zk-library.js';
 import type { NewSession, ReapCounts } from '../store.js';
 
 /** Sessions and launchers of one store handle. */

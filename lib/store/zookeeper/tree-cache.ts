@@ -20,9 +20,11 @@
  * TreeCache.barrier} waits for the reads that its events started). Writes through another
  * client are followed by {@link TreeCache.sync}: one round trip on this client first.
  */
+import { backoffMs, type BackoffPolicy } from '../../backoff.js';
 import { ZooKeeperError } from '../../errors.js';
 import type { WatchEvent } from './persistent-watch.js';
-import { EVENT, type Stat, type WriteObserver, type ZkClient } from './zk-client.js';
+import type { WriteObserver, ZkClient } from './zk-client.js';
+import { EVENT, type Stat } from './zk-library.js';
 
 /** What the cache keeps of one path. */
 export interface Shape {
@@ -43,8 +45,8 @@ export interface Entry {
   memo?: unknown;
 }
 
-/** Longest pause between retries of a failed read. */
-const MAX_RETRY_MS = 2000;
+/** Delays before retrying a failed read (the client is reconnecting): 50 ms doubling, at most 2 s. */
+const READ_RETRY: BackoffPolicy = { initialMs: 50, maxMs: 2000 };
 
 /** Whether `a` was written after `b` (by their mzxid: ZooKeeper's transaction order). */
 function newer(a: Stat, b: Stat | undefined): boolean {
@@ -318,7 +320,7 @@ export class TreeCache {
       setTimeout(() => {
         if (!this.closed && gen === this.generation) again();
         resolve();
-      }, Math.min(MAX_RETRY_MS, 50 * 2 ** attempt)).unref();
+      }, backoffMs(attempt, READ_RETRY)).unref();
     });
     this.track(ticket, held);
   }

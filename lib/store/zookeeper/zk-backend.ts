@@ -4,6 +4,7 @@
  * belong to no store session) plus one session per store session it opened (sessions.ts); when
  * the main session expires a new one takes its place and the cache is read afresh.
  */
+import { backoffMs, type BackoffPolicy } from '../../backoff.js';
 import type { ComponentInfo, ProcessComponentKind } from '../components.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImportCounts } from '../image-data.js';
@@ -26,6 +27,9 @@ import { treeShape } from './tree-shape.js';
 import { TreeCache } from './tree-cache.js';
 import { ZkUploads } from './uploads.js';
 import { ZkClient, type ReadCounter } from './zk-client.js';
+
+/** Delays between attempts to replace an expired main session: 100 ms doubling, at most 5 s. */
+const REBIND_RETRY: BackoffPolicy = { initialMs: 100, maxMs: 5000 };
 
 /** How a backend reaches the servers again (new sessions, a new main session). */
 export interface ZkConnection {
@@ -200,7 +204,7 @@ export class ZkBackend implements StoreBackend {
             await this.cache.rebind(next);
             return;
           } catch {
-            await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
+            await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, REBIND_RETRY)));
           }
         }
       })();

@@ -1,6 +1,6 @@
 /**
  * A small promise API over node-zookeeper-client: the calls the ZooKeeper store makes, each
- * with a deadline, ZooKeeper's error codes mapped to {@link ZooKeeperError}, and every read
+ * with a deadline, ZooKeeper's error codes mapped to ZooKeeperError (zk-library.ts), and every read
  * counted (so a bench can report reads per planner pass). One ZkClient is one ZooKeeper
  * session; it reconnects by itself after a connection loss and keeps the session, and it
  * reports `expired` once the server has ended the session.
@@ -8,39 +8,10 @@
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import { ZooKeeperClosedError, ZooKeeperError } from '../../errors.js';
+import {
+  coalesceWrites, cutSocket, exactVersion, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
+} from './zk-library.js';
 import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
-
-/** Create modes, as ZooKeeper numbers them. */
-export const MODE = {
-  persistent: zookeeper.CreateMode.PERSISTENT,
-  ephemeral: zookeeper.CreateMode.EPHEMERAL,
-  persistentSequential: zookeeper.CreateMode.PERSISTENT_SEQUENTIAL,
-  ephemeralSequential: zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
-} as const;
-
-/** What a watch reports. */
-export const EVENT = {
-  created: zookeeper.Event.NODE_CREATED,
-  deleted: zookeeper.Event.NODE_DELETED,
-  dataChanged: zookeeper.Event.NODE_DATA_CHANGED,
-} as const;
-
-export type Stat = zookeeper.Stat;
-
-/** One operation of a {@link ZkClient.multi} transaction. */
-export type Op =
-  | { op: 'create'; path: string; data?: Buffer; mode?: number }
-  | { op: 'set'; path: string; data: Buffer; version: number }
-  | { op: 'check'; path: string; version: number }
-  | { op: 'remove'; path: string; version: number };
-
-/** What one operation of a {@link ZkClient.multi} transaction gave back. */
-export interface OpResult {
-  /** A create's path (with the sequence suffix for sequential modes). */
-  path?: string | undefined;
-  /** A set's new stat. */
-  stat?: Stat | undefined;
-}
 
 /**
  * Told of this client's data writes (setData, and the sets of a multi): `sent` as one goes out,
@@ -68,66 +39,6 @@ export interface ZkClientOptions {
   reads: ReadCounter;
   /** How long connect() waits for the first connection (default 15 s). */
   connectTimeoutMs?: number;
-}
-
-/** ZooKeeper error names by code (node-zookeeper-client's Exception codes). */
-const CODE_NAMES = new Map<number, string>(Object.entries(zookeeper.Exception)
-  .filter((e): e is [string, number] => typeof e[1] === 'number')
-  .map(([name, code]) => [code, name]));
-
-/** Maps a client error to a ZooKeeperError naming what was being done. */
-export function zkError(err: unknown, what: string, path?: string): ZooKeeperError {
-  if (err instanceof ZooKeeperError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'number' ? (err as { code: number }).code : undefined;
-  const name = code === undefined ? 'SYSTEM_ERROR' : CODE_NAMES.get(code) ?? `ERROR_${code}`;
-  return new ZooKeeperError(name, `${what}: ZooKeeper ${name}${path ? ` (${path})` : ''}`, path, { cause: err });
-}
-
-/**
- * Cuts the library client's socket (it then reconnects, or stays closed after close()).
- * node-zookeeper-client has no public way to do this; this reaches its connection manager and
- * does nothing if a later version names things differently.
- */
-function cutSocket(client: zookeeper.Client): void {
-  (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
-}
-
-/**
- * Sends the requests queued in one tick in one socket write. node-zookeeper-client writes each
- * request as it is queued (one system call, and one read on the server, per request); here its
- * queue's `readable` event is held until the end of the tick, and the socket is corked while the
- * queue is drained, so a burst of calls (a pool worker's handlers at once) goes out together.
- * Order is kept (the queue is drained in order). Reaches into the library's connection manager;
- * does nothing if a later version names things differently.
- */
-function coalesceWrites(client: zookeeper.Client): void {
-  const cm = (client as unknown as { connectionManager?: { packetQueue?: { emit?: unknown }; socket?: { cork?: () => void; uncork?: () => void } } }).connectionManager;
-  const queue = cm?.packetQueue as { emit: (event: string, ...args: unknown[]) => boolean } | undefined;
-  if (!cm || !queue || typeof queue.emit !== 'function') return;
-  const emit = queue.emit.bind(queue);
-  let scheduled = false;
-  queue.emit = (event: string, ...args: unknown[]): boolean => {
-    if (event !== 'readable') return emit(event, ...args);
-    if (!scheduled) {
-      scheduled = true;
-      process.nextTick(() => {
-        scheduled = false;
-        const socket = cm.socket;
-        socket?.cork?.();
-        try {
-          emit('readable');
-        } finally {
-          socket?.uncork?.();
-        }
-      });
-    }
-    return true;
-  };
-}
-
-/** Session ids as the store shows them: 16 hex digits. */
-export function sessionHex(id: Buffer): string {
-  return id.toString('hex');
 }
 
 /** A connected ZooKeeper session. Events: `expired`, `disconnected`, `connected`. */
@@ -454,12 +365,4 @@ export class ZkClient extends EventEmitter {
       }
     });
   }
-}
-
-/** Sets the version of the operation `tx` queued last (see multi: the library turns 0 into -1). */
-function exactVersion(tx: zookeeper.Transaction, version: number): void {
-  const queued = (tx as unknown as { ops?: Array<{ version?: number }> }).ops;
-  const last = queued?.[queued.length - 1];
-  if (!last || last.version === undefined) throw new Error('node-zookeeper-client changed its Transaction: cannot set an exact version');
-  last.version = version;
 }

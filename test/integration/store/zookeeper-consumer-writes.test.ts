@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
-import { MODE, ReadCounter, ZkClient } from '../../../lib/store/zookeeper/zk-client.js';
+import { ReadCounter, ZkClient } from '../../../lib/store/zookeeper/zk-client.js';
+import { MODE } from '../../../lib/store/zookeeper/zk-library.js';
 import { runningProcesses } from '../../support/processes.js';
 import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
 
