@@ -64,6 +64,8 @@ export class Launcher {
   /** min-ready, deleter and cleanup (pool workers have their own). */
   private readonly loops: PeriodicLoop[] = [];
   private active = false;
+  /** The stop in progress or done, returned to every later stop(). */
+  private stopping: Promise<void> | undefined;
   private reconciling: Promise<void> = Promise.resolve();
   private unsubscribe: (() => void) | undefined;
   /** The deleter's loop, nudged by store changes. */
@@ -149,9 +151,14 @@ export class Launcher {
     return this.reconciling;
   }
 
-  /** Stops the loops, the pool workers and the providers. Idempotent. */
-  async stop(): Promise<void> {
-    if (!this.active) return;
+  /** Stops the loops, the pool workers and the providers. Idempotent: a second or concurrent call returns the same promise. */
+  stop(): Promise<void> {
+    if (!this.active && !this.stopping) return Promise.resolve();
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.active = false;
     this.unsubscribe?.();
     await Promise.all(this.loops.map((l) => l.stop()));

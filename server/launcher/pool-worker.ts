@@ -49,6 +49,8 @@ export class PoolWorker {
   private readonly handlers: NodeRequestHandler[] = [];
   private paused: NodeRequestHandler | undefined;
   private running = false;
+  /** The stop in progress or done, returned to every later stop(). */
+  private stopping: Promise<void> | undefined;
   /** Requests this pool leaves alone for good (see takes), each logged once. */
   private readonly skipped = new Set<string>();
   /** Runs the passes (named `pool-worker:<provider>/<pool>`); its health goes into the heartbeat. */
@@ -95,9 +97,17 @@ export class PoolWorker {
     this.loop.nudge();
   }
 
-  /** Stops: running requests are handed back (requested again) and the registration removed. */
-  async stop(): Promise<void> {
-    if (!this.running) return;
+  /**
+   * Stops: running requests are handed back (requested again) and the registration removed.
+   * Idempotent: a second or concurrent call returns the same promise; before start() it does nothing.
+   */
+  stop(): Promise<void> {
+    if (!this.running && !this.stopping) return Promise.resolve();
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.running = false;
     await this.loop.stop();
     for (const h of this.handlers) await h.abandon().catch((e: unknown) => this.log.warn('abandoning a request failed', { error: coerceError(e).message }));
