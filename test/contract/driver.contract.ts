@@ -1,31 +1,72 @@
 /**
- * The driver contract: every driver (static, openstack, …) runs this suite from its own test
- * file against the real thing behind it (sshd on loopback, the loopback Nova). A fixture
- * starts that, and gives a config with one pool serving one label.
+ * The driver contract: every driver (static, openstack, qemu) runs this suite from its own test
+ * file against the real thing behind it (sshd on loopback, the loopback Nova, QEMU). A fixture
+ * starts that, gives a config with one pool serving one label, and says how the driver comes
+ * by ready nodes: `launch` (the handler creates a server or VM from a `building` record) or
+ * `register` (the provider registers the configured hosts itself, as static does). The suite
+ * checks the handler says the same, and every test asserts something of every driver; the
+ * two ways differ only where the contract itself does (a deleted static node's slot comes
+ * back, a deleted server does not).
  *
- * Launching drivers (canLaunch) must create a ready node from a `building` record, list it
- * with our metadata, delete it, and remove a resource whose record is gone. Registering
- * drivers (static) must register ready nodes at start, give a slot back after its record is
- * deleted, and re-register a slot whose record vanished.
+ * Deletes go through the code the launcher deletes with (lib/drivers/remove-node.ts and the
+ * real NodeDeleter), never through steps of the suite's own: the leak test makes a real leak
+ * (fixture.leak) and only runs the provider's leak cleanup and the deleter until it is gone.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import { after, before, describe, it } from 'node:test';
 import type { Config } from '../../lib/config/schema.js';
 import type { Driver, Provider, ProviderConfigBase, ProviderContext } from '../../lib/drivers/driver.js';
+import { removeNode } from '../../lib/drivers/remove-node.js';
 import { waitFor } from '../../lib/lifecycle.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
+import { NodeDeleter } from '../../server/launcher/node-deleter.js';
+
+/** A real leak a fixture made behind the records' back. */
+export interface Leak {
+  /** For messages: what was leaked. */
+  what: string;
+  /** Whether the provider and the records still disagree about it (the leak is still there). */
+  present(): Promise<boolean>;
+}
 
 /** What a driver's fixture provides. */
 export interface DriverFixture<C extends ProviderConfigBase> {
   driver: Driver<C>;
+  /** `launch`: the handler creates nodes (canLaunch); `register`: the provider registers its hosts' nodes itself. */
+  nodes: 'launch' | 'register';
   /** Starts what the driver talks to; the provider config has a pool `pool` serving `label`. */
   setUp(): Promise<{ config: Config; provider: C; pool: string; label: string; ctx: ProviderContext }>;
   /** Stops everything setUp started. */
   tearDown(): Promise<void>;
+  /** Whether the real resource behind a node runs now, seen from outside the driver (a TCP connect, Nova, /proc). */
+  runs(node: NodeRecord): Promise<boolean>;
+  /**
+   * Makes a real leak of `provider` (whose config and pool are given), not through the driver:
+   * launch drivers a server or VM carrying this provider's tags whose node record does not
+   * exist; register drivers a configured host whose records were removed behind the provider's back.
+   */
+  leak(provider: Provider, pool: string, label: string): Promise<Leak>;
   /** Bound for launches and deletes (default 60 s). */
   timeoutMs?: number;
+}
+
+/** Pids of this process's children (the sshd of a fixture, an ssh-keyscan, a qemu-img …). */
+function childPids(): Set<number> {
+  const pids = new Set<number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // Field 4 of /proc/<pid>/stat is the parent pid; the command (field 2) may hold spaces.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) pids.add(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
 }
 
 /** Registers the driver contract suite for one driver. */
@@ -38,6 +79,7 @@ export function driverContract<C extends ProviderConfigBase>(name: string, fixtu
     let store: Store;
     let provider: Provider;
     const timeoutMs = fixture.timeoutMs ?? 60_000;
+    const launches = fixture.nodes === 'launch';
 
     before(async () => {
       const set = await fixture.setUp();
@@ -51,15 +93,15 @@ export function driverContract<C extends ProviderConfigBase>(name: string, fixtu
       await fixture.tearDown();
     });
 
-    const request = (labels = [label]) => store.createRequest({ labels, requestor: 'driver-contract' });
-    const handlerFor = async (labels = [label]) => provider.getRequestHandler(pool, await request(labels));
+    const handlerFor = async () => provider.getRequestHandler(pool, await store.createRequest({ labels: [label], requestor: 'driver-contract' }));
+    const readyOf = async (): Promise<NodeRecord[]> => store.listNodes({ provider: provider.name, label, states: ['ready'] });
 
-    /** A ready node of the label: launched (cloud) or registered at start (static). */
+    /** A ready node of the label: launched by the handler, or registered by the provider. */
     async function readyNode(): Promise<NodeRecord> {
       const handler = await handlerFor();
-      if (!handler.canLaunch) {
-        return waitFor(async () => (await store.listNodes({ provider: provider.name, label, states: ['ready'] }))[0],
-          { timeoutMs, what: `a registered ready ${label} node` });
+      assert.equal(handler.canLaunch, launches, `the fixture says the driver's nodes are ${fixture.nodes}ed`);
+      if (!launches) {
+        return waitFor(async () => (await readyOf())[0], { timeoutMs, what: `a registered ready ${label} node` });
       }
       const node = await store.createNode({
         state: 'building', provider: provider.name, pool, labels: [label], launcher: `${os.hostname()}-contract`,
@@ -72,7 +114,18 @@ export function driverContract<C extends ProviderConfigBase>(name: string, fixtu
       return done;
     }
 
-    it('describes its pools and whether it manages images', () => {
+    /** Runs what the launcher's cleanup and deleter run, until `done` holds; the suite deletes nothing itself. */
+    async function cleanUntil(done: () => Promise<boolean>, what: string): Promise<void> {
+      const deleter = new NodeDeleter({ store, log: ctx.log, providers: () => new Map([[provider.name, provider]]), sessionId: ctx.sessionId });
+      await waitFor(async () => {
+        await provider.cleanupLeakedResources();
+        await deleter.pass();
+        await deleter.settled();
+        return done();
+      }, { timeoutMs, what, intervalMs: 500 });
+    }
+
+    it('describes its pools, whether it manages images, and how it comes by nodes', async () => {
       const pools = fixture.driver.pools(config);
       const p = pools.find((x) => x.name === pool);
       assert.ok(p, `pool ${pool} listed`);
@@ -81,6 +134,7 @@ export function driverContract<C extends ProviderConfigBase>(name: string, fixtu
       // The image capability comes whole: targets in the config part, an image service at run time.
       assert.equal(fixture.driver.imageTargets === undefined, fixture.driver.imageService === undefined);
       assert.equal(provider.name, config.name);
+      assert.equal((await handlerFor()).canLaunch, launches, `the fixture says the driver's nodes are ${fixture.nodes}ed`);
     });
 
     it('has the label ready and its images available', async () => {
@@ -90,67 +144,68 @@ export function driverContract<C extends ProviderConfigBase>(name: string, fixtu
       assert.equal(await handler.hasProviderQuota([label]), true);
     });
 
-    it('gives a ready node with the fields a consumer needs', async () => {
+    it('gives a ready node with the fields a consumer needs, listed and running', async () => {
       const node = await readyNode();
       assert.ok(node.interfaceIp, 'interface ip');
       assert.ok(node.connectionPort > 0);
       assert.ok(node.connectionType);
-      assert.deepEqual(node.labels.includes(label), true);
-      const handler = await handlerFor();
-      if (handler.canLaunch) {
-        assert.ok(node.externalId, 'external id');
-        const listed = (await provider.listNodes()).find((n) => n.externalId === node.externalId);
-        assert.ok(listed, 'the resource is listed');
-        assert.equal(listed.nodeId, node.id);
-        assert.equal(listed.provider, provider.name);
-      } else {
-        assert.equal(await handler.checkReusableNode(node), true);
-      }
+      assert.ok(node.labels.includes(label));
+      const listed = (await provider.listNodes()).find((n) => n.nodeId === node.id);
+      assert.ok(listed, 'the provider lists the node');
+      assert.equal(listed.provider, provider.name);
+      if (node.externalId !== null) assert.equal(listed.externalId, node.externalId);
+      assert.equal(await (await handlerFor()).checkReusableNode(node), true);
+      assert.equal(await fixture.runs(node), true, 'its resource runs');
     });
 
-    it('cleans up a node, and a node already gone is not an error', async () => {
+    it('cleans up a node the way the launcher deletes it, and a node already gone is not an error', async () => {
       const node = await readyNode();
-      const handler = await handlerFor();
-      await store.updateNode(node.id, { state: 'deleting' });
-      await provider.cleanupNode(node);
-      if (handler.canLaunch) {
-        await waitFor(async () => !(await provider.listNodes()).some((n) => n.externalId === node.externalId),
-          { timeoutMs, what: 'the resource to go' });
-        await provider.cleanupNode(node); // already gone
-        await store.deleteNode(node.id);
+      const deleting = await store.updateNode(node.id, { state: 'deleting' });
+      assert.ok(deleting);
+      await removeNode(store, provider, deleting);
+      assert.equal(await store.getNode(node.id), undefined, 'the record is gone');
+      assert.ok(!(await provider.listNodes()).some((n) => n.nodeId === node.id), 'the provider lists no resource of the node');
+      await provider.cleanupNode(deleting); // already gone
+      if (launches) {
+        assert.equal(await fixture.runs(node), false, 'its resource no longer runs');
       } else {
-        await store.deleteNode(node.id);
-        await provider.nodeDeleted(node);
-        await waitFor(async () => (await store.listNodes({ provider: provider.name, states: ['ready'] }))
-          .find((n) => n.hostname === node.hostname && n.id !== node.id), { timeoutMs, what: 'the slot to be registered again' });
+        // A registered host is not deleted: its slot is registered again as a fresh node.
+        const again = await waitFor(async () => (await readyOf()).find((n) => n.hostname === node.hostname),
+          { timeoutMs, what: 'the slot to be registered again' });
+        assert.notEqual(again.id, node.id);
+        assert.equal(await fixture.runs(again), true);
       }
     });
 
-    it('cleans up leaked resources so the provider agrees with the records', async () => {
-      const node = await readyNode();
-      const handler = await handlerFor();
-      await store.deleteNode(node.id); // the record vanishes behind the driver's back
-      await provider.cleanupLeakedResources();
-      if (handler.canLaunch) {
-        await waitFor(async () => {
-          await provider.cleanupLeakedResources();
-          for (const n of await store.listNodes({ provider: provider.name, states: ['deleting'] })) {
-            await provider.cleanupNode(n);
-            await store.deleteNode(n.id);
-          }
-          return !(await provider.listNodes()).some((n) => n.externalId === node.externalId);
-        }, { timeoutMs, what: 'the leaked resource to be removed', intervalMs: 500 });
-      } else {
-        await waitFor(async () => (await store.listNodes({ provider: provider.name, states: ['ready'] }))
-          .find((n) => n.hostname === node.hostname), { timeoutMs, what: 'the missing slot to be registered again' });
+    it('removes a real leak with its leak cleanup, and then lists only resources a record accounts for', async () => {
+      const leak = await fixture.leak(provider, pool, label);
+      assert.equal(await leak.present(), true, `the fixture made a leak: ${leak.what}`);
+      await cleanUntil(async () => !(await leak.present()), `the leak cleanup to remove ${leak.what}`);
+      const records = await store.listNodes({ provider: provider.name });
+      const ids = new Set(records.map((r) => r.id));
+      const externalIds = new Set(records.flatMap((r) => (r.externalId ? [r.externalId] : [])));
+      for (const n of await provider.listNodes()) {
+        assert.ok(n.nodeId !== null && ids.has(n.nodeId) || externalIds.has(n.externalId), `resource ${n.externalId} (${n.name}) has a record`);
       }
+      assert.deepEqual(records.filter((r) => r.state === 'deleting').map((r) => r.id), [], 'no record is left deleting');
     });
 
-    it('stops idempotently', async () => {
+    it('stops idempotently: a second stop resolves, work in flight settles, nothing it started runs', async () => {
+      const children = childPids();
       const p = fixture.driver.createProvider(config, ctx);
       await p.start();
-      await p.stop();
-      await p.stop();
+      const work = p.cleanupLeakedResources(); // in flight while it stops: scans, cloud calls
+      const stops = [p.stop(), p.stop()];
+      const bounded = <T>(x: Promise<T>, what: string): Promise<T> => Promise.race([x, new Promise<never>((_, reject) => {
+        setTimeout(() => reject(new Error(`${what} did not resolve within ${timeoutMs} ms`)), timeoutMs).unref();
+      })]);
+      await bounded(Promise.all(stops), 'two stops');
+      await bounded(Promise.allSettled([work]), 'the work in flight');
+      await bounded(p.stop(), 'a stop after the provider stopped');
+      const left = [...childPids()].filter((pid) => !children.has(pid));
+      assert.deepEqual(left, [], 'no process the provider started still runs');
+      // The provider the suite runs is untouched by another one's stop.
+      assert.equal(await provider.labelReady(label), true);
     });
   });
 }
