@@ -13,7 +13,7 @@ import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.
 import { checkBuildState } from '../checks.js';
 import { buildFromRow, imageFieldsValue, type BuildRow } from './image-rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
-import { StatementCache, whereClause, type SqlValue } from './statements.js';
+import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
 
 /** Builds in a SQLite database. */
 export class SqliteBuilds {
@@ -37,12 +37,9 @@ export class SqliteBuilds {
       VALUES (?, ?, 'building', ?, ?, NULL, NULL, ?, '[]', NULL, NULL, ?)`);
     this.uploadIdsStmt = db.prepare<[string], string>('SELECT id FROM uploads WHERE build_id = ? ORDER BY id').pluck();
     this.deleteStmt = db.prepare<[string]>('DELETE FROM builds WHERE id = ?');
-    const createTx = db.transaction((input: NewBuild) => this.createNow(input));
-    this.createTx = (input) => createTx.immediate(input);
-    const updateTx = db.transaction((id: string, patch: BuildPatch, expect: readonly BuildState[] | undefined) => this.updateNow(id, patch, expect));
-    this.updateTx = (id, patch, expect) => updateTx.immediate(id, patch, expect);
-    const deleteTx = db.transaction((id: string) => this.deleteNow(id));
-    this.deleteTx = (id) => deleteTx.immediate(id);
+    this.createTx = immediate(db, (input: NewBuild) => this.createNow(input));
+    this.updateTx = immediate(db, (id: string, patch: BuildPatch, expect: readonly BuildState[] | undefined) => this.updateNow(id, patch, expect));
+    this.deleteTx = immediate(db, (id: string) => this.deleteNow(id));
   }
 
   /** Creates a build in state `building` with its diskimage's next id (and clears the build requests it serves). */

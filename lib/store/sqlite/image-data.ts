@@ -16,7 +16,7 @@ import {
   buildFromRow, imageFieldsValue, pauseFromRowLenient, uploadFromRow, WHOLE_DISKIMAGE, type BuildRow, type PauseRow, type UploadRow,
 } from './image-rows.js';
 import { buildSequence, UPLOAD_SEQUENCE } from './sequences.js';
-import type { SqlValue } from './statements.js';
+import { immediate, type SqlValue } from './statements.js';
 
 const BUILD_SEQUENCE_PREFIX = buildSequence('');
 
@@ -70,8 +70,7 @@ export class SqliteImageData {
       ON CONFLICT (diskimage) DO NOTHING`);
     // A deferred transaction of reads: one snapshot under WAL, without blocking writers.
     this.exportTx = db.transaction(() => this.exportNow());
-    const importTx = db.transaction((data: ImageData) => this.importNow(data));
-    this.importTx = (data) => importTx.immediate(data);
+    this.importTx = immediate(db, (data: ImageData) => this.importNow(data));
   }
 
   /** Every image record and the build and upload sequences, as one snapshot. */

@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import type { LockRecord } from '../models.js';
 import { lockFromRow, type LockRow } from './session-rows.js';
+import { immediate } from './statements.js';
 
 /** `live` of a lock row: whether the holding session exists and is within its TTL at `?`. */
 const HOLDER_LIVE = '(s.id IS NOT NULL AND ? - s.renewed <= s.ttl_ms) AS live';
@@ -36,8 +37,7 @@ export class SqliteLocks {
     this.fromStmt = db.prepare<[number, string], LockRow>(`
       SELECT l.resource, l.session_id, l.acquired, ${HOLDER_LIVE}
       FROM locks l LEFT JOIN sessions s ON s.id = l.session_id WHERE l.resource >= ? ORDER BY l.resource`);
-    const tryLockTx = db.transaction((resource: string, sessionId: string, exclusive: boolean) => this.tryLockNow(resource, sessionId, exclusive));
-    this.tryLockTx = (resource, sessionId, exclusive) => tryLockTx.immediate(resource, sessionId, exclusive);
+    this.tryLockTx = immediate(db, (resource: string, sessionId: string, exclusive: boolean) => this.tryLockNow(resource, sessionId, exclusive));
   }
 
   /**

@@ -14,7 +14,7 @@ import { checkedRows, corruptRows, placeholders } from './columns.js';
 import { checkNodeState } from '../checks.js';
 import { NODE_COLUMNS, nodeColumnValue, nodeFromRow, type NodeFields, type NodeRow } from './node-rows.js';
 import type { Sequences } from './sequences.js';
-import { StatementCache, whereClause, type SqlValue } from './statements.js';
+import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
 
 /** Sequence name of nodes (one for the whole store). */
 export const NODE_SEQUENCE = 'node';
@@ -53,12 +53,9 @@ export class SqliteNodes {
       VALUES ${placeholders(columns.length + 3)}`);
     this.deleteStmt = db.prepare<[string]>('DELETE FROM nodes WHERE id = ?');
     this.deleteLockStmt = db.prepare<[string]>('DELETE FROM locks WHERE resource = ?');
-    const createTx = db.transaction((input: NewNode) => this.createNow(input));
-    this.createTx = (input) => createTx.immediate(input);
-    const updateTx = db.transaction((id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => this.updateNow(id, patch, expect));
-    this.updateTx = (id, patch, expect) => updateTx.immediate(id, patch, expect);
-    const deleteTx = db.transaction((id: string) => this.deleteNow(id));
-    this.deleteTx = (id) => deleteTx.immediate(id);
+    this.createTx = immediate(db, (input: NewNode) => this.createNow(input));
+    this.updateTx = immediate(db, (id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => this.updateNow(id, patch, expect));
+    this.deleteTx = immediate(db, (id: string) => this.deleteNow(id));
   }
 
   /** Creates a node with the next node id; fields NewNode leaves out start empty. */

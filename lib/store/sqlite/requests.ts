@@ -16,7 +16,7 @@ import { checkRequestState } from '../checks.js';
 import { requestFromRow, type NodeRequestRow } from './node-rows.js';
 import { newEventId } from '../request-defaults.js';
 import type { Sequences } from './sequences.js';
-import { StatementCache, whereClause, type SqlValue } from './statements.js';
+import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
 
 /** Sequence name of node requests (one for the whole store, across priorities). */
 export const REQUEST_SEQUENCE = 'request';
@@ -50,12 +50,9 @@ export class SqliteRequests {
       VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, '[]', '[]', NULL, ?, ?, 0, ?)`);
     this.deleteStmt = db.prepare<[string]>('DELETE FROM node_requests WHERE id = ?');
     this.deleteLockStmt = db.prepare<[string]>('DELETE FROM locks WHERE resource = ?');
-    const createTx = db.transaction((input: NewNodeRequest) => this.createNow(input));
-    this.createTx = (input) => createTx.immediate(input);
-    const updateTx = db.transaction((id: string, patch: NodeRequestPatch, expect: readonly RequestState[] | undefined) => this.updateNow(id, patch, expect));
-    this.updateTx = (id, patch, expect) => updateTx.immediate(id, patch, expect);
-    const deleteTx = db.transaction((id: string) => this.deleteNow(id));
-    this.deleteTx = (id) => deleteTx.immediate(id);
+    this.createTx = immediate(db, (input: NewNodeRequest) => this.createNow(input));
+    this.updateTx = immediate(db, (id: string, patch: NodeRequestPatch, expect: readonly RequestState[] | undefined) => this.updateNow(id, patch, expect));
+    this.deleteTx = immediate(db, (id: string) => this.deleteNow(id));
   }
 
   /** Creates a request in state `requested`. Thrown: StoreError for a priority outside 0..999. */

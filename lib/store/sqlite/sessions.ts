@@ -15,6 +15,7 @@ import { toJson } from '../to-json.js';
 import { checkStringList } from '../checks.js';
 import { checkedRows, corruptRows } from './columns.js';
 import { launcherFromRow, sessionFromRow, type LauncherRow, type SessionRow } from './session-rows.js';
+import { immediate } from './statements.js';
 import type { NewSession, ReapCounts } from '../store.js';
 
 /** Ids of sessions live at the bound time `?`. */
@@ -87,12 +88,9 @@ export class SqliteSessions {
     this.deleteLauncherStmt = db.prepare<[string]>('DELETE FROM launchers WHERE id = ?');
     this.listLaunchersStmt = db.prepare<[number], LauncherRow>(`
       SELECT l.* FROM launchers l JOIN sessions s ON s.id = l.session_id WHERE ? - s.renewed <= s.ttl_ms ORDER BY l.id`);
-    const closeTx = db.transaction((id: string) => this.closeNow(id));
-    this.closeTx = (id) => closeTx.immediate(id);
-    const reapTx = db.transaction(() => this.reapNow());
-    this.reapTx = () => reapTx.immediate();
-    const registerTx = db.transaction((input: Omit<LauncherRecord, 'registered'>) => this.registerNow(input));
-    this.registerTx = (input) => registerTx.immediate(input);
+    this.closeTx = immediate(db, (id: string) => this.closeNow(id));
+    this.reapTx = immediate(db, () => this.reapNow());
+    this.registerTx = immediate(db, (input: Omit<LauncherRecord, 'registered'>) => this.registerNow(input));
   }
 
   /** Opens a session with a random id, renewed now. Thrown: StoreError for a TTL that is not a positive integer. */

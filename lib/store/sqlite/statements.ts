@@ -34,3 +34,12 @@ export function whereClause(parts: Array<[string, ...SqlValue[]]>): { sql: strin
     params: parts.flatMap(([, ...values]) => values),
   };
 }
+
+/**
+ * `fn` as a BEGIN IMMEDIATE transaction: it takes the write lock before its first read, so two
+ * processes never race a read-modify-write (nested inside another transaction: a savepoint).
+ */
+export function immediate<A extends unknown[], R>(db: Database.Database, fn: (...args: A) => R): (...args: A) => R {
+  const tx = db.transaction(fn);
+  return (...args) => tx.immediate(...args);
+}

@@ -12,7 +12,7 @@ import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.
 import { checkUploadState } from '../checks.js';
 import { buildFromRow, imageFieldsValue, uploadFromRow, type BuildRow, type UploadRow } from './image-rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
-import { StatementCache, whereClause, type SqlValue } from './statements.js';
+import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
 
 /** Formats an upload id: the sequence as 10 digits. */
 export function formatUploadId(sequence: number): string {
@@ -41,10 +41,8 @@ export class SqliteUploads {
                            external_id, external_name, format, reason, progress, image_fields)
       VALUES (?, ?, ?, ?, ?, 'uploading', ?, ?, NULL, ?, NULL, NULL, NULL, ?)`);
     this.deleteStmt = db.prepare<[string]>('DELETE FROM uploads WHERE id = ?');
-    const createTx = db.transaction((input: NewUpload) => this.createNow(input));
-    this.createTx = (input) => createTx.immediate(input);
-    const updateTx = db.transaction((id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => this.updateNow(id, patch, expect));
-    this.updateTx = (id, patch, expect) => updateTx.immediate(id, patch, expect);
+    this.createTx = immediate(db, (input: NewUpload) => this.createNow(input));
+    this.updateTx = immediate(db, (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => this.updateNow(id, patch, expect));
   }
 
   /** Creates an upload in state `uploading` with the next upload id. Thrown: StoreError for an unknown build. */
