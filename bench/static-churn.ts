@@ -9,8 +9,9 @@
  *
  *   node --import tsx bench/static-churn.ts [--store sqlite|zookeeper|both] [--requests N=500] [--slots S=50] [--jobs J=10] [--warmup W=S]
  *
- * requests/s = N / (first request created → last fulfilled); request latency = fulfilled −
- * created (all N created at once, so it includes the wait for a slot); slot turnaround = the
+ * requests/s = requests served / (first request created → last fulfilled); a request that
+ * fails (the launcher gave up on it) is counted and printed, not waited for; request latency =
+ * fulfilled − created (all N created at once, so it includes the wait for a slot); slot turnaround = the
  * consumer marking a node used → the next ready node of the same host slot created. Before the
  * measured run, W requests the same way (not measured: JIT, ZooKeeper's JVM, first scans).
  * CPU per request: user + system time over the measured run of ZooKeeper's JVM, the server, this
@@ -78,6 +79,8 @@ interface Run {
   rate: number;
   latency: number[];
   turnaround: number[];
+  /** Requests that failed instead of being served (not in the rate). */
+  failed: number;
   /** CPU per request (ms) by process. */
   cpu: { zookeeper: number; server: number; bench: number; rest: number };
 }
@@ -91,6 +94,8 @@ class ChurnConsumer {
   readonly used: Array<{ slot: string; at: number }> = [];
   readonly seen = new Map<string, NodeRecord>();
   readonly fulfilled: Array<{ created: number; at: number }> = [];
+  /** Requests that failed (e.g. the launcher's store write timed out), deleted and counted. */
+  failed = 0;
   private readonly taken = new Set<string>();
   private scanning: Promise<void> | undefined;
   private again = false;
@@ -105,7 +110,7 @@ class ChurnConsumer {
 
   /** Resolves when `n` requests were served and their nodes returned. Thrown: the first failure. */
   async done(n: number): Promise<void> {
-    await waitFor(() => this.failure !== undefined || this.used.length >= n, { timeoutMs: 600_000, what: `${n} requests served and returned`, intervalMs: 10 });
+    await waitFor(() => this.failure !== undefined || this.used.length + this.failed >= n, { timeoutMs: 600_000, what: `${n} requests served and returned`, intervalMs: 10 });
     if (this.failure) throw this.failure;
   }
 
@@ -122,9 +127,14 @@ class ChurnConsumer {
     this.scanning = (async () => {
       do {
         this.again = false;
-        const ready = (await this.store.listRequests({ requestor: this.requestor, states: ['fulfilled'] })).filter((r) => !this.taken.has(r.id));
-        for (const r of ready) this.taken.add(r.id);
-        await Promise.all(ready.map(async (r) => {
+        const done = (await this.store.listRequests({ requestor: this.requestor, states: ['fulfilled', 'failed'] })).filter((r) => !this.taken.has(r.id));
+        for (const r of done) this.taken.add(r.id);
+        await Promise.all(done.map(async (r) => {
+          if (r.state === 'failed') {
+            this.failed += 1;
+            await this.store.deleteRequest(r.id);
+            return;
+          }
           this.fulfilled.push({ created: r.created, at: r.stateTime });
           for (const id of r.nodes) await this.returnNode(id);
           await this.store.deleteRequest(r.id);
@@ -186,7 +196,8 @@ async function churn(store: Store, n: number, requestor: string, pids: { zookeep
   const first = Math.min(...consumer.fulfilled.map((f) => f.created));
   const last = Math.max(...consumer.fulfilled.map((f) => f.at));
   return {
-    rate: n / ((last - first) / 1000),
+    failed: consumer.failed,
+    rate: consumer.fulfilled.length / ((last - first) / 1000),
     latency: consumer.fulfilled.map((f) => f.at - f.created),
     turnaround: turnarounds(consumer.used, all),
     cpu: {
@@ -240,6 +251,7 @@ function report(runs: Run[]): void {
     console.log(`| ${name} | ${runs.map(value).map((v) => (Number.isNaN(v) ? '–' : v.toFixed(digits))).join(' | ')} |`);
   };
   row('requests/s', (r) => r.rate);
+  row('requests failed (not served)', (r) => r.failed);
   row('request latency p50 (ms)', (r) => pct(r.latency, 50));
   row('request latency p99 (ms)', (r) => pct(r.latency, 99));
   row('slot turnaround p50 (ms)', (r) => pct(r.turnaround, 50));
