@@ -268,7 +268,7 @@ function report(d: Churn, l: Churn, header: string): void {
     const f = (v: number): string => (Number.isNaN(v) ? '–' : v.toFixed(digits));
     console.log(`| ${name} | ${f(a)} | ${f(b)} | ${ratio && a ? `${(b / a).toFixed(2)}×` : ''} |`);
   };
-  row('nodes/s (request → server deleted)', (c) => c.rate, 2);
+  row('nodes/s (request → server deleted)', (c) => c.rate, 3);
   row('wall time (s)', (c) => c.wallS, 1);
   row('p50 up (s): direct create → ACTIVE, launcher request → fulfilled', (c) => pct(c.upMs, 50) / 1000, 2);
   row('p99 up (s)', (c) => pct(c.upMs, 99) / 1000, 2);
@@ -280,7 +280,7 @@ function report(d: Churn, l: Churn, header: string): void {
   row('CPU per node, rest of the machine (ms)', (c) => c.cpu.rest, 1, false);
   console.log('');
   const ratio = l.rate / d.rate;
-  console.log(`launcher ${l.rate.toFixed(2)} nodes/s vs Nova direct ${d.rate.toFixed(2)} nodes/s: ${ratio.toFixed(2)}× (goal ≥ ${GOAL}×: ${ratio >= GOAL ? 'met' : 'missed'})`);
+  console.log(`launcher ${l.rate.toFixed(3)} nodes/s vs Nova direct ${d.rate.toFixed(3)} nodes/s: ${ratio.toFixed(2)}× (goal ≥ ${GOAL}×: ${ratio >= GOAL ? 'met' : 'missed'})`);
 }
 
 async function main(): Promise<void> {
