@@ -77,6 +77,29 @@ export function exitOnFatalError(log: Logger, name: string): void {
   process.on('uncaughtException', (err) => die('uncaught exception', err));
 }
 
+/** How long a cleanly stopped daemon may take to exit before {@link exitWhenStuck} names what holds it. */
+export const EXIT_GRACE_MS = 5000;
+
+/**
+ * Arms an unref'd timer after a clean shutdown: a process that exits on its own never sees
+ * it; one that is still alive `graceMs` later (a socket, timer or child left open) logs the
+ * handles still open (process.getActiveResourcesInfo()) and exits with the exit code already
+ * set, instead of hanging silently (graphile's CLI does the same).
+ */
+export function exitWhenStuck(log: Logger, name: string, graceMs = EXIT_GRACE_MS): void {
+  setTimeout(() => {
+    const handles = process.getActiveResourcesInfo();
+    log.warn('still open after stop; exiting', { handles, afterMs: graceMs });
+    try {
+      writeSync(2, `${name}: still open ${graceMs} ms after stop: ${handles.join(', ')}; exiting\n`);
+    } catch {
+      // stderr is gone; the log line above may still reach a file
+    }
+    // A moment for the logger's stream to drain (not unref'd: the exit happens even when idle).
+    setTimeout(() => process.exit(), 200);
+  }, graceMs).unref();
+}
+
 /** Where a daemon's config comes from: `-c`, `-s` and this process's environment (for `%(NODEPOOL_…)`). */
 export interface ConfigSource {
   file: string;

@@ -13,9 +13,10 @@ import { checkGearmanServers } from '../lib/config/gearman-servers.js';
 import { processSecrets } from '../lib/redact.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
+import { BUILDER_DEFAULTS } from '../workers/builder/builder-defaults.js';
 import { BuilderMetricsServer } from '../workers/builder/metrics-server.js';
 import {
-  daemonLogger, exitOnFatalError, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
+  daemonLogger, exitOnFatalError, exitWhenStuck, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
 } from './daemon.js';
 
 // yargs' CommonJS build: its help wraps at word boundaries, while the ES module build cuts
@@ -27,10 +28,10 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .usage('$0 -c nodepool.yaml [-s secure.conf]\n\nBuilds images with diskimage-builder and serves uploads and deletes over Gearman.')
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this builder reports' })
   // No yargs `type: 'number'` on numbers: it turns "abc" into NaN; the coerce says what it got.
-  .option('build-workers', { default: 1, requiresArg: true, coerce: numberArgument('--build-workers', int({ min: 1 })), describe: 'concurrent builds' })
-  .option('upload-workers', { default: 4, requiresArg: true, coerce: numberArgument('--upload-workers', int({ min: 1 })), describe: 'concurrent uploads and deletes' })
+  .option('build-workers', { default: BUILDER_DEFAULTS.buildWorkers, requiresArg: true, coerce: numberArgument('--build-workers', int({ min: 1 })), describe: 'concurrent builds' })
+  .option('upload-workers', { default: BUILDER_DEFAULTS.uploadWorkers, requiresArg: true, coerce: numberArgument('--upload-workers', int({ min: 1 })), describe: 'concurrent uploads and deletes' })
   .option('shutdown-timeout', {
-    default: 30, requiresArg: true, coerce: numberArgument('--shutdown-timeout', seconds({ min: 0, fractions: true })),
+    default: BUILDER_DEFAULTS.shutdownTimeoutS, requiresArg: true, coerce: numberArgument('--shutdown-timeout', seconds({ min: 0, fractions: true })),
     describe: 'seconds to let running jobs finish on SIGTERM',
   })
   .option('metrics-port', {
@@ -96,8 +97,7 @@ function onSignal(sig: NodeJS.Signals): void {
     async () => {
       await metrics?.stop();
       await hosts.close();
-      const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
-      open.unref();
+      exitWhenStuck(log, 'nodepool-builder');
       // Non-zero when work had to be aborted, so supervisors can tell a clean stop from a cut one.
       process.exitCode = builder.aborted() ? 1 : 0;
     },

@@ -17,7 +17,7 @@ import { NodepoolServer } from '../server/main.js';
 import type { Config } from '../lib/config/schema.js';
 import { describeStore, storeSettingsChanged } from '../lib/config/store-settings.js';
 import {
-  daemonLogger, exitOnFatalError, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
+  daemonLogger, exitOnFatalError, exitWhenStuck, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
 } from './daemon.js';
 
 const argv = withDaemonOptions(yargs(hideBin(process.argv)))
@@ -142,8 +142,7 @@ function onSignal(sig: NodeJS.Signals): void {
   watcher.close();
   restarting.then(() => running.stop()).then(() => hosts.close()).then(
     () => {
-      const open = setTimeout(() => log.warn('still open after stop', { handles: process.getActiveResourcesInfo() }), 2000);
-      open.unref();
+      exitWhenStuck(log, 'nodepool-server');
       process.exitCode = 0;
     },
     (err: Error) => {
