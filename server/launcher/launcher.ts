@@ -21,7 +21,7 @@ import { launcherId } from './decisions.js';
 import { topUpMinReady } from './min-ready.js';
 import { NodeDeleter } from './node-deleter.js';
 import { PoolWorker } from './pool-worker.js';
-import type { LaunchOutcome } from './request-handler.js';
+import type { LaunchOutcome } from './request-handler-types.js';
 import { ValidationWorker } from './validation-worker.js';
 
 /** What the launcher needs. */

@@ -14,7 +14,8 @@ import type { TenantResourceLimit } from '../../lib/config/schema.js';
 import { takes, yieldsToBetterPool, yieldsToPreferredProvider } from './decisions.js';
 import { limitsOf, sumResources, tenantLimitExceeded } from './tenant-limits.js';
 import { lockIfFree } from './lock-if-free.js';
-import { CLAIMED, NodeRequestHandler, type LaunchOutcome } from './request-handler.js';
+import { NodeRequestHandler } from './request-handler.js';
+import { CLAIMED, type LaunchOutcome } from './request-handler-types.js';
 import { requestLock } from '../../lib/store/lock-names.js';
 
 /** What a pool worker needs. */

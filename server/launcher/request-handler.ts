@@ -7,50 +7,16 @@
  * nodes, or declined after a failure (another provider may try; it fails only when every
  * launcher has declined). Re-entrant: a paused handler's `run()` is called again.
  */
-import type { PoolInfo, Provider, RequestHandler } from '../../lib/drivers/driver.js';
+import type { RequestHandler } from '../../lib/drivers/driver.js';
 import { coerceError, isStoreUnreachable, StateConflictError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
-import type { Store } from '../../lib/store/store.js';
 import { declinableStates, declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
 import { lockIfFree } from './lock-if-free.js';
+import { freeOldestUnused } from './free-room.js';
+import { relockAll } from './relock.js';
+import { CLAIMED, type RequestHandlerDeps } from './request-handler-types.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
-
-/** Marks a snapshot candidate one handler of the pass is trying (see reuse). */
-export const CLAIMED = 'claimed';
-
-/** What a handler works with (from its pool worker). */
-export interface RequestHandlerDeps {
-  store: Store;
-  log: Logger;
-  launcherId: string;
-  /**
-   * The process's store session, read at every use: after a lapse it is a new one, and the
-   * handler takes its request and node locks again under it (see holdsLocks).
-   */
-  sessionId: () => string;
-  provider: Provider;
-  pool: PoolInfo;
-  /** Ready, unallocated nodes of this pool, from the pool worker's snapshot of this pass. */
-  readyCandidates(label: string): Promise<NodeRecord[]>;
-  /** Nodes of this pool that count against max-servers, now. */
-  poolNodeCount(): Promise<number>;
-  /** Told once per node this handler launched, when its launch has an outcome (metrics). */
-  onLaunch?: (outcome: LaunchOutcome) => void;
-}
-
-/** The outcome of one node launch: `ready`, `failed`, or `aborted` (over quota; the node is launched again). */
-export interface LaunchOutcome {
-  provider: string;
-  pool: string;
-  label: string;
-  nodeId: string;
-  requestor: string;
-  az: string | null;
-  result: 'ready' | 'failed' | 'aborted';
-  /** From the node's creation to its outcome (store clock). */
-  durationMs: number;
-}
 
 export class NodeRequestHandler {
   /** True while waiting for room; the pool worker takes no new requests meanwhile. */
@@ -162,65 +128,27 @@ export class NodeRequestHandler {
     }
   }
 
-  /**
-   * Whether the handler holds its locks under the process's current store session. After the
-   * session lapsed and was replaced, the request and node locks went with the old one (or go
-   * when ZooKeeper ends it): they are taken again under the new one. A lock the old session
-   * still holds is released (that session was given up here); a lock that cannot be taken yet
-   * is tried again at the next pass (false); a lock another session took
-   * is someone else's now: the request is left to its new holder (the handler is done), a node
-   * slot is emptied (the deleter has that node; the slot is filled again).
-   */
+  /** Whether its locks are held under the current store session (relock.ts); false to wait, or when done. */
   private async holdsLocks(): Promise<boolean> {
     const now = this.deps.sessionId();
     if (now === this.lockedUnder || this.done) return true;
-    const { store } = this.deps;
-    const old = this.lockedUnder;
-    const take = async (resource: string): Promise<'held' | 'wait' | 'lost'> => {
-      if (this.relocked.has(resource)) return 'held';
-      if (await lockIfFree(store, resource, now)) {
-        this.relocked.add(resource);
-        return 'held';
-      }
-      const holder = await store.getLock(resource);
-      if (holder?.live && holder.sessionId !== old) return 'lost';
-      if (holder?.sessionId !== old) return 'wait';
-      // Still the old session's: ZooKeeper ends a session only a timeout after it hears nothing
-      // (after an outage, a timeout after it is back). That session was given up here, so its
-      // lock is released at once rather than waited for.
-      await store.unlock(resource, old);
-      if (!await lockIfFree(store, resource, now)) return 'wait';
-      this.relocked.add(resource);
-      return 'held';
-    };
-    const request = await take(requestLock(this.request.id));
-    if (request === 'wait') return false;
-    // Without a lock meanwhile, the request may have been handed back (the cleanup worker resets
-    // a pending request nobody locks), taken and even fulfilled by another handler: then it is
-    // theirs, and this handler leaves it and its nodes alone.
-    const current = request === 'held' ? await store.getRequest(this.request.id) : undefined;
-    if (request === 'lost' || current?.state !== 'pending') {
-      this.log.warn('store session replaced and the request handed back or taken meanwhile; leaving it', { old, session: now, state: current?.state ?? null });
-      if (request === 'held') await store.unlock(requestLock(this.request.id), now);
-      this.relocked.clear();
+    const outcome = await relockAll({
+      store: this.deps.store, log: this.log, requestId: this.request.id, slots: this.slots,
+      old: this.lockedUnder, now, relocked: this.relocked,
+      onLostNode: (i) => {
+        const id = this.slots[i];
+        this.slots[i] = null;
+        if (id) this.reused.delete(id);
+      },
+    });
+    if (outcome === 'wait') return false;
+    this.relocked.clear();
+    if (outcome === 'left') {
       this.done = true;
       this.paused = false;
       return false;
     }
-    for (let i = 0; i < this.slots.length; i++) {
-      const id = this.slots[i] ?? null;
-      if (id === null) continue;
-      const node = await take(nodeLock(id));
-      if (node === 'wait') return false;
-      if (node === 'lost') {
-        this.log.warn('store session replaced and a node of the request locked by another meanwhile; filling its slot again', { node: id });
-        this.slots[i] = null;
-        this.reused.delete(id);
-      }
-    }
-    this.log.warn('store session replaced: the request and node locks are held again under the new session', { old, session: now });
     this.lockedUnder = now;
-    this.relocked.clear();
     return true;
   }
 
@@ -294,7 +222,7 @@ export class NodeRequestHandler {
         if (this.request.requestor === MIN_READY_REQUESTOR) return this.decline('no capacity for a min-ready node');
         this.paused = true;
         this.log.debug('pausing: no room for a node', { label });
-        if (this.driver.canLaunch) await this.freeOldestUnused();
+        if (this.driver.canLaunch) await freeOldestUnused({ store, log: this.log, provider: provider.name, pool: pool.name, sessionId });
         return;
       }
       const node = await store.createNode({
@@ -343,22 +271,6 @@ export class NodeRequestHandler {
       return true;
     }
     return false;
-  }
-
-  /** A wedged pool frees room: its oldest ready, unallocated, unlocked node is deleted (one at a time). */
-  private async freeOldestUnused(): Promise<void> {
-    const { store, provider, pool } = this.deps;
-    const sessionId = this.lockedUnder;
-    const nodes = await store.listNodes({ provider: provider.name, pool: pool.name, states: ['ready', 'deleting'] });
-    if (nodes.some((n) => n.state === 'deleting')) return;
-    const oldest = nodes.filter((n) => n.allocatedTo === null).sort((a, b) => a.stateTime - b.stateTime)[0];
-    if (!oldest || !await lockIfFree(store, nodeLock(oldest.id), sessionId)) return;
-    try {
-      await store.updateNode(oldest.id, { state: 'deleting', reason: 'freeing room for a request' }, { expectStates: ['ready'] });
-      this.log.info('deleting the oldest unused node to free room', { node: oldest.id });
-    } catch { /* taken meanwhile */ } finally {
-      await store.unlock(nodeLock(oldest.id), sessionId);
-    }
   }
 
   private async complete(): Promise<boolean> {

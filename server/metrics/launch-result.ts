@@ -3,7 +3,7 @@
  * `error.quota` for a launch aborted over quota, and `error.unknown` for a failed one (the
  * reason is a message, not a classified error). Pure.
  */
-import type { LaunchOutcome } from '../launcher/request-handler.js';
+import type { LaunchOutcome } from '../launcher/request-handler-types.js';
 
 /** The result name of a launch outcome. */
 export function launchResult(result: LaunchOutcome['result']): 'ready' | 'error.quota' | 'error.unknown' {

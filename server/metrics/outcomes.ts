@@ -8,7 +8,7 @@ import { coerceError } from '../../lib/errors.js';
 import type { ImageFileInfo } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import type { ImageLifecycle } from '../image-lifecycle/image-lifecycle.js';
-import type { LaunchOutcome } from '../launcher/request-handler.js';
+import type { LaunchOutcome } from '../launcher/request-handler-types.js';
 
 export type { LaunchOutcome };
 
