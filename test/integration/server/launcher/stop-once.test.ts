@@ -8,11 +8,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseConfig } from '../../../lib/config/load.js';
-import { driverHosts } from '../../../lib/drivers/driver-hosts.js';
-import { silentLogger } from '../../../lib/log.js';
-import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
-import { Launcher } from '../../../server/launcher/launcher.js';
+import { parseConfig } from '../../../../lib/config/load.js';
+import { driverHosts } from '../../../../lib/drivers/driver-hosts.js';
+import { silentLogger } from '../../../../lib/log.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import { Launcher } from '../../../../server/launcher/launcher.js';
 
 void describe('Launcher.stop', () => {
   let dir: string;

@@ -4,10 +4,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../../lib/store/models.js';
-import { NODE_DEFAULTS } from '../../../lib/store/models.js';
-import { expiredHeldNodes, yieldsToBetterPool } from '../../../server/launcher/decisions.js';
-import { limitsOf, sumResources, tenantLimitExceeded } from '../../../server/launcher/tenant-limits.js';
+import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../../../lib/store/models.js';
+import { NODE_DEFAULTS } from '../../../../lib/store/models.js';
+import { expiredHeldNodes, yieldsToBetterPool } from '../../../../server/launcher/decisions.js';
+import { limitsOf, sumResources, tenantLimitExceeded } from '../../../../server/launcher/tenant-limits.js';
 
 const T0 = 1_700_000_000_000;
 

@@ -8,12 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { waitFor } from '../../../lib/lifecycle.js';
-import { requestLock } from '../../../lib/store/lock-names.js';
-import type { NodepoolServer } from '../../../server/main.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { startSshd, type SshdHandle } from '../../support/sshd.js';
-import { stopAllProcesses } from '../../support/processes.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import { requestLock } from '../../../../lib/store/lock-names.js';
+import type { NodepoolServer } from '../../../../server/main.js';
+import { LauncherSystem } from '../../../support/launcher-system.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
+import { stopAllProcesses } from '../../../support/processes.js';
 
 void describe('launcher: a static pool is not wedged by requests it cannot serve', () => {
   let small: SshdHandle;

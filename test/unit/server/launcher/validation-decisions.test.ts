@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { validationAllocation, type NodeRecord } from '../../../lib/store/models.js';
+import { validationAllocation, type NodeRecord } from '../../../../lib/store/models.js';
 import {
   bootFailure, commandFailure, deleterVerdictWithValidation, isValidationNode, mayReturnToStock, timedOut, validationRequest, validationUser,
-} from '../../../server/launcher/validation-decisions.js';
+} from '../../../../server/launcher/validation-decisions.js';
 
 function node(over: Partial<NodeRecord> = {}): NodeRecord {
   return {

@@ -8,17 +8,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../../../lib/config/load.js';
-import { waitFor } from '../../../lib/lifecycle.js';
-import type { NodeRecord } from '../../../lib/store/models.js';
-import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
-import { startCli } from '../cli/cli-env.js';
-import { fakeDiskimage, inProcessBuilder, type BuilderEnv } from '../../support/builder-env.js';
-import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { useNovaCloud, type NovaCloud } from '../../support/openstack-full.js';
-import { stopAllProcesses } from '../../support/processes.js';
-import { startSshd, type SshdHandle } from '../../support/sshd.js';
+import { loadConfig } from '../../../../lib/config/load.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import type { NodeRecord } from '../../../../lib/store/models.js';
+import type { DibBuilder } from '../../../../workers/builder/dib-builder.js';
+import { startCli } from '../../cli/cli-env.js';
+import { fakeDiskimage, inProcessBuilder, type BuilderEnv } from '../../../support/builder-env.js';
+import { startGearmand, type GearmandHandle } from '../../../support/gearmand.js';
+import { LauncherSystem } from '../../../support/launcher-system.js';
+import { useNovaCloud, type NovaCloud } from '../../../support/openstack-full.js';
+import { stopAllProcesses } from '../../../support/processes.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
 
 function cloudProvider(nova: NovaCloud, name: string, flavor = 'm1.tiny', extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -9,15 +9,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseConfig } from '../../../lib/config/load.js';
-import type { Config } from '../../../lib/config/schema.js';
-import type { Provider } from '../../../lib/drivers/driver.js';
-import { staticDriver } from '../../../lib/drivers/static/index.js';
-import { silentLogger } from '../../../lib/log.js';
-import { nodeLock } from '../../../lib/store/lock-names.js';
-import type { NodeRecord } from '../../../lib/store/models.js';
-import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
-import { CleanupWorker } from '../../../server/launcher/cleanup-worker.js';
+import { parseConfig } from '../../../../lib/config/load.js';
+import type { Config } from '../../../../lib/config/schema.js';
+import type { Provider } from '../../../../lib/drivers/driver.js';
+import { staticDriver } from '../../../../lib/drivers/static/index.js';
+import { silentLogger } from '../../../../lib/log.js';
+import { nodeLock } from '../../../../lib/store/lock-names.js';
+import type { NodeRecord } from '../../../../lib/store/models.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import { CleanupWorker } from '../../../../server/launcher/cleanup-worker.js';
 
 void describe('cleanup worker: max-hold-age', () => {
   let dir: string;

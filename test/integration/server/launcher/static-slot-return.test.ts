@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { stopAllProcesses } from '../../support/processes.js';
-import { startSshd, type SshdHandle } from '../../support/sshd.js';
-import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+import { LauncherSystem } from '../../../support/launcher-system.js';
+import { stopAllProcesses } from '../../../support/processes.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
+import { startZooKeeper, type ZooKeeperHandle } from '../../../support/zookeeper.js';
 
 /** Well under the 60 s delete-interval: only a woken deleter meets it. */
 const BACK_WITHIN_MS = 5000;

@@ -9,14 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { waitFor } from '../../../lib/lifecycle.js';
-import { nodeLock, requestLock } from '../../../lib/store/lock-names.js';
-import type { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
-import type { NodepoolServer } from '../../../server/main.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { startSshd, type SshdHandle } from '../../support/sshd.js';
-import { runningProcesses, stopAllProcesses } from '../../support/processes.js';
-import { expireSession, FreezeProxy, startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import { nodeLock, requestLock } from '../../../../lib/store/lock-names.js';
+import type { ZooKeeperStore } from '../../../../lib/store/zookeeper/zookeeper-store.js';
+import type { NodepoolServer } from '../../../../server/main.js';
+import { LauncherSystem } from '../../../support/launcher-system.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
+import { runningProcesses, stopAllProcesses } from '../../../support/processes.js';
+import { expireSession, FreezeProxy, startZooKeeper, type ZooKeeperHandle } from '../../../support/zookeeper.js';
 
 void describe('launcher: a request handler after the store session is replaced', () => {
   let zk: ZooKeeperHandle;

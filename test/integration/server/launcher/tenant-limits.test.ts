@@ -9,13 +9,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { waitFor } from '../../../lib/lifecycle.js';
-import { requestLock } from '../../../lib/store/lock-names.js';
-import type { NodepoolServer } from '../../../server/main.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { startSshd, type SshdHandle } from '../../support/sshd.js';
-import { stopAllProcesses } from '../../support/processes.js';
-import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import { requestLock } from '../../../../lib/store/lock-names.js';
+import type { NodepoolServer } from '../../../../server/main.js';
+import { LauncherSystem } from '../../../support/launcher-system.js';
+import { startSshd, type SshdHandle } from '../../../support/sshd.js';
+import { stopAllProcesses } from '../../../support/processes.js';
+import { startZooKeeper, type ZooKeeperHandle } from '../../../support/zookeeper.js';
 
 for (const backend of ['sqlite', 'zookeeper'] as const) {
 void describe(`launcher: tenant-resource-limits (${backend} store)`, () => {

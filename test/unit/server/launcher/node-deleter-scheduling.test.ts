@@ -10,13 +10,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Provider } from '../../../lib/drivers/driver.js';
-import { waitFor } from '../../../lib/lifecycle.js';
-import { silentLogger } from '../../../lib/log.js';
-import type { NodeRecord } from '../../../lib/store/models.js';
-import { nodeLock } from '../../../lib/store/lock-names.js';
-import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
-import { NodeDeleter } from '../../../server/launcher/node-deleter.js';
+import type { Provider } from '../../../../lib/drivers/driver.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import { silentLogger } from '../../../../lib/log.js';
+import type { NodeRecord } from '../../../../lib/store/models.js';
+import { nodeLock } from '../../../../lib/store/lock-names.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import { NodeDeleter } from '../../../../server/launcher/node-deleter.js';
 
 /** A provider whose cleanupNode waits until the test opens that node's gate; it records what it saw. */
 class GatedProvider {
