@@ -41,6 +41,7 @@ import { NovaClient, type CreateServerSpec } from '../lib/drivers/openstack/nova
 import { pollUntil, waitFor } from '../lib/lifecycle.js';
 import { novaCloudFromInfo, readNovaCloudInfo, type NovaCloud } from '../test/support/openstack-full.js';
 import { startProcess, type TrackedProcess } from '../test/support/processes.js';
+import { pct } from './percentile.js';
 import { machineBusyMs, processCpuMs, processTreeCpuMs } from './proc-cpu.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -64,11 +65,6 @@ const FLAVOR = 'm1.tiny';
 const LABEL = 'churn';
 const GOAL = 0.7;
 const RUN = `bench-churn-${process.pid}`;
-
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
 
 /** CPU used so far (ms) by the processes the figures name. */
 interface CpuSnap { bench: number; server: number; cloud: number; machine: number }

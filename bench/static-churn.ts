@@ -30,10 +30,12 @@ import { nodeLock } from '../lib/store/lock-names.js';
 import type { NodeRecord } from '../lib/store/models.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
-import { startProcess, stopAllProcesses, type TrackedProcess } from '../test/support/processes.js';
-import { startSshd, type SshdHandle } from '../test/support/sshd.js';
+import { startProcess, type TrackedProcess } from '../test/support/processes.js';
+import type { SshdHandle } from '../test/support/sshd.js';
 import { startZooKeeper } from '../test/support/zookeeper.js';
+import { pct } from './percentile.js';
 import { machineBusyMs, processCpuMs } from './proc-cpu.js';
+import { onStaticHosts } from './static-hosts.js';
 
 type StoreKind = 'sqlite' | 'zookeeper';
 const argv = process.argv.slice(2);
@@ -64,11 +66,6 @@ const HOSTS = SLOTS / JOBS;
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const GOALS: Record<StoreKind, number> = { sqlite: 300, zookeeper: 150 };
 const TURNAROUND_GOAL_MS = 200;
-
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
 
 /** A node's host slot (the same for every record registered for it). */
 const slotKey = (n: NodeRecord): string => `${n.hostname ?? ''}:${n.connectionPort}:${n.slot ?? ''}`;
@@ -267,18 +264,8 @@ function report(runs: Run[]): void {
   }
 }
 
-async function main(): Promise<void> {
-  const addresses = Array.from({ length: HOSTS }, (_, i) => `127.0.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`);
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const sshd = await startSshd({ addresses: addresses.map((a) => `${a}:${port}`), keyTypes: ['ed25519'], reexec: false });
-  try {
-    const runs: Run[] = [];
-    for (const kind of KINDS) runs.push(await runOn(kind, sshd, addresses, port));
-    report(runs);
-  } finally {
-    await sshd.stop();
-    await stopAllProcesses();
-  }
-}
-
-await main();
+await onStaticHosts(HOSTS, async (sshd, addresses, port) => {
+  const runs: Run[] = [];
+  for (const kind of KINDS) runs.push(await runOn(kind, sshd, addresses, port));
+  report(runs);
+});

@@ -31,7 +31,6 @@
  * machine (sshd, the probes' processes, anything else running), divided by the requests.
  * `BENCH_CPU_PROF=<dir>` writes the server's CPU profile per store (bench/cpuprofile-top.ts reads it).
  */
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,10 +40,13 @@ import { loadConfig } from '../lib/config/load.js';
 import { waitFor } from '../lib/lifecycle.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
-import { startProcess, stopAllProcesses, type TrackedProcess } from '../test/support/processes.js';
-import { startSshd, type SshdHandle } from '../test/support/sshd.js';
+import { startProcess, type TrackedProcess } from '../test/support/processes.js';
+import type { SshdHandle } from '../test/support/sshd.js';
 import { startZooKeeper } from '../test/support/zookeeper.js';
 import { nodeLock, requestLock } from '../lib/store/lock-names.js';
+import { pct } from './percentile.js';
+import { machineBusyMs, processCpuMs } from './proc-cpu.js';
+import { onStaticHosts } from './static-hosts.js';
 
 type StoreKind = 'sqlite' | 'zookeeper';
 const argv = process.argv.slice(2);
@@ -66,28 +68,6 @@ const JOBS = Number(positional[1] ?? 10);
 const SEQUENTIAL = Number(positional[2] ?? 200);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SLOTS = HOSTS * JOBS;
-
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
-
-/** CPU time (ms, user + system, reaped children included) a process has used; NaN when it is gone. */
-function processCpuMs(pid: number): number {
-  try {
-    // Fields after the command (which may hold spaces): utime, stime, cutime, cstime are 12–15 of stat(5), here 11–14.
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * (1000 / 100);
-  } catch {
-    return NaN;
-  }
-}
-
-/** Busy CPU time of the whole machine (ms, all cores: user, nice, system, irq, softirq). */
-function machineBusyMs(): number {
-  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').split(/\s+/).slice(1).map(Number);
-  return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0)) * (1000 / 100);
-}
 
 /** CPU per request served of one burst (ms), by process. */
 interface BurstCpu { zookeeper: number; server: number; bench: number; rest: number }
@@ -283,18 +263,8 @@ function report(runs: StoreRun[]): void {
   }
 }
 
-async function main(): Promise<void> {
-  const addresses = Array.from({ length: HOSTS }, (_, i) => `127.0.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`);
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const sshd = await startSshd({ addresses: addresses.map((a) => `${a}:${port}`), keyTypes: ['ed25519'], reexec: false });
-  try {
-    const runs: StoreRun[] = [];
-    for (const kind of KINDS) runs.push(await runOn(kind, sshd, addresses, port));
-    report(runs);
-  } finally {
-    await sshd.stop();
-    await stopAllProcesses();
-  }
-}
-
-await main();
+await onStaticHosts(HOSTS, async (sshd, addresses, port) => {
+  const runs: StoreRun[] = [];
+  for (const kind of KINDS) runs.push(await runOn(kind, sshd, addresses, port));
+  report(runs);
+});
