@@ -92,6 +92,53 @@ export interface UploadRecord {
   username?: string | null;
   pythonPath?: string | null;
   shellType?: string | null;
+  /**
+   * Rollout (issue 24 §3): launches booted from this upload that came up ready, and that failed
+   * (boot, host-key scan, validation of the launch), as every launcher counted them through
+   * {@link UploadStore.recordLaunch}; absent reads as 0. ZooKeeper: `launches`, `launch_failures`.
+   */
+  launches?: number;
+  launchFailures?: number;
+  /**
+   * The rollout decision written for this upload, or absent/null while none was (then
+   * lib/images/rollout.ts derives it from the config: canary or promoted). ZooKeeper:
+   * `rollout_state`, `rollout_time` (seconds), `rollout_reason`.
+   */
+  rollout?: UploadRollout | null;
+}
+
+/** Where an upload stands in its rollout (issue 24 §3). */
+export const ROLLOUT_STATES = ['canary', 'promoted', 'revoked'] as const;
+export type RolloutState = (typeof ROLLOUT_STATES)[number];
+
+/** A rollout decision on one upload: when it was taken (epoch ms) and why. */
+export interface UploadRollout {
+  state: RolloutState;
+  time: number;
+  reason: string | null;
+}
+
+/**
+ * A pin (`nodepool image-pin`, issue 24 §1): launches of `diskimage` on `provider` (every
+ * provider when null) boot build `buildId`'s upload, whatever is newer; retention keeps it.
+ */
+export interface PinRecord {
+  diskimage: string;
+  provider: string | null;
+  buildId: string;
+  since: number;
+  reason: string | null;
+}
+
+/**
+ * A revoked build (`nodepool image-revoke`, issue 24 §2): no launch boots any upload of it, it
+ * is not one of the builds retention keeps, and the lifecycle builds anew as for a missing image.
+ */
+export interface RevocationRecord {
+  diskimage: string;
+  buildId: string;
+  since: number;
+  reason: string | null;
 }
 
 /** An operator's request for a build of a diskimage (`nodepool image-build`). */
@@ -150,7 +197,10 @@ export type BuildPatch = Partial<Pick<BuildRecord,
 
 /** Fields of an upload that may change. Setting `state` also sets `stateTime` to the store's clock. */
 export type UploadPatch = Partial<Pick<UploadRecord,
-  'state' | 'externalId' | 'externalName' | 'format' | 'reason' | 'progress'>>;
+  'state' | 'externalId' | 'externalName' | 'format' | 'reason' | 'progress' | 'rollout' | 'launches' | 'launchFailures'>>;
+
+/** A launch's result as counted on its upload ({@link UploadStore.recordLaunch}). */
+export type LaunchResult = 'success' | 'failure';
 
 /** States of a node (Nodepool's node states). */
 export const NODE_STATES = ['init', 'building', 'ready', 'in-use', 'used', 'hold', 'deleting', 'failed', 'aborted'] as const;

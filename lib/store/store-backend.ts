@@ -11,7 +11,7 @@ import type { ImageData, ImportCounts } from './image-data.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
+  LaunchResult, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from './models.js';
 import type {
   BuildFilter, ExpectState, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
@@ -37,6 +37,10 @@ export interface IntentTable {
   clearBuildRequest(diskimage: string, requestedUpTo: number): Maybe<void>;
   setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Maybe<void>;
   listPauses(): Maybe<PauseRecord[]>;
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Maybe<void>;
+  listPins(): Maybe<PinRecord[]>;
+  setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): Maybe<void>;
+  listRevocations(): Maybe<RevocationRecord[]>;
   putStatus(key: string, value: unknown): Maybe<void>;
   getStatus<T = unknown>(key: string): Maybe<{ value: T; updated: number } | undefined>;
 }
@@ -68,7 +72,10 @@ export interface StoreBackend {
   readonly wording: { closed: string; at: string };
   /** Creating a build also removes the build requests it serves (`servesRequestsUpTo`), atomically. */
   readonly builds: RecordTable<BuildRecord, NewBuild, BuildPatch, BuildState, BuildFilter>;
-  readonly uploads: RecordTable<UploadRecord, NewUpload, UploadPatch, UploadState, UploadFilter>;
+  readonly uploads: RecordTable<UploadRecord, NewUpload, UploadPatch, UploadState, UploadFilter> & {
+    /** As UploadStore.recordLaunch (lib/store/store.ts). */
+    recordLaunch(id: string, result: LaunchResult): Maybe<UploadRecord | undefined>;
+  };
   readonly nodes: RecordTable<NodeRecord, NewNode, NodePatch, NodeState, NodeFilter>;
   readonly requests: RecordTable<NodeRequestRecord, NewNodeRequest, NodeRequestPatch, RequestState, RequestFilter>;
   readonly intents: IntentTable;

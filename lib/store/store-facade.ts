@@ -13,7 +13,7 @@ import { checkImportInstallation, withInstallation } from './installation.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
+  LaunchResult, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from './models.js';
 import type { Maybe, StoreBackend } from './store-backend.js';
 import type {
@@ -68,6 +68,10 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard(`deleting upload ${id}`, () => this.backend.uploads.delete(id));
   }
 
+  recordLaunch(id: string, result: LaunchResult): Promise<UploadRecord | undefined> {
+    return this.guard(`counting a launch from upload ${id}`, () => this.backend.uploads.recordLaunch(id, result));
+  }
+
   requestBuild(diskimage: string): Promise<BuildRequest> {
     return this.guard(`requesting a build of ${diskimage}`, () => this.backend.intents.requestBuild(diskimage));
   }
@@ -87,6 +91,24 @@ export class StoreFacade implements Store, ImageDataStore {
 
   listPauses(): Promise<PauseRecord[]> {
     return this.guard('listing pauses', () => this.backend.intents.listPauses());
+  }
+
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void> {
+    const where = provider === null ? '' : ` on ${provider}`;
+    const what = buildId === null ? `unpinning ${diskimage}${where}` : `pinning ${diskimage}${where} to build ${buildId}`;
+    return this.guard(what, () => this.backend.intents.setPin(diskimage, provider, buildId, reason));
+  }
+
+  listPins(): Promise<PinRecord[]> {
+    return this.guard('listing pins', () => this.backend.intents.listPins());
+  }
+
+  setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): Promise<void> {
+    return this.guard(`${revoked ? 'revoking' : 'unrevoking'} build ${buildId}`, () => this.backend.intents.setRevocation(diskimage, buildId, revoked, reason));
+  }
+
+  listRevocations(): Promise<RevocationRecord[]> {
+    return this.guard('listing revocations', () => this.backend.intents.listRevocations());
   }
 
   putStatus(key: string, value: unknown): Promise<void> {

@@ -11,7 +11,7 @@ import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  PauseRecord, RequestState, SessionRecord, UploadPatch, UploadRecord, UploadState,
+  LaunchResult, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadState,
 } from './models.js';
 
 /** Conditional update: apply the patch only while the record is in one of these states. */
@@ -86,6 +86,11 @@ export interface UploadStore {
   /** As {@link BuildStore.updateBuild}. */
   updateUpload(id: string, patch: UploadPatch, opts?: ExpectState<UploadState>): Promise<UploadRecord | undefined>;
   deleteUpload(id: string): Promise<boolean>;
+  /**
+   * Counts one launch booted from upload `id` (`launches` or `launchFailures` + 1), atomically
+   * against every other launcher; undefined when the upload is gone.
+   */
+  recordLaunch(id: string, result: LaunchResult): Promise<UploadRecord | undefined>;
 }
 
 /** Operator intents and the server's published status. */
@@ -98,6 +103,17 @@ export interface IntentStore {
   /** Pauses (or unpauses) a diskimage's builds (`provider` null) or its uploads to one provider. */
   setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Promise<void>;
   listPauses(): Promise<PauseRecord[]>;
+  /**
+   * Pins a diskimage's launches (on `provider`, or everywhere when null) to build `buildId`, or
+   * removes that pin when `buildId` is null. Pinning again replaces the build and the reason.
+   */
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void>;
+  /** By diskimage, then provider (diskimage-wide first). */
+  listPins(): Promise<PinRecord[]>;
+  /** Revokes (or unrevokes) build `buildId` of `diskimage`; revoking again keeps `since`, a new reason replaces the old. */
+  setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): Promise<void>;
+  /** By diskimage, then build id. */
+  listRevocations(): Promise<RevocationRecord[]>;
   /** Stores a JSON value the server publishes for the CLI (lifecycle status, heartbeat). */
   putStatus(key: string, value: unknown): Promise<void>;
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined>;
