@@ -1,11 +1,13 @@
 /**
  * Which upload of a diskimage a provider boots now: the one core policy every image-managing
  * driver asks (openstack and qemu used to pick "the newest" each their own way, and compared
- * ids, which says nothing about age once Nodepool 11's uuid builds are adopted). Today: the
- * newest ready upload the driver can use. Pure; the store read is the caller's.
+ * ids, which says nothing about age once Nodepool 11's uuid builds are adopted): the newest
+ * ready upload the driver can use, unless the rollout state says otherwise (issue 24: a pin, a
+ * revocation, a canary's share; lib/images/rollout.ts). Pure; the store reads are the caller's.
  */
 import { byCreated, UPLOAD_SEQ_RE } from '../images/image-file.js';
-import type { UploadRecord } from '../store/models.js';
+import { launchShare, pinFor, uploadPhase, type RolloutSettings } from '../images/rollout.js';
+import type { PinRecord, RevocationRecord, UploadRecord } from '../store/models.js';
 
 /**
  * Uploads oldest first, as retention ranks them: by sequence when every id has one (a sequence
@@ -22,16 +24,42 @@ export interface BootChoice {
   diskimage: string;
   /** The driver's own check (its file exists, say); every upload passes when absent. */
   usable?: (upload: UploadRecord) => boolean;
+  /** The store's rollout state; absent: the newest usable upload serves. */
+  rollout?: RolloutView;
+  /** The launch's key (its node id) for a canary's share; absent (an availability check): the newest serves. */
+  key?: string;
+}
+
+/** What the store and config say about rollout, read once for a choice. */
+export interface RolloutView {
+  pins: readonly PinRecord[];
+  revocations: readonly RevocationRecord[];
+  /** The provider diskimage's `rollout:` settings, if it has any. */
+  settings?: RolloutSettings;
+  now: number;
 }
 
 /**
  * The upload `choice.provider` boots for `choice.diskimage` out of `uploads` (any list the
- * store gave; others are ignored): the newest ready one that has its image in the provider and
- * passes the driver's check; undefined when none does.
+ * store gave; others are ignored), among the ready ones that have their image in the provider,
+ * pass the driver's check and are not revoked: the pinned build's when there is a pin and this
+ * provider has it; else the newest, unless it is a canary and the launch's key falls outside its
+ * share, when the next older one serves. Undefined when none can.
  */
 export function bootUpload(uploads: readonly UploadRecord[], choice: BootChoice): UploadRecord | undefined {
+  const { rollout } = choice;
   const candidates = uploads.filter((u) => u.provider === choice.provider && u.diskimage === choice.diskimage
     && u.state === 'ready' && u.externalId !== null && u.externalId !== '');
-  const newestFirst = uploadsByAge(candidates).reverse();
-  return newestFirst.find((u) => choice.usable?.(u) ?? true);
+  const newestFirst = uploadsByAge(candidates).reverse()
+    .filter((u) => (choice.usable?.(u) ?? true)
+      && (!rollout || uploadPhase(u, rollout.revocations, rollout.settings, rollout.now).state !== 'revoked'));
+  if (!rollout) return newestFirst[0];
+  const pin = pinFor(rollout.pins, choice.diskimage, choice.provider);
+  const pinned = pin && newestFirst.find((u) => u.buildId === pin.buildId);
+  if (pinned) return pinned;
+  const [newest, previous] = newestFirst;
+  if (!newest || !previous || choice.key === undefined) return newest;
+  const phase = uploadPhase(newest, rollout.revocations, rollout.settings, rollout.now);
+  if (phase.state !== 'canary' || !rollout.settings) return newest;
+  return launchShare(choice.key) < rollout.settings.canary ? newest : previous;
 }
