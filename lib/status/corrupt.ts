@@ -18,6 +18,8 @@ export function removeCommand(c: CorruptRecord): string {
     case 'pause': return `nodepool image-unpause ${c.diskimage ?? c.id}${c.provider ? ` --provider ${c.provider}` : ''}`;
     case 'build-request': return `nodepool image-build ${c.diskimage ?? c.id} (a new request replaces it)`;
     case 'launcher': return 'restart the launcher that registered it (the registration goes with its session)';
+    case 'pin': return `nodepool image-unpin ${c.diskimage ?? c.id}${c.provider ? ` --provider ${c.provider}` : ''}`;
+    case 'revocation': return `nodepool image-unrevoke ${c.id}`;
   }
 }
 
