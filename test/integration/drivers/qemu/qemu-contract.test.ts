@@ -1,8 +1,8 @@
 /**
  * The driver contract against the qemu driver: real QEMU VMs booted from the cached bootable
  * DIB image (test/support/qemu-image.ts), uploaded through the driver's image service. The
- * suite launches two nodes one after the other (ready, deleted), so it boots twice; each boot
- * takes about a minute under TCG. The leak is a VM started beside the driver (QEMU running
+ * suite launches one node, reads it, then deletes it, so it boots once (about a minute under
+ * TCG, several under load). The leak is a VM started beside the driver (QEMU running
  * from the same upload, tagged with a node id no record has), which the leak cleanup must kill.
  */
 import { existsSync } from 'node:fs';
@@ -37,7 +37,7 @@ driverContract<QemuProviderConfig>('qemu', {
   },
   async tearDown() {
     if (!env) return;
-    // The suite leaves its first node's VM running: stop it the driver's way.
+    // A case that failed half-way may leave its node's VM running: stop it the driver's way.
     const vms = vmsOf(env);
     for (const vm of await vms.list()) await vms.destroy(vm.record.id);
     const left = await env.qemuPids();
