@@ -22,6 +22,11 @@ export interface DiskimageStatus {
   rebuildAt: number | null;
   /** A build request is pending. */
   requested: boolean;
+  /**
+   * Set while the newest ready build is revoked (issue 24 §2), so a new one is built as for a
+   * missing image: `newest build <id> revoked: <reason>`. Absent from servers before issue 24.
+   */
+  revoked?: string | null;
 }
 
 /** Status of one diskimage's uploads to one provider. */
