@@ -63,6 +63,11 @@ export interface Provider {
    * A resource that is already gone is not an error.
    */
   cleanupNode(node: NodeRecord): Promise<void>;
+  /**
+   * True when cleanupNode has nothing to delete (static: the host stays): the deleter then
+   * removes the record without marking it `deleting` first (nothing can be left half-deleted).
+   */
+  readonly cleanupFree?: boolean;
   /** Periodic: removes resources no record knows; static: re-registers missing hosts. */
   cleanupLeakedResources(): Promise<void>;
   /** Called after a node record of this provider was deleted (static re-registers the slot). */
