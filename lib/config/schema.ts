@@ -4,6 +4,7 @@
  * driver's schema (lib/drivers/config-registry.ts: config parts only, no runtime code).
  */
 import { diskimageList } from './diskimages.js';
+import { minReadySchedule } from './min-ready-schedule.js';
 import { providerList } from './providers.js';
 import {
   bool, checked, defaultsOf, int, list, mapped, object, optional, required, seconds, string,
@@ -56,6 +57,8 @@ const label = object({
   'min-ready': optional(int({ min: -1 }), 0),
   /** Compared with node ages only (no timer waits for it), so not bounded by MAX_TIMER_SECONDS. */
   'max-ready-age': optional(int({ min: 0 }), 0),
+  /** min-ready by cron periods, `min-ready` outside them (lib/config/min-ready-schedule.ts). */
+  'min-ready-schedule': optional(minReadySchedule, []),
 });
 
 /** Tunables of the server's image lifecycle (seconds). */

@@ -89,7 +89,7 @@ describe('config loader', () => {
       'providers: [{name: p9, driver: nimbus}]',
     ].join('\n'));
     assert.equal(lines.length, 3);
-    assert.match(lines[0] ?? '', /^nodepool\.yaml: labels\[0\]\.min-redy: unknown key \(known keys: name, min-ready, max-ready-age\)$/);
+    assert.match(lines[0] ?? '', /^nodepool\.yaml: labels\[0\]\.min-redy: unknown key \(known keys: name, min-ready, max-ready-age, min-ready-schedule\)$/);
     assert.equal(lines[1], 'nodepool.yaml: diskimages[1]: duplicate diskimage "a" (also at diskimages[0])');
     assert.equal(lines[2], 'nodepool.yaml: providers[0].driver: unknown driver "nimbus" (provider p9): expected one of openstack, static, qemu');
   });
