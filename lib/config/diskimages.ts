@@ -9,13 +9,14 @@
  * - `delete-after-upload` is set whenever present, even `false`;
  * - Nodepool's other keys override only when truthy (so `pause: false` under a paused parent,
  *   `rebuild-age: 0` or `release: 0` change nothing); this program's own keys (`builder`,
- *   `command`, `qemu-img-options`) override when present;
+ *   `command`, `qemu-img-options`, `rollout`) override when present (a `rollout:` as a whole);
  * - `metadata` is not inherited (each application replaces it, so a child without it has {});
  * - `abstract` entries are parents only: never in the result, never built; a non-abstract
  *   parent is built as well as its children.
  */
 import { IMAGE_FORMATS } from '../images/image-file.js';
 import { diskimageName } from './names.js';
+import { rolloutSchema } from './rollout-schema.js';
 import {
   bool, checked, list, object, oneOf, optional, record, required, scalarString, seconds, string, withoutDefaults,
   type Schema,
@@ -58,6 +59,8 @@ const diskimageFields = {
   builder: optional(oneOf(BUILDER_KINDS), 'dib'),
   /** argv of a `builder: command` build (no shell); argv[0] is looked up in PATH. */
   command: optional(list(string(), { minItems: 1, what: 'argument' })),
+  /** Canary rollout of each new upload (issue 24); a provider diskimage's own `rollout:` overrides it. */
+  rollout: optional(rolloutSchema),
 };
 
 /** One entry as written: every key checked, no defaults, plus `abstract`. */
@@ -77,7 +80,7 @@ export type DiskimageConfig = Parsed<typeof diskimageSchema>;
 /** Nodepool's keys that a later entry in the chain sets only when its value is truthy. */
 const TRUTHY_KEYS = ['build-timeout', 'dib-cmd', 'formats', 'keep-formats', 'pause', 'python-path', 'shell-type', 'rebuild-age', 'release', 'username'];
 /** Keys set whenever present: Nodepool's `delete-after-upload` (`is not None`), and this program's own. */
-const PRESENT_KEYS = ['delete-after-upload', 'builder', 'command', 'qemu-img-options'];
+const PRESENT_KEYS = ['delete-after-upload', 'builder', 'command', 'qemu-img-options', 'rollout'];
 
 /** Python's truthiness, which Nodepool's `if diskimage.get(key)` applies. */
 function truthy(v: unknown): boolean {

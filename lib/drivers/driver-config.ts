@@ -5,6 +5,7 @@
  * driver.ts and lib/drivers/registry.ts.
  */
 import type { Problems, Schema } from '../config/schema-kit.js';
+import type { RolloutSettings } from '../images/rollout.js';
 import type { ValidationSpec } from './validate-config.js';
 
 /** What the launcher needs to know about one pool of a provider. */
@@ -47,6 +48,11 @@ export interface ImageTarget {
   readonly validate: ValidationSpec | null;
   /** The provider's `post-upload-hook`, run by the builder after each upload; null: none. */
   readonly postUploadHook: string | null;
+  /**
+   * The provider diskimage's own `rollout:` (issue 24); null: the top-level diskimage's holds
+   * (lib/config/rollout-config.ts says which one applies).
+   */
+  readonly rollout: RolloutSettings | null;
 }
 
 /** A driver's config part: schema, pools, cross-checks and, for image-managing drivers, image targets. */

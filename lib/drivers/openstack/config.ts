@@ -7,6 +7,7 @@
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { IMAGE_FORMATS } from '../../images/image-file.js';
 import { diskimageName } from '../../config/names.js';
+import { providerDiskimageRollout } from '../../config/rollout-schema.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
@@ -33,6 +34,7 @@ const providerDiskimage = object({
   username: optional(string()),
   ...connectionFields,
   ...providerDiskimageValidation,
+  ...providerDiskimageRollout,
 });
 
 const cloudImage = object({
@@ -223,7 +225,7 @@ export function formatHostname(format: string, v: { label: string; provider: str
 export function openstackImageTargets(c: OpenStackProviderConfig): ImageTarget[] {
   return c.diskimages.map((d) => ({
     diskimage: d.name, format: c.imageFormat, pause: d.pause, meta: d.meta, nameFormat: c.imageNameFormat, uploadTimeout: c.imageUploadTimeout,
-    validate: validationOf(c, d), postUploadHook: c.postUploadHook ?? null,
+    validate: validationOf(c, d), postUploadHook: c.postUploadHook ?? null, rollout: d.rollout ?? null,
   }));
 }
 

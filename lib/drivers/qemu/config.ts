@@ -8,6 +8,7 @@
 import path from 'node:path';
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { diskimageName } from '../../config/names.js';
+import { providerDiskimageRollout } from '../../config/rollout-schema.js';
 import { absolutePath, bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields } from '../common-config.js';
 import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
@@ -22,6 +23,7 @@ const providerDiskimage = object({
   pause: optional(bool(), false),
   meta: optional(record(scalarString()), {}),
   ...providerDiskimageValidation,
+  ...providerDiskimageRollout,
 });
 
 const poolLabel = object({
@@ -116,7 +118,7 @@ export function qemuPoolInfo(pl: QemuPoolConfig): PoolInfo {
 export function qemuImageTargets(c: QemuProviderConfig): ImageTarget[] {
   return c.diskimages.map((d) => ({
     diskimage: d.name, format: 'qcow2', pause: d.pause, meta: d.meta, nameFormat: c.imageNameFormat, uploadTimeout: c.imageUploadTimeout,
-    validate: validationOf(c, d), postUploadHook: c.postUploadHook ?? null,
+    validate: validationOf(c, d), postUploadHook: c.postUploadHook ?? null, rollout: d.rollout ?? null,
   }));
 }
 

@@ -45,7 +45,7 @@ describe('openstack provider config', () => {
     assert.equal(p.portCleanupInterval, 600);
     assert.equal(p.cleanFloatingIps, false);
     assert.equal('nodepoolId' in p, false);
-    assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: undefined, connectionType: 'ssh', connectionPort: 22, validate: undefined });
+    assert.deepEqual(p.diskimages[0], { name: 'deb', pause: false, meta: {}, configDrive: true, username: undefined, connectionType: 'ssh', connectionPort: 22, validate: undefined, rollout: undefined });
     assert.deepEqual(p.cloudImages[0], {
       name: 'cirros', imageId: undefined, imageName: undefined, username: undefined, configDrive: undefined, connectionType: 'ssh', connectionPort: 22,
       pythonPath: 'auto', shellType: undefined,
@@ -66,7 +66,7 @@ describe('openstack provider config', () => {
     assert.deepEqual([label?.networks, label?.hostKeyChecking], [[], true], 'the pool\'s networks and host-key-checking');
     assert.equal(pool?.autoFloatingIp, true);
     assert.deepEqual([pool?.maxVolumes, pool?.maxVolumeGb], [undefined, undefined]);
-    assert.deepEqual(openstackDriver.imageTargets?.(p), [{ diskimage: 'deb', format: 'qcow2', pause: false, meta: {}, nameFormat: '{image_name}-{timestamp}', uploadTimeout: 3600, validate: null, postUploadHook: null }]);
+    assert.deepEqual(openstackDriver.imageTargets?.(p), [{ diskimage: 'deb', format: 'qcow2', pause: false, meta: {}, nameFormat: '{image_name}-{timestamp}', uploadTimeout: 3600, validate: null, postUploadHook: null, rollout: null }]);
     assert.deepEqual(openstackDriver.pools(p), [{ name: 'main', maxServers: Number.MAX_SAFE_INTEGER, labels: ['small'], nodeAttributes: {} }]);
   });
 

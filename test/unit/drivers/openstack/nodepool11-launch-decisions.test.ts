@@ -66,7 +66,7 @@ describe('server metadata', () => {
 });
 
 describe('node fields from the image', () => {
-  const prov = { name: 'deb', pause: false, meta: {}, configDrive: true, username: undefined, connectionType: 'ssh' as const, connectionPort: 22, validate: undefined };
+  const prov = { name: 'deb', pause: false, meta: {}, configDrive: true, username: undefined, connectionType: 'ssh' as const, connectionPort: 22, validate: undefined, rollout: undefined };
   it('takes python-path and shell-type from the top-level diskimage, username from the provider diskimage first', () => {
     assert.deepEqual(diskimageNodeFields(prov, undefined), { username: 'zuul', pythonPath: 'auto', shellType: null, connectionType: 'ssh', connectionPort: 22 });
     const top = { username: 'ubuntu', pythonPath: '/usr/bin/python3', shellType: 'sh' };
