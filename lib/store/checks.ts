@@ -3,7 +3,8 @@
  * backend writes them. Thrown: StoreError naming what was being done.
  */
 import { StoreError } from '../errors.js';
-import { BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES } from './models.js';
+import { IMAGE_ID_RE } from '../images/image-file.js';
+import { BUILD_STATES, NODE_STATES, REQUEST_STATES, ROLLOUT_STATES, UPLOAD_STATES, type UploadPatch } from './models.js';
 
 /** Thrown: StoreError when `state` is not one of the `kind`'s `states` (the CLI may pass operator input). */
 export function checkState(kind: string, states: readonly string[], state: string, what: string): void {
@@ -37,4 +38,30 @@ export function checkStringList(value: unknown, what: string): void {
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
     throw new StoreError(`${what}: expected a list of strings, got ${Array.isArray(value) ? 'a list with other values' : typeof value}`);
   }
+}
+
+/** Thrown: StoreError unless `buildId` is a build id of `diskimage` (pins and revocations name one). */
+export function checkBuildOf(diskimage: string, buildId: string, what: string): void {
+  const m = IMAGE_ID_RE.exec(buildId);
+  if (!m || m[1] !== diskimage) {
+    throw new StoreError(`${what}: ${JSON.stringify(buildId.slice(0, 100))} is not a build id of diskimage ${JSON.stringify(diskimage.slice(0, 100))}`);
+  }
+}
+
+/** Thrown: StoreError unless `provider` is null (diskimage-wide) or a non-empty name. */
+export function checkProviderOrNull(provider: string | null, what: string): void {
+  if (provider !== null && (typeof provider !== 'string' || provider === '')) throw new StoreError(`${what}: provider must be null or a non-empty name`);
+}
+
+/** Thrown: StoreError unless the rollout fields of an upload patch are what a record may hold. */
+export function checkRolloutPatch(patch: UploadPatch, what: string): void {
+  for (const k of ['launches', 'launchFailures'] as const) {
+    const v = patch[k];
+    if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new StoreError(`${what}: ${k} must be an integer >= 0, got ${String(v)}`);
+  }
+  const r = patch.rollout;
+  if (r === undefined || r === null) return;
+  checkState('rollout', ROLLOUT_STATES, r.state, what);
+  if (!Number.isFinite(r.time)) throw new StoreError(`${what}: rollout time must be a time (epoch ms)`);
+  if (r.reason !== null && typeof r.reason !== 'string') throw new StoreError(`${what}: rollout reason must be a string or null`);
 }

@@ -9,19 +9,22 @@ import { CorruptRecordError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** The kinds of records the store checks. */
-export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher'] as const;
+export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation'] as const;
 export type CorruptKind = (typeof CORRUPT_KINDS)[number];
 
 /** A record that does not parse or validate. */
 export interface CorruptRecord {
   kind: CorruptKind;
-  /** The record's id (a pause: `<diskimage>` or `<diskimage>/<provider>`). */
+  /**
+   * The record's id (a pause or a pin: `<diskimage>` or `<diskimage>/<provider>`; a revocation:
+   * its build id).
+   */
   id: string;
   /** Why it is corrupt (never the record's content: it may hold anything). */
   reason: string;
-  /** The diskimage of a build, upload, pause or build request. */
+  /** The diskimage of a build, upload, pause, pin, revocation or build request. */
   diskimage?: string;
-  /** The provider of an upload or a provider pause. */
+  /** The provider of an upload, a provider pause or a provider pin. */
   provider?: string;
 }
 

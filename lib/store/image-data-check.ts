@@ -9,7 +9,7 @@ import {
   type ImageData, type ImageDataProblem, type ImageDataSequences,
 } from './image-data.js';
 import { INSTALLATION_ID_RE } from './installation.js';
-import { BUILD_STATES, UPLOAD_STATES } from './models.js';
+import { BUILD_STATES, ROLLOUT_STATES, UPLOAD_STATES } from './models.js';
 
 /** Largest sequence value (ids have 10 digits). */
 const MAX_SEQUENCE = 9_999_999_999;
@@ -124,6 +124,20 @@ function withoutImageFields(c: Checker, r: Obj, p: string): Obj {
   return rest;
 }
 
+/** Checks an upload's optional rollout fields (issue 24) and returns the record without them. */
+function withoutRolloutFields(c: Checker, r: Obj, p: string): Obj {
+  const { launches, launchFailures, rollout, ...rest } = r;
+  c.count(launches, `${p}.launches`);
+  c.count(launchFailures, `${p}.launchFailures`);
+  if (rollout !== undefined && rollout !== null && c.object(rollout, `${p}.rollout`)) {
+    c.fields(rollout, `${p}.rollout`, ['state', 'time', 'reason']);
+    c.oneOf(rollout.state, `${p}.rollout.state`, ROLLOUT_STATES);
+    c.time(rollout.time, `${p}.rollout.time`);
+    c.stringOrNull(rollout.reason, `${p}.rollout.reason`);
+  }
+  return rest;
+}
+
 /**
  * Whether upload id `id` may belong to build `buildId` and `provider`: a store-wide 10-digit
  * id to one of ours; `<hex>-<provider>-<seq>` only to the uuid build `hex`, to that provider.
@@ -171,7 +185,7 @@ function checkBuild(c: Checker, b: unknown, p: string): { id: string; diskimage:
 
 function checkUpload(c: Checker, u: unknown, p: string): { id: string; buildId: string; diskimage: string; provider: string } | undefined {
   if (!c.object(u, p)) return undefined;
-  c.fields(withoutImageFields(c, u, p), p, ['id', 'buildId', 'diskimage', 'provider', 'imageName', 'state', 'stateTime', 'created',
+  c.fields(withoutRolloutFields(c, withoutImageFields(c, u, p), p), p, ['id', 'buildId', 'diskimage', 'provider', 'imageName', 'state', 'stateTime', 'created',
     'externalId', 'externalName', 'format', 'reason', 'progress']);
   c.nonEmpty(u.provider, `${p}.provider`, 'a provider name');
   c.nonEmpty(u.imageName, `${p}.imageName`, 'an image name');

@@ -13,7 +13,12 @@ export type SpoilTarget =
   | { kind: 'upload'; id: string; buildId: string; provider: string }
   | { kind: 'node'; id: string }
   | { kind: 'request'; id: string }
-  | { kind: 'pause'; diskimage: string; provider: string | null };
+  | { kind: 'pause'; diskimage: string; provider: string | null }
+  | { kind: 'pin'; diskimage: string; provider: string | null }
+  | { kind: 'revocation'; diskimage: string; buildId: string };
+
+/** Targets whose only checked field is a time (`since`). */
+const sinceOnly = (t: SpoilTarget): boolean => t.kind === 'pause' || t.kind === 'pin' || t.kind === 'revocation';
 
 /**
  * How: `garbage` (data that is not JSON: `{"state": "ready", garbage`), `unknown-state` (a
@@ -37,6 +42,8 @@ function zkPath(layout: Layout, t: SpoilTarget): string {
     case 'node': return layout.node(t.id);
     case 'request': return layout.request(t.id);
     case 'pause': return t.provider === null ? layout.pause(t.diskimage) : layout.providerPause(t.diskimage, t.provider);
+    case 'pin': return t.provider === null ? layout.pin(t.diskimage) : layout.providerPin(t.diskimage, t.provider);
+    case 'revocation': return layout.revocation(t.diskimage, t.buildId);
   }
 }
 
@@ -54,7 +61,7 @@ export function zkSpoiler(hosts: string, layout: Layout): Spoil {
         if (!got) throw new Error(`${path} does not exist`);
         const j = JSON.parse(got.data.toString('utf8') || '{}') as Record<string, unknown>;
         if (how === 'unknown-state') j.state = 'exploded';
-        else if (target.kind === 'pause') j.since = 'yesterday';
+        else if (sinceOnly(target)) j.since = 'yesterday';
         else { delete j.created_time; delete j.state_time; }
         data = Buffer.from(JSON.stringify(j));
       }
@@ -70,16 +77,17 @@ export function sqliteSpoiler(file: string): Spoil {
   return async (target, how) => {
     const db = new Database(file, { timeout: 5000 });
     try {
-      const table = { build: 'builds', upload: 'uploads', node: 'nodes', request: 'node_requests', pause: 'pauses' }[target.kind];
-      const where = target.kind === 'pause' ? 'diskimage = ? AND provider = ?' : 'id = ?';
-      const key = target.kind === 'pause' ? [target.diskimage, target.provider ?? ''] : [target.id];
-      const column = target.kind === 'pause' ? (how === 'no-time' ? 'since' : 'reason')
+      const table = { build: 'builds', upload: 'uploads', node: 'nodes', request: 'node_requests', pause: 'pauses', pin: 'pins', revocation: 'revocations' }[target.kind];
+      const [where, key] = target.kind === 'pause' || target.kind === 'pin' ? ['diskimage = ? AND provider = ?', [target.diskimage, target.provider ?? '']]
+        : target.kind === 'revocation' ? ['diskimage = ? AND build_id = ?', [target.diskimage, target.buildId]]
+          : ['id = ?', [target.id]];
+      const column = sinceOnly(target) ? 'since'
         : how === 'unknown-state' ? 'state'
           : how === 'no-time' ? 'created'
-            : { build: 'files', upload: 'progress', node: 'labels', request: 'labels' }[target.kind];
+            : { build: 'files', upload: 'progress', node: 'labels', request: 'labels' }[target.kind as 'build' | 'upload' | 'node' | 'request'];
       const value = how === 'unknown-state' ? 'exploded' : how === 'no-time' ? 'never' : GARBAGE;
-      // A pause row has no JSON column: only its time can be spoiled.
-      const set = target.kind === 'pause' && how !== 'no-time' ? 'since = \'never\'' : `${column} = ?`;
+      // Pause, pin and revocation rows have no JSON column: only their time can be spoiled.
+      const set = sinceOnly(target) ? `${column} = 'never'` : `${column} = ?`;
       const params = set.endsWith('?') ? [value, ...key] : key;
       const changed = db.prepare(`UPDATE ${table} SET ${set} WHERE ${where}`).run(...params).changes;
       if (changed !== 1) throw new Error(`no ${target.kind} row to spoil`);

@@ -23,6 +23,8 @@ export interface StoreHarness {
    * false when it stays until reaped and reapSessions counts what it removes (SQLite).
    */
   readonly lapsedSessionsVanish: boolean;
+  /** A second handle on the current test's store (as another process opens it); closed after the test. */
+  openAnother(): Promise<Store>;
 }
 
 /**

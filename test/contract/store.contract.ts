@@ -12,6 +12,7 @@ import type { Spoil } from './spoil.js';
 import { corruptRecordContract } from './store-corrupt.contract.js';
 import { nodeStoreContract } from './store-nodes.contract.js';
 import { nodepool11StoreContract } from './store-nodepool11.contract.js';
+import { rolloutStoreContract } from './store-rollout.contract.js';
 
 /**
  * Opens a fresh, empty store on `clock`; `cleanup` closes it and removes what it made.
@@ -22,6 +23,8 @@ export type OpenTestStore = (clock: () => number) => Promise<{
   store: Store; cleanup(): Promise<void>; lapseSession?(id: string): Promise<void>;
   /** Writes corrupt records straight into the backend (test/contract/spoil.ts). */
   spoil: Spoil;
+  /** Opens a second handle on the same store (another process would): the test closes it. */
+  another(): Promise<Store>;
 }>;
 
 /** Registers the store contract suite for one backend. */
@@ -32,6 +35,8 @@ export function storeContract(name: string, open: OpenTestStore): void {
     let cleanup: () => Promise<void>;
     let lapseSession: ((id: string) => Promise<void>) | undefined;
     let spoil: Spoil;
+    let another: () => Promise<Store>;
+    const others: Store[] = [];
 
     beforeEach(async () => {
       now = T0;
@@ -40,8 +45,12 @@ export function storeContract(name: string, open: OpenTestStore): void {
       cleanup = () => opened.cleanup();
       lapseSession = opened.lapseSession?.bind(opened);
       spoil = opened.spoil;
+      another = () => opened.another();
     });
-    afterEach(() => cleanup());
+    afterEach(async () => {
+      for (const o of others.splice(0)) await o.close();
+      await cleanup();
+    });
 
     const build = (diskimage = 'debian', formats = ['qcow2']): Promise<BuildRecord> => store.createBuild({ diskimage, formats });
     const upload = (buildId: string, provider = 'cloud-a'): Promise<UploadRecord> =>
@@ -52,10 +61,16 @@ export function storeContract(name: string, open: OpenTestStore): void {
       get now() { return now; },
       lapse: (id) => (lapseSession ? lapseSession(id) : lapseByClock(harness, id)),
       get lapsedSessionsVanish() { return lapseSession !== undefined; },
+      async openAnother() {
+        const o = await another();
+        others.push(o);
+        return o;
+      },
     };
     nodeStoreContract(harness);
     nodepool11StoreContract(harness);
     corruptRecordContract(harness, () => spoil);
+    rolloutStoreContract(harness, () => spoil);
 
     void describe('installation', () => {
       void it('has one installation id: a UUID made on the first ask, the same on every later ask', async () => {

@@ -33,6 +33,11 @@ export class Columns {
     this.f = new Fields(row as Record<string, unknown>, kind, id);
   }
 
+  /** Throws a CorruptRecordError with `reason`. */
+  fail(reason: string): never {
+    return this.f.fail(reason);
+  }
+
   /** A state column from `states`. */
   state<S extends string>(states: readonly S[]): S {
     return this.f.state('state', states);

@@ -60,8 +60,9 @@ export class SqliteImageData {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertUploadStmt = db.prepare<SqlValue[]>(`
       INSERT INTO uploads (id, build_id, diskimage, provider, image_name, state, state_time, created,
-                           external_id, external_name, format, reason, progress, image_fields)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+                           external_id, external_name, format, reason, progress, image_fields,
+                           launches, launch_failures, rollout_state, rollout_time, rollout_reason)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertPauseStmt = db.prepare<SqlValue[]>(`
       INSERT INTO pauses (diskimage, provider, since, reason) VALUES (?, ?, ?, ?)
       ON CONFLICT (diskimage, provider) DO NOTHING`);
@@ -158,6 +159,7 @@ export class SqliteImageData {
 
   private insertUpload(u: UploadRecord): number {
     return this.insertUploadStmt.run(u.id, u.buildId, u.diskimage, u.provider, u.imageName, u.state, u.stateTime, u.created,
-      u.externalId, u.externalName, u.format, u.reason, toJsonOrNull(u.progress, `upload ${u.id} progress`), imageFieldsValue(u, `upload ${u.id}`)).changes;
+      u.externalId, u.externalName, u.format, u.reason, toJsonOrNull(u.progress, `upload ${u.id} progress`), imageFieldsValue(u, `upload ${u.id}`),
+      u.launches ?? 0, u.launchFailures ?? 0, u.rollout?.state ?? null, u.rollout?.time ?? null, u.rollout?.reason ?? null).changes;
   }
 }

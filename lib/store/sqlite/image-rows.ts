@@ -1,5 +1,6 @@
 /**
- * Row ↔ record mapping of the SQLite store's image tables (`builds`, `uploads`, `pauses`):
+ * Row ↔ record mapping of the SQLite store's image tables (`builds`, `uploads`, `pauses`; pins
+ * and revocations are in rollout-rows.ts):
  * snake_case columns, JSON kept as TEXT. Every mapping builds a fresh object, so no record
  * handed out shares state with another.
  */
@@ -7,7 +8,7 @@ import { CorruptRecordError } from '../../errors.js';
 import { corruptOf, type CorruptRecord } from '../corrupt.js';
 import { IMAGE_FIELD_KEYS, imageFieldsOf, type ImageFields } from '../image-fields.js';
 import {
-  BUILD_STATES, UPLOAD_STATES,
+  BUILD_STATES, ROLLOUT_STATES, UPLOAD_STATES,
   type BuildRecord, type BuildState, type ImageFileInfo, type JobProgress, type PauseRecord,
   type UploadProgress, type UploadRecord, type UploadState,
 } from '../models.js';
@@ -46,6 +47,11 @@ export interface UploadRow {
   reason: string | null;
   progress: string | null;
   image_fields: string | null;
+  launches: number;
+  launch_failures: number;
+  rollout_state: string | null;
+  rollout_time: number | null;
+  rollout_reason: string | null;
 }
 
 /** A row of `pauses`; `provider` is '' for a diskimage-wide pause (NULL is not unique in a key). */
@@ -124,7 +130,28 @@ export function uploadFromRow(r: UploadRow): UploadRecord {
     reason: r.reason,
     progress: progressCol<UploadProgress>(c, 'progress'),
     ...imageFieldsCol(c, r.image_fields),
+    ...uploadRolloutCols(c, r),
   };
+}
+
+/**
+ * The rollout fields of an upload row (issue 24) as the record holds them: `launches` and
+ * `launchFailures` when not 0, `rollout` when a decision was written (absent reads as 0 and none).
+ */
+function uploadRolloutCols(c: Columns, r: UploadRow): Pick<UploadRecord, 'launches' | 'launchFailures' | 'rollout'> {
+  const out: Pick<UploadRecord, 'launches' | 'launchFailures' | 'rollout'> = {};
+  for (const [col, key] of [['launches', 'launches'], ['launch_failures', 'launchFailures']] as const) {
+    const v: unknown = r[col];
+    if (!(Number.isSafeInteger(v) && (v as number) >= 0)) c.fail(`${col} is ${typeof v}, expected a count`);
+    if (v !== 0) out[key] = v as number;
+  }
+  if (r.rollout_state !== null) {
+    const state = ROLLOUT_STATES.find((s) => s === r.rollout_state);
+    if (state === undefined) c.fail(`unknown rollout_state ${JSON.stringify(String(r.rollout_state).slice(0, 40))} (expected one of ${ROLLOUT_STATES.join(', ')})`);
+    if (r.rollout_reason !== null && typeof r.rollout_reason !== 'string') c.fail(`rollout_reason is ${typeof r.rollout_reason}, expected a string`);
+    out.rollout = { state, time: c.time('rollout_time'), reason: r.rollout_reason };
+  }
+  return out;
 }
 
 /** The id a pause is listed under: `<diskimage>` or `<diskimage>/<provider>`. */

@@ -1,14 +1,16 @@
 /**
- * Operator intents (build requests, pauses) and the server's published status, in SQLite.
- * Each operation is one statement, so none needs an explicit transaction.
+ * Operator intents (build requests, pauses; pins and revocations through rollout-intents.ts)
+ * and the server's published status, in SQLite. Each operation is one statement, so none needs
+ * an explicit transaction.
  */
 import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import { CorruptLog, Fields, type CorruptRecord } from '../corrupt.js';
-import type { BuildRequest, PauseRecord } from '../models.js';
+import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord } from '../models.js';
 import { toJson } from '../to-json.js';
 import { checkedRows, corruptRows, fromJson } from './columns.js';
 import { pauseFromRow, pauseFromRowLenient, WHOLE_DISKIMAGE, type PauseRow } from './image-rows.js';
+import { SqliteRolloutIntents } from './rollout-intents.js';
 
 /** A build request row. Thrown: CorruptRecordError when `requested` is not a time. */
 function buildRequestFromRow(r: BuildRequest): BuildRequest {
@@ -32,8 +34,12 @@ export class SqliteIntents {
   private readonly listPausesStmt: Database.Statement<[], PauseRow>;
   private readonly putStatusStmt: Database.Statement<[string, string, number]>;
   private readonly getStatusStmt: Database.Statement<[string], StatusRow>;
+  private readonly rollout: SqliteRolloutIntents;
 
-  constructor(db: Database.Database, private readonly clock: () => number, private readonly corruptLog = new CorruptLog(undefined)) {
+  /** `changed` tells this process's change listeners of a pin or revocation written here. */
+  constructor(db: Database.Database, private readonly clock: () => number, private readonly corruptLog = new CorruptLog(undefined),
+    changed: () => void = () => undefined) {
+    this.rollout = new SqliteRolloutIntents(db, clock, corruptLog, changed);
     this.requestStmt = db.prepare<[string, number], BuildRequest>(`
       INSERT INTO build_requests (diskimage, requested) VALUES (?, ?)
       ON CONFLICT (diskimage) DO UPDATE SET requested = excluded.requested
@@ -90,11 +96,30 @@ export class SqliteIntents {
     });
   }
 
-  /** Corrupt build requests and pauses, by diskimage. */
+  /** As SqliteRolloutIntents.setPin. */
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): void {
+    this.rollout.setPin(diskimage, provider, buildId, reason);
+  }
+
+  listPins(): PinRecord[] {
+    return this.rollout.listPins();
+  }
+
+  /** As SqliteRolloutIntents.setRevocation. */
+  setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): void {
+    this.rollout.setRevocation(diskimage, buildId, revoked, reason);
+  }
+
+  listRevocations(): RevocationRecord[] {
+    return this.rollout.listRevocations();
+  }
+
+  /** Corrupt build requests, pauses, pins and revocations, by diskimage. */
   corrupt(): CorruptRecord[] {
     return [
       ...corruptRows(this.listRequestsStmt.all(), buildRequestFromRow, (r) => ({ diskimage: r.diskimage })),
       ...corruptRows(this.listPausesStmt.all(), pauseFromRow, (r) => ({ diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider })),
+      ...this.rollout.corrupt(),
     ];
   }
 

@@ -202,6 +202,33 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE uploads ADD COLUMN image_fields TEXT;
     `,
   },
+  {
+    // Image rollout (issue 24): pins (provider '' for a diskimage-wide one, as pauses), revoked
+    // builds, and each upload's launch counts and written rollout decision (NULL: none written).
+    version: 8,
+    sql: `
+      CREATE TABLE pins (
+        diskimage TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        build_id TEXT NOT NULL,
+        since INTEGER NOT NULL,
+        reason TEXT,
+        PRIMARY KEY (diskimage, provider)
+      );
+      CREATE TABLE revocations (
+        diskimage TEXT NOT NULL,
+        build_id TEXT NOT NULL,
+        since INTEGER NOT NULL,
+        reason TEXT,
+        PRIMARY KEY (diskimage, build_id)
+      );
+      ALTER TABLE uploads ADD COLUMN launches INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE uploads ADD COLUMN launch_failures INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE uploads ADD COLUMN rollout_state TEXT;
+      ALTER TABLE uploads ADD COLUMN rollout_time INTEGER;
+      ALTER TABLE uploads ADD COLUMN rollout_reason TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -39,14 +39,14 @@ export class SqliteBackend implements StoreBackend {
     this.wording = { closed: `the state store ${file} is closed`, at: ` in ${file}` };
     const sequences = new Sequences(db);
     const corrupt = new CorruptLog(log?.child({ component: 'store' }));
-    this.intents = new SqliteIntents(db, clock, corrupt);
+    this.changes = new ChangeWatch(db);
+    this.intents = new SqliteIntents(db, clock, corrupt, () => this.changes.notify());
     this.builds = new SqliteBuilds(db, clock, sequences, corrupt, (diskimage, upTo) => this.intents.clearBuildRequest(diskimage, upTo));
-    this.uploads = new SqliteUploads(db, clock, sequences, corrupt);
+    this.uploads = new SqliteUploads(db, clock, sequences, corrupt, () => this.changes.notify());
     this.nodes = new SqliteNodes(db, clock, sequences, corrupt);
     this.requests = new SqliteRequests(db, clock, sequences, corrupt);
     this.sessions = new SqliteSessions(db, clock, corrupt);
     this.locks = new SqliteLocks(db, clock);
-    this.changes = new ChangeWatch(db);
     this.imageData = new SqliteImageData(db, clock);
   }
 

@@ -6,10 +6,10 @@ import { uploadImageFields, type ImageFields } from '../image-fields.js';
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
-import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
+import type { LaunchResult, NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import type { ExpectState, UploadFilter } from '../store.js';
 import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
-import { checkUploadState } from '../checks.js';
+import { checkRolloutPatch, checkUploadState } from '../checks.js';
 import { buildFromRow, imageFieldsValue, uploadFromRow, type BuildRow, type UploadRow } from './image-rows.js';
 import { UPLOAD_SEQUENCE, type Sequences } from './sequences.js';
 import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
@@ -27,11 +27,14 @@ export class SqliteUploads {
   private readonly buildImageFieldsStmt: Database.Statement<[string], BuildRow>;
   private readonly insertStmt: Database.Statement<SqlValue[]>;
   private readonly deleteStmt: Database.Statement<[string]>;
+  private readonly launchStmt: Database.Statement<[string], UploadRow>;
+  private readonly launchFailureStmt: Database.Statement<[string], UploadRow>;
   private readonly createTx: (input: NewUpload) => UploadRecord;
   private readonly updateTx: (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => UploadRecord | undefined;
 
+  /** `changed` tells this process's change listeners of a rollout decision written here. */
   constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
-    private readonly corruptLog = new CorruptLog(undefined)) {
+    private readonly corruptLog = new CorruptLog(undefined), private readonly changed: () => void = () => undefined) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], UploadRow>('SELECT * FROM uploads WHERE id = ?');
     this.buildDiskimageStmt = db.prepare<[string], string>('SELECT diskimage FROM builds WHERE id = ?').pluck();
@@ -41,6 +44,9 @@ export class SqliteUploads {
                            external_id, external_name, format, reason, progress, image_fields)
       VALUES (?, ?, ?, ?, ?, 'uploading', ?, ?, NULL, ?, NULL, NULL, NULL, ?)`);
     this.deleteStmt = db.prepare<[string]>('DELETE FROM uploads WHERE id = ?');
+    // One statement each: the count goes up atomically against every other connection.
+    this.launchStmt = db.prepare<[string], UploadRow>('UPDATE uploads SET launches = launches + 1 WHERE id = ? RETURNING *');
+    this.launchFailureStmt = db.prepare<[string], UploadRow>('UPDATE uploads SET launch_failures = launch_failures + 1 WHERE id = ? RETURNING *');
     this.createTx = immediate(db, (input: NewUpload) => this.createNow(input));
     this.updateTx = immediate(db, (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => this.updateNow(id, patch, expect));
   }
@@ -77,9 +83,21 @@ export class SqliteUploads {
     return corruptRows(rows, uploadFromRow, (r) => ({ diskimage: r.diskimage, provider: r.provider }));
   }
 
-  /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */
+  /**
+   * Applies `patch` (`rollout` null clears the decision); undefined for an unknown id.
+   * Thrown: StateConflictError (nothing changed); StoreError for rollout fields no record may hold.
+   */
   update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): UploadRecord | undefined {
-    return this.updateTx(id, patch, opts.expectStates);
+    checkRolloutPatch(patch, `updating upload ${id}`);
+    const updated = this.updateTx(id, patch, opts.expectStates);
+    if (updated && patch.rollout !== undefined) this.changed();
+    return updated;
+  }
+
+  /** Counts one launch from upload `id` (launches or launchFailures + 1); undefined when it is gone. */
+  recordLaunch(id: string, result: LaunchResult): UploadRecord | undefined {
+    const row = (result === 'success' ? this.launchStmt : this.launchFailureStmt).get(id);
+    return row ? uploadFromRow(row) : undefined;
   }
 
   /** Removes the upload; false when there was none. */
@@ -128,6 +146,12 @@ export class SqliteUploads {
     if (patch.format !== undefined) set.push(['format', patch.format]);
     if (patch.reason !== undefined) set.push(['reason', patch.reason]);
     if (patch.progress !== undefined) set.push(['progress', toJsonOrNull(patch.progress, `upload ${id} progress`)]);
+    if (patch.launches !== undefined) set.push(['launches', patch.launches]);
+    if (patch.launchFailures !== undefined) set.push(['launch_failures', patch.launchFailures]);
+    if (patch.rollout !== undefined) {
+      const r = patch.rollout;
+      set.push(['rollout_state', r?.state ?? null], ['rollout_time', r?.time ?? null], ['rollout_reason', r?.reason ?? null]);
+    }
     if (set.length > 0) {
       this.stmts.get(`UPDATE uploads SET ${set.map(([col]) => `${col} = ?`).join(', ')} WHERE id = ?`)
         .run(...set.map(([, v]) => v), id);

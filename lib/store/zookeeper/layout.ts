@@ -2,7 +2,8 @@
  * Where the ZooKeeper store keeps things: Nodepool's tree (`/nodepool/images`, `/nodepool/nodes`,
  * `/nodepool/requests`, `/nodepool/requests-lock`, `/nodepool/launchers`, `/nodepool/components`) under the configured
  * chroot, plus this project's own paths beside it (`sessions`, `sequences`, `status`, `locks`,
- * per-provider pauses), which Nodepool's readers never look at.
+ * per-provider pauses, and the rollout intents of issue 24: pins and revocations under each
+ * diskimage), which Nodepool's readers never look at.
  */
 import { StoreError } from '../../errors.js';
 import { NODE_LOCK_PREFIX, REQUEST_LOCK_PREFIX } from '../lock-names.js';
@@ -19,8 +20,8 @@ export const SEQ_RE = /^\d{10}$/;
 /** A request id: `<priority>-<10-digit sequence>`. */
 export const REQUEST_ID_RE = /^(\d{3})-(\d{10})$/;
 
-/** A path segment that is safe as it is (no `/`, not `.` or `..`, not empty). */
-function segment(name: string, what: string): string {
+/** A path segment that is safe as it is (no `/`, not `.` or `..`, not empty). Thrown: StoreError. */
+export function segment(name: string, what: string): string {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
     throw new StoreError(`${what} ${JSON.stringify(name)} cannot be a ZooKeeper path segment`);
   }
@@ -107,6 +108,29 @@ export class Layout {
 
   providerPause(diskimage: string, provider: string): string {
     return `${this.providerPauses(diskimage)}/${segment(provider, 'provider')}`;
+  }
+
+  /** This project's diskimage-wide pin (issue 24): `{"build_id", "since", "reason"}`. */
+  pin(diskimage: string): string {
+    return `${this.image(diskimage)}/pin`;
+  }
+
+  /** This project's pins of a diskimage on one provider, one child per provider. */
+  providerPins(diskimage: string): string {
+    return `${this.image(diskimage)}/provider-pins`;
+  }
+
+  providerPin(diskimage: string, provider: string): string {
+    return `${this.providerPins(diskimage)}/${segment(provider, 'provider')}`;
+  }
+
+  /** This project's revoked builds of a diskimage (issue 24), one child per build id: `{"since", "reason"}`. */
+  revocations(diskimage: string): string {
+    return `${this.image(diskimage)}/revocations`;
+  }
+
+  revocation(diskimage: string, buildId: string): string {
+    return `${this.revocations(diskimage)}/${segment(buildId, 'build id')}`;
   }
 
   node(id: string): string {

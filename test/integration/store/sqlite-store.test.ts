@@ -28,6 +28,7 @@ storeContract('sqlite', async (clock) => {
   return {
     store,
     spoil: sqliteSpoiler(store.file),
+    another: () => SqliteStore.open(store.file, { clock }),
     async cleanup() {
       await store.close();
       await rm(dir, { recursive: true, force: true });
@@ -220,6 +221,40 @@ void describe('SqliteStore', () => {
     db.close();
     const store = await openAt();
     assert.deepEqual((await store.listNodes()).map((n) => [n.id, n.handedOff]), [['0000000001', true], ['0000000002', false], ['0000000003', false]]);
+  });
+
+  void it('migrates to version 8: an upload written before it has launches 0 and no rollout decision, and counts from there', async () => {
+    const db = new Database(file);
+    migrate(db, file, MIGRATIONS.slice(0, 7));
+    db.prepare(`INSERT INTO builds (id, diskimage, state, state_time, created, formats, files)
+                VALUES ('debian-0000000001', 'debian', 'ready', 1, 1, '["qcow2"]', '[]')`).run();
+    db.prepare(`INSERT INTO uploads (id, build_id, diskimage, provider, image_name, state, state_time, created)
+                VALUES ('0000000001', 'debian-0000000001', 'debian', 'cloud-a', 'debian', 'ready', 1, 1)`).run();
+    db.close();
+    const store = await openAt();
+    const u = await store.getUpload('0000000001');
+    assert.deepEqual([u?.launches ?? 0, u?.launchFailures ?? 0, u?.rollout ?? null], [0, 0, null]);
+    assert.equal((await store.recordLaunch('0000000001', 'failure'))?.launchFailures, 1);
+    assert.deepEqual(await store.listPins(), []);
+    assert.deepEqual(await store.listRevocations(), []);
+  });
+
+  void it('wakes its own change listeners when it pins, revokes or writes a rollout decision', async () => {
+    const store = await openAt();
+    const b = await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    const u = await store.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'debian', externalName: null });
+    let heard = 0;
+    const off = store.onChange(() => { heard += 1; });
+    const writes: Array<() => Promise<unknown>> = [
+      () => store.setPin('debian', null, b.id), () => store.setRevocation('debian', b.id, true, 'bad'),
+      () => store.updateUpload(u.id, { rollout: { state: 'promoted', time: Date.now(), reason: null } }),
+    ];
+    for (const write of writes) {
+      const before = heard;
+      await write();
+      await waitFor(() => heard > before, { timeoutMs: 2000, what: 'the listener to hear of this store\'s own write', intervalMs: 5 });
+    }
+    off();
   });
 
   void it('keeps every record and sequence when the file is reopened', async () => {

@@ -28,9 +28,11 @@ after(async () => {
 });
 
 storeContract('zookeeper', async (clock) => {
-  const store = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: proxy.port, chroot: `/contract-${randomUUID()}` }], clock });
+  const chroot = `/contract-${randomUUID()}`;
+  const store = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: proxy.port, chroot }], clock });
   return {
     store,
+    another: () => ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.port, chroot }], clock }),
     spoil: zkSpoiler(`127.0.0.1:${zk.port}`, store.layout),
     cleanup: () => store.close(),
     async lapseSession(id: string) {
