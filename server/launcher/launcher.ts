@@ -6,6 +6,7 @@
  * in). A config reload restarts only the providers whose config changed (value equality) and
  * stops removed ones.
  */
+import { providerRollouts } from '../../lib/config/rollout-config.js';
 import type { Config } from '../../lib/config/schema.js';
 import { configEquals, poolPriority } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
@@ -49,6 +50,8 @@ export interface LauncherDeps {
 
 interface Running {
   config: ProviderConfig;
+  /** The top-level diskimages' `rollout:` it started with (rollout-config.ts): a change restarts it too. */
+  rollouts: ReturnType<typeof providerRollouts>;
   provider: Provider;
   pools: PoolInfo[];
   workers: PoolWorker[];
@@ -188,7 +191,7 @@ export class Launcher {
     }
     for (const [name, r] of [...this.running]) {
       const next = wanted.get(name);
-      if (next && configEquals(next, r.config)) continue;
+      if (next && configEquals(next, r.config) && configEquals(providerRollouts(config, name), r.rollouts)) continue;
       this.log.info(next ? 'provider config changed: restarting it' : 'provider removed: stopping it', { provider: name });
       await this.stopProvider(name);
     }
@@ -207,7 +210,7 @@ export class Launcher {
       ...(this.deps.onLeak ? { onLeak: (resource: string, count: number) => this.deps.onLeak?.(pc.name, resource, count) } : {}),
     });
     const pools = providerPools(pc);
-    const entry: Running = { config: pc, provider, pools, workers: [], validation: undefined };
+    const entry: Running = { config: pc, rollouts: providerRollouts(config, pc.name), provider, pools, workers: [], validation: undefined };
     this.running.set(pc.name, entry);
     try {
       await provider.start();
@@ -254,6 +257,7 @@ export class Launcher {
     await topUpMinReady({
       store: this.deps.store, log: this.log, config: this.deps.config(), sessionId: this.deps.sessionId(),
       providers: [...this.running.values()].map((r) => ({ provider: r.provider, pools: r.pools })),
+      ...(this.deps.clock ? { clock: this.deps.clock } : {}),
     });
   }
 }
