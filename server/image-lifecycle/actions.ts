@@ -5,7 +5,7 @@
  */
 import type { Config } from '../../lib/config/schema.js';
 import type { DiskimageStatus, UploadTargetStatus } from '../../lib/status/lifecycle-status.js';
-import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from '../../lib/store/models.js';
+import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from '../../lib/store/models.js';
 
 /** Everything one planner pass looks at. */
 export interface PlannerSnapshot {
@@ -16,6 +16,16 @@ export interface PlannerSnapshot {
   uploads: readonly UploadRecord[];
   buildRequests: readonly BuildRequest[];
   pauses: readonly PauseRecord[];
+  /**
+   * `store.listPins()` (issue 24 §1): a pinned build, and its uploads on the pinned provider (on
+   * every provider for a diskimage-wide pin), are never deleted by retention. Absent: none.
+   */
+  pins?: readonly PinRecord[];
+  /**
+   * `store.listRevocations()` (issue 24 §2): a revoked build is not one of the builds and uploads
+   * retention keeps, and a diskimage whose newest ready build is revoked is built anew. Absent: none.
+   */
+  revocations?: readonly RevocationRecord[];
   /**
    * gearmand's `workers`, merged over every gearmand: function name → client ids
    * (`<hostname>:<builder-id>`) registering it. `null` when no gearmand answered: then
@@ -58,8 +68,8 @@ export interface PlannerSnapshot {
   };
 }
 
-/** Why a build is started. */
-export type BuildReason = 'missing' | 'age' | 'format' | 'request';
+/** Why a build is started; `revoked`: the newest ready build is revoked, built anew as for a missing image. */
+export type BuildReason = 'missing' | 'revoked' | 'age' | 'format' | 'request';
 
 /** One thing to do. The dispatcher re-checks the record's state before acting. */
 export type Action =

@@ -1,6 +1,8 @@
 /**
  * Planner rules for builds: what happens to `building` records (rule 1), and when a
- * diskimage gets a new build, with the build requests it serves and its status (rule 2).
+ * diskimage gets a new build, with the build requests it serves and its status (rule 2). A
+ * diskimage whose newest ready build is revoked is not up to date: it is built anew as a
+ * missing one would be (pause and backoff still hold), and its status says why.
  */
 import { fn } from '../../lib/gearman/functions.js';
 import type { BuildReason } from './actions.js';
@@ -43,6 +45,11 @@ export function planBuildingBuilds(view: PlanView): void {
   }
 }
 
+/** `newest build <id> revoked: <reason>`, the status text of a diskimage built anew because of it. */
+export function revokedText(buildId: string, reason: string | null): string {
+  return `newest build ${buildId} revoked${reason ? `: ${reason}` : ''}`;
+}
+
 /** Rule 2: start builds and clear served requests; returns one status per configured diskimage. */
 export function planNewBuilds(view: PlanView): DiskimageStatus[] {
   const { now, snapshot } = view;
@@ -83,6 +90,7 @@ export function planNewBuilds(view: PlanView): DiskimageStatus[] {
       retryAt: run.retryAt,
       rebuildAt: ready ? ready.stateTime + d.rebuildAge * 1000 : null,
       requested: pending.has(d.name),
+      revoked: ready?.revoked ? revokedText(ready.rec.id, ready.revoked.reason) : null,
     };
     statuses.push(status);
     if (status.paused || view.newest(d.name, 'building')) continue;
@@ -90,6 +98,7 @@ export function planNewBuilds(view: PlanView): DiskimageStatus[] {
     const formats = view.formatsOf(d);
     let reason: BuildReason | null = null;
     if (!ready) reason = 'missing';
+    else if (ready.revoked) reason = 'revoked';
     else if (requested !== undefined) reason = 'request';
     else if (formats.some((f) => !ready.rec.formats.includes(f))) reason = 'format';
     else if (now - ready.stateTime >= d.rebuildAge * 1000) reason = 'age';

@@ -1,15 +1,15 @@
 /**
  * The planner's working view of one snapshot: records indexed by diskimage, build and
  * image-provider pair, with the states this pass has already decided (a build failed or
- * marked lost here is seen as such by the later rules), and the action list that refuses a
- * second action for one record. Built to stay linear in records with few allocations: a
+ * marked lost here is seen as such by the later rules), the pins and revocations on each
+ * build, and the action list that refuses a second action for one record. Built to stay linear in records with few allocations: a
  * pass over 100,000 uploads must not be dominated by garbage collection.
  */
 import type { DiskimageConfig } from '../../lib/config/schema.js';
 import { imageTargets } from '../../lib/drivers/config-registry.js';
 import { formatsFor } from '../../lib/images/formats.js';
 import { byCreated, hasSequenceOrder, parseImageId, UPLOAD_SEQ_RE } from '../../lib/images/image-file.js';
-import type { BuildRecord, BuildState, UploadRecord, UploadState } from '../../lib/store/models.js';
+import type { BuildRecord, BuildState, PinRecord, RevocationRecord, UploadRecord, UploadState } from '../../lib/store/models.js';
 import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
 import type { Action, PlannerSnapshot } from './actions.js';
 import type { PausedBy } from '../../lib/status/lifecycle-status.js';
@@ -29,7 +29,13 @@ export interface WorkingBuild {
   readonly uploads: WorkingUpload[];
   /** Whether this pass has an action for it. */
   touched: boolean;
+  /** The pins naming it (diskimage-wide or per provider); empty when none. */
+  pins: readonly PinRecord[];
+  /** Its revocation, when an operator revoked it. */
+  revoked: RevocationRecord | undefined;
 }
+
+const NO_PINS: readonly PinRecord[] = Object.freeze([]);
 
 /** An upload as this pass sees it. */
 export interface WorkingUpload {
@@ -188,9 +194,21 @@ export class PlanView {
 
     for (const d of this.diskimages.keys()) this.buildsByDiskimage.set(d, []);
     for (const rec of snapshot.builds) {
-      const b: WorkingBuild = { rec, seq: sequenceOf(rec.id), state: rec.state, stateTime: rec.stateTime, reason: rec.reason, uploads: [], touched: false };
+      const b: WorkingBuild = {
+        rec, seq: sequenceOf(rec.id), state: rec.state, stateTime: rec.stateTime, reason: rec.reason, uploads: [], touched: false,
+        pins: NO_PINS, revoked: undefined,
+      };
       this.buildById.set(rec.id, b);
       push(this.buildsByDiskimage, rec.diskimage, b);
+    }
+    // A pin or revocation names its build by diskimage and id; one naming no build here is ignored.
+    for (const pin of snapshot.pins ?? []) {
+      const b = this.buildById.get(pin.buildId);
+      if (b?.rec.diskimage === pin.diskimage) b.pins = [...b.pins, pin];
+    }
+    for (const r of snapshot.revocations ?? []) {
+      const b = this.buildById.get(r.buildId);
+      if (b?.rec.diskimage === r.diskimage) b.revoked = r;
     }
     const unconfigured = [...this.buildsByDiskimage.keys()].filter((d) => !this.diskimages.has(d)).sort();
     for (const d of [...this.diskimages.keys(), ...unconfigured]) {
@@ -292,4 +310,33 @@ export class PlanView {
     for (let i = list.length - 1; i >= 0; i--) if ((list[i] as WorkingBuild).state === state) return list[i];
     return undefined;
   }
+
+  /** The newest ready build of `diskimage` that is not revoked: the one new uploads carry. */
+  newestGood(diskimage: string): WorkingBuild | undefined {
+    for (const b of this.newestFirst(diskimage)) if (isGoodBuild(b)) return b;
+    return undefined;
+  }
+}
+
+/** A ready build no operator revoked. */
+export function isGoodBuild(b: WorkingBuild): boolean {
+  return b.state === 'ready' && b.revoked === undefined;
+}
+
+/**
+ * A ready upload of a build no operator revoked, and not itself revoked by its rollout (a canary
+ * aborted after launch failures): one of those retention counts among the kept.
+ */
+export function isGoodUpload(u: WorkingUpload): boolean {
+  return u.state === 'ready' && u.build?.revoked === undefined && u.rec.rollout?.state !== 'revoked';
+}
+
+/**
+ * Whether a pin holds `u` (its build pinned on its provider, or diskimage-wide): then retention
+ * never deletes it while it is ready, unless its build is being deleted.
+ */
+export function isPinnedUpload(u: WorkingUpload): boolean {
+  const b = u.build;
+  if (u.state !== 'ready' || !b || b.pins.length === 0 || b.state === 'deleting') return false;
+  return b.pins.some((p) => p.provider === null || p.provider === u.rec.provider);
 }

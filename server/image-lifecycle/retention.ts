@@ -1,14 +1,21 @@
 /**
- * Planner rule 5: deletion and retention. Per image-provider the two newest ready uploads
+ * Planner rule 5: deletion and retention. Per image-provider the two newest good ready uploads
  * are kept (ready means validated where the target has `validate:`; one in validation is not
- * counted), per diskimage the two newest ready builds; everything else goes, uploads first
+ * counted), per diskimage the two newest good ready builds; everything else goes, uploads first
  * (a build is deleted only once the snapshot holds none of its uploads). Nothing in progress
  * is deleted, and nothing whose delete is already in flight is asked for again. Records of a
  * diskimage or image-provider that left the config wait `config-removal-grace` first.
+ *
+ * Issue 24: a revoked build (or an upload revoked by its rollout) is not good: it does not count
+ * among the two kept, so the next older good one stays too, and it goes only as an old build
+ * would, once two good newer ones exist (the operator may unrevoke it). A pinned build, and its
+ * ready uploads on the pinned provider (every provider for a diskimage-wide pin), are never
+ * deleted while pinned, whatever their age, count or config removal; only an operator's delete
+ * already under way (state `deleting`) goes on.
  */
 import { removalKey } from './actions.js';
 import { failuresKept } from './backoff.js';
-import type { PlanView, UploadPair, WorkingBuild, WorkingUpload } from './plan-view.js';
+import { isGoodBuild, isGoodUpload, isPinnedUpload, type PlanView, type UploadPair, type WorkingBuild, type WorkingUpload } from './plan-view.js';
 
 /** Ready builds kept per diskimage, and ready uploads kept per image-provider. */
 export const KEEP = 2;
@@ -16,37 +23,42 @@ export const KEEP = 2;
 /** Builds to delete once their uploads are gone, with the reason. */
 function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
   const retired = new Map<WorkingBuild, string>();
+  const retire = (b: WorkingBuild, reason: string): void => {
+    if (b.pins.length === 0 || b.state === 'deleting') retired.set(b, reason);
+  };
   const keepFailed = failuresKept(view.lifecycle);
   for (const [name, builds] of view.buildsByDiskimage) {
     if (!view.diskimages.has(name)) {
       const due = view.removalDue(removalKey.diskimage(name));
       for (const b of builds) {
-        if (due && b.state !== 'building') retired.set(b, 'diskimage no longer configured');
-        else if (b.state === 'deleting') retired.set(b, 'resuming deletion');
+        if (due && b.state !== 'building') retire(b, 'diskimage no longer configured');
+        else if (b.state === 'deleting') retire(b, 'resuming deletion');
       }
       continue;
     }
-    let ready = 0;
+    let good = 0;
     let failed = 0;
     let newestReady: WorkingBuild | undefined;
     for (let i = builds.length - 1; i >= 0; i--) {
       const b = builds[i] as WorkingBuild;
       if (b.state === 'ready') {
         newestReady ??= b;
-        if (++ready > KEEP) retired.set(b, 'retention');
-      } else if (b.state === 'lost') retired.set(b, 'lost and no longer needed');
-      else if (b.state === 'deleting') retired.set(b, 'resuming deletion');
-      else if (b.state === 'failed' && newestReady) retired.set(b, `failed, superseded by ${newestReady.rec.id}`);
-      else if (b.state === 'failed' && ++failed > keepFailed) retired.set(b, `failed, older than the newest ${keepFailed} failures`);
+        // Two good newer builds exist: this one goes, good or revoked.
+        if (good >= KEEP) retire(b, 'retention');
+        if (isGoodBuild(b)) good++;
+      } else if (b.state === 'lost') retire(b, 'lost and no longer needed');
+      else if (b.state === 'deleting') retire(b, 'resuming deletion');
+      else if (b.state === 'failed' && newestReady) retire(b, `failed, superseded by ${newestReady.rec.id}`);
+      else if (b.state === 'failed' && ++failed > keepFailed) retire(b, `failed, older than the newest ${keepFailed} failures`);
     }
   }
   return retired;
 }
 
 /**
- * Marks the kept uploads of a pair (its two newest ready ones whose build is not being
- * deleted), records its newest ready upload, and returns the failures newer than it beyond
- * the newest `keepFailed`.
+ * Marks the kept uploads of a pair (its two newest good ready ones whose build is not being
+ * deleted, and the revoked ready ones newer than the second of those), records its newest
+ * ready upload, and returns the failures newer than it beyond the newest `keepFailed`.
  */
 function markKept(pair: UploadPair, keepFailed: number): WorkingUpload[] {
   let newestReady: WorkingUpload | undefined;
@@ -60,7 +72,7 @@ function markKept(pair: UploadPair, keepFailed: number): WorkingUpload[] {
     newestReady ??= u;
     if (u.build?.state !== 'deleting') {
       u.kept = true;
-      kept++;
+      if (isGoodUpload(u)) kept++;
     }
   }
   pair.newestReady = newestReady;
@@ -71,6 +83,7 @@ function uploadDeleteReason(view: PlanView, u: WorkingUpload, retired: Map<Worki
   const { diskimage, provider, buildId } = u.rec;
   const newestReady = u.pair.newestReady;
   if (u.state === 'deleting') return 'resuming deletion';
+  if (isPinnedUpload(u)) return null;
   if (!u.pair.target) {
     const listed = view.diskimages.has(diskimage);
     if (!view.removalDue(listed ? removalKey.target(diskimage, provider) : removalKey.diskimage(diskimage))) return null;

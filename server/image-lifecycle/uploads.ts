@@ -2,7 +2,8 @@
  * Planner rule 3: what happens to `uploading` (and, through validating.ts, `validating`)
  * records, and when the newest ready build of a diskimage is uploaded to a provider; returns
  * one status per image-provider target. An upload in validation counts as in progress: no
- * new upload to its target starts meanwhile.
+ * new upload to its target starts meanwhile. A revoked build is not uploaded anew: the newest
+ * ready build no operator revoked is the one a provider gets.
  */
 import { fn } from '../../lib/gearman/functions.js';
 import { retryDelayMs } from './backoff.js';
@@ -73,7 +74,7 @@ function planTarget(view: PlanView, t: UploadTarget): UploadTargetStatus {
     retryAt,
   };
 
-  const build = view.newest(t.diskimage.name);
+  const build = view.newestGood(t.diskimage.name);
   if (!build || status.paused || uploading) return status;
   if (uploads.some((u) => u.state === 'ready' && u.build === build)) return status;
   if (retryAt !== null && view.now < retryAt) return status;

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
-import type { BuildRecord, BuildRequest, BuildState, PauseRecord, UploadRecord, UploadState } from '../../../../lib/store/models.js';
+import type { BuildRecord, BuildRequest, BuildState, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadState } from '../../../../lib/store/models.js';
 import type { Action, Plan, PlannerSnapshot } from '../../../../server/image-lifecycle/actions.js';
 import { plan } from '../../../../server/image-lifecycle/planner.js';
 import type { DiskimageStatus, UploadTargetStatus } from '../../../../lib/status/lifecycle-status.js';
@@ -65,6 +65,16 @@ export function upload(n: number, diskimage: string, seq: number, provider = 'p1
   };
 }
 
+/** A pin of build `<diskimage>-<seq>` (diskimage-wide when `provider` is null), an hour old. */
+export function pin(diskimage: string, seq: number, provider: string | null = null): PinRecord {
+  return { diskimage, provider, buildId: bid(diskimage, seq), since: ago(3600), reason: 'known good' };
+}
+
+/** A revocation of build `<diskimage>-<seq>`, ten minutes old. */
+export function revocation(diskimage: string, seq: number, reason: string | null = 'kernel panics on boot'): RevocationRecord {
+  return { diskimage, buildId: bid(diskimage, seq), since: ago(600), reason };
+}
+
 /** One situation of a table. */
 export interface Situation {
   config?: Config;
@@ -73,6 +83,8 @@ export interface Situation {
   uploads?: UploadRecord[];
   requests?: BuildRequest[];
   pauses?: PauseRecord[];
+  pins?: PinRecord[];
+  revocations?: RevocationRecord[];
   /**
    * `null`: gearmand's admin did not answer. Otherwise entries laid over the default, where
    * `h1:B1` registers `image-build:<d>` for every configured diskimage and
@@ -109,6 +121,8 @@ export function snapshot(s: Situation): PlannerSnapshot {
     uploads: (s.uploads ?? []).map((u) => Object.freeze({ ...u })),
     buildRequests: (s.requests ?? []).map((r) => Object.freeze({ ...r })),
     pauses: (s.pauses ?? []).map((p) => Object.freeze({ ...p })),
+    pins: (s.pins ?? []).map((p) => Object.freeze({ ...p })),
+    revocations: (s.revocations ?? []).map((r) => Object.freeze({ ...r })),
     registered,
     absentSince: new Map(Object.entries(s.absent ?? {}).map(([id, sec]) => [id, ago(sec)])),
     removedSince: new Map(Object.entries(s.removed ?? {}).map(([key, sec]) => [key, ago(sec)])),

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { plan } from '../../../../server/image-lifecycle/planner.js';
-import { ago, B1, bid, build, config, NOW, planRow, snapshot, table, upload } from './planner-fixtures.js';
+import { ago, B1, bid, build, config, NOW, pin, planRow, revocation, snapshot, table, upload } from './planner-fixtures.js';
 
 const A1 = bid('a', 1);
 const A2 = bid('a', 2);
@@ -72,7 +72,7 @@ table('rule 1: building builds', [
   },
 ]);
 
-const startA = (reason: 'missing' | 'age' | 'format' | 'request', formats = ['qcow2']) =>
+const startA = (reason: 'missing' | 'revoked' | 'age' | 'format' | 'request', formats = ['qcow2']) =>
   ({ type: 'start-build' as const, diskimage: 'a', formats, reason });
 const failed = (seq: number, secondsAgo: number) => build('a', seq, 'failed', { stateTime: ago(secondsAgo) });
 const withB = (b: object) => config({ diskimages: [{ name: 'a' }, b], providers: [{ name: 'p1', cloud: 'c', diskimages: [{ name: 'a' }] }] });
@@ -220,11 +220,65 @@ table('rule 2: new builds and requests', [
   },
 ]);
 
+const REVOKED_A2 = `newest build ${A2} revoked: kernel panics on boot`;
+const twoProviders = config({ providers: [{ name: 'p1', cloud: 'c', diskimages: [{ name: 'a' }] }, { name: 'p2', cloud: 'c', diskimages: [{ name: 'a' }] }] });
+
+table('rule 2 with revocations (issue 24)', [
+  {
+    name: 'builds anew when the newest ready build is revoked, and says why',
+    builds: [build('a', 1), build('a', 2)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)], revocations: [revocation('a', 2)],
+    actions: [startA('revoked')], diskimage: { revoked: REVOKED_A2, waiting: null },
+  },
+  {
+    name: 'builds anew when the only ready build is revoked',
+    ...HEALTHY, revocations: [revocation('a', 1, null)],
+    actions: [startA('revoked')], diskimage: { revoked: `newest build ${A1} revoked` },
+  },
+  {
+    name: 'does not build a paused diskimage whose newest build is revoked; the status still says why',
+    builds: [build('a', 1), build('a', 2)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)], revocations: [revocation('a', 2)],
+    pauses: [{ diskimage: 'a', provider: null, since: ago(100), reason: 'broken mirror' }],
+    actions: [], diskimage: { paused: 'operator', revoked: REVOKED_A2 },
+  },
+  {
+    name: 'does not build a diskimage paused in the config whose newest build is revoked',
+    config: config({ diskimages: [{ name: 'a', pause: true }] }), ...HEALTHY, revocations: [revocation('a', 1)],
+    actions: [], diskimage: { paused: 'config' },
+  },
+  {
+    name: 'waits out the retry delay after a failed rebuild of a revoked build',
+    builds: [build('a', 1), build('a', 2), failed(3, 30)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)], revocations: [revocation('a', 2)],
+    actions: [], diskimage: { failures: 1, retryAt: ago(30) + 60_000, revoked: REVOKED_A2 },
+  },
+  {
+    name: 'starts no second build while the replacement of a revoked build is building',
+    builds: [build('a', 1), build('a', 2), build('a', 3, 'building')], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)],
+    revocations: [revocation('a', 2)], inFlight: { builds: [bid('a', 3)] },
+    actions: [], diskimage: { revoked: REVOKED_A2 },
+  },
+  {
+    name: 'is up to date again once a build newer than the revoked one is ready',
+    builds: [build('a', 1), build('a', 2), build('a', 3)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3)],
+    revocations: [revocation('a', 2)],
+    actions: [], diskimage: { revoked: null },
+  },
+  {
+    name: 'does not upload a revoked build to a provider; the newest good build goes there instead',
+    config: twoProviders, builds: [build('a', 1), build('a', 2)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)], revocations: [revocation('a', 2)],
+    actions: [startA('revoked'), { type: 'start-upload', buildId: A1, provider: 'p2', imageName: 'a' }],
+  },
+  {
+    name: 'still builds when the newest build is revoked and pinned',
+    builds: [build('a', 1), build('a', 2)], uploads: [upload(1, 'a', 1), upload(2, 'a', 2)], revocations: [revocation('a', 2)], pins: [pin('a', 2)],
+    actions: [startA('revoked')],
+  },
+]);
+
 describe('status', () => {
   it('reports every field of a diskimage status', () => {
     const p = planRow({ ...HEALTHY, requests: [{ diskimage: 'a', requested: ago(60) }] });
     assert.deepEqual(p.diskimages, [{
-      diskimage: 'a', paused: null, waiting: null, failures: 0, lastFailure: null, retryAt: null, rebuildAt: ago(3600) + 86_400_000, requested: true,
+      diskimage: 'a', paused: null, waiting: null, failures: 0, lastFailure: null, retryAt: null, rebuildAt: ago(3600) + 86_400_000, requested: true, revoked: null,
     }]);
   });
 

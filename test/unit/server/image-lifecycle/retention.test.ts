@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ago, bid, build, config, NOW, planRow, table, uid, upload } from './planner-fixtures.js';
+import { ago, bid, build, config, NOW, pin, planRow, revocation, table, uid, upload } from './planner-fixtures.js';
 
 const A1 = bid('a', 1);
 const A2 = bid('a', 2);
@@ -155,6 +155,103 @@ table('rule 5: deletion and retention', [
     actions: [deleteUpload(1, `build ${A1} no longer exists`)],
   },
 ]);
+
+const A3 = bid('a', 3);
+const FOUR = [build('a', 1, 'ready', { stateTime: ago(9000) }), ...THREE.slice(1), build('a', 4, 'ready', { stateTime: ago(1800) })];
+const OVER_P1_P2 = [upload(1, 'a', 1), upload(2, 'a', 1, 'p2'), upload(3, 'a', 2), upload(4, 'a', 2, 'p2'), upload(5, 'a', 3), upload(6, 'a', 3, 'p2')];
+/** A start-build because the newest ready build is revoked (rule 2), beside the retention rows' actions. */
+const rebuild = { type: 'start-build' as const, diskimage: 'a', formats: ['qcow2'], reason: 'revoked' as const };
+
+table('rule 5 with pins and revocations (issue 24)', [
+  {
+    name: 'keeps a diskimage-wide pinned build and its upload beyond the two newest',
+    builds: THREE, uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3)], pins: [pin('a', 1)],
+    actions: [],
+  },
+  {
+    name: 'keeps a pinned build without uploads beyond the two newest',
+    builds: THREE, uploads: [upload(2, 'a', 2), upload(3, 'a', 3)], pins: [pin('a', 1)],
+    actions: [],
+  },
+  {
+    name: 'keeps the pinned provider\'s upload and the build, and deletes the same build\'s upload to another provider',
+    config: twoProviders([{ name: 'a' }]), builds: THREE, uploads: OVER_P1_P2, pins: [pin('a', 1, 'p1')],
+    actions: [deleteUpload(2, 'retention')],
+  },
+  {
+    name: 'keeps the uploads to every provider of a diskimage-wide pinned build',
+    config: twoProviders([{ name: 'a' }]), builds: THREE, uploads: OVER_P1_P2, pins: [pin('a', 1)],
+    actions: [],
+  },
+  {
+    name: 'keeps a pinned build\'s upload to a provider that no longer lists the diskimage',
+    config: twoProviders([]), builds: [build('a', 1)], uploads: [upload(1, 'a', 1), upload(2, 'a', 1, 'p2')], pins: [pin('a', 1)],
+    removed: { 'diskimage a on provider p2': 600 },
+    actions: [],
+  },
+  {
+    name: 'still deletes the failed uploads of a pinned build',
+    builds: THREE, uploads: [upload(1, 'a', 1, 'p1', 'failed'), upload(2, 'a', 2), upload(3, 'a', 3)], pins: [pin('a', 1)],
+    actions: [deleteUpload(1, `failed, superseded by upload ${uid(3)}`)],
+  },
+  {
+    name: 'ignores a pin naming a build of another diskimage',
+    builds: THREE, uploads: [upload(2, 'a', 2), upload(3, 'a', 3)], pins: [{ ...pin('a', 1), diskimage: 'b' }],
+    actions: [deleteBuild(A1, 'retention')],
+  },
+  {
+    name: 'keeps the two newest good builds and uploads besides a revoked newest one (builds anew)',
+    builds: FOUR, uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3), upload(4, 'a', 4)], revocations: [revocation('a', 4)],
+    actions: [rebuild, deleteUpload(1, 'retention')],
+    diskimage: { revoked: `newest build ${bid('a', 4)} revoked: kernel panics on boot` },
+  },
+  {
+    name: 'keeps a revoked build while fewer than two good builds are newer',
+    builds: THREE, uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3)], revocations: [revocation('a', 2)],
+    actions: [],
+  },
+  {
+    name: 'deletes a revoked build as an ordinary old one once two good builds are newer, uploads first',
+    builds: FOUR, uploads: [upload(2, 'a', 2), upload(3, 'a', 3), upload(4, 'a', 4)], revocations: [revocation('a', 2)],
+    actions: [deleteUpload(2, 'retention'), deleteBuild(A1, 'retention')],
+  },
+  {
+    name: 'does not count an upload whose canary was revoked among the two kept',
+    builds: [build('a', 1)],
+    uploads: [upload(1, 'a', 1), upload(2, 'a', 1), upload(3, 'a', 1, 'p1', 'ready', { rollout: { state: 'revoked', time: ago(60), reason: 'canary aborted: 3 launch failures' } })],
+    actions: [],
+  },
+  {
+    name: 'keeps a pinned revoked build and the two good builds before it (the pin wins; the diskimage still builds anew)',
+    builds: FOUR, uploads: [upload(2, 'a', 2), upload(3, 'a', 3), upload(4, 'a', 4)], pins: [pin('a', 4)], revocations: [revocation('a', 4)],
+    actions: [rebuild, deleteBuild(A1, 'retention')],
+  },
+]);
+
+describe('pins over passes', () => {
+  it('deletes what a pin held on the first pass after the unpin', () => {
+    const s = { builds: THREE, uploads: [upload(1, 'a', 1), upload(2, 'a', 2), upload(3, 'a', 3)] };
+    assert.deepEqual(planRow({ ...s, pins: [pin('a', 1)] }).actions, []);
+    assert.deepEqual(planRow(s).actions, [deleteUpload(1, 'retention')]);
+    assert.deepEqual(planRow({ ...s, uploads: s.uploads.slice(1) }).actions, [deleteBuild(A1, 'retention')]);
+  });
+
+  it('deletes a revoked build only after two good builds newer than it are ready', () => {
+    const revoked = { revocations: [revocation('a', 3)] };
+    const uploads = [upload(2, 'a', 2), upload(3, 'a', 3)];
+    assert.deepEqual(planRow({ ...revoked, builds: THREE.slice(1), uploads }).actions, [rebuild]);
+    const one = planRow({ ...revoked, builds: [...THREE.slice(1), build('a', 4, 'ready', { stateTime: ago(60) })], uploads: [...uploads, upload(4, 'a', 4)] });
+    assert.deepEqual(one.actions, [], 'one good newer build: the revoked and the previous good one stay');
+    const two = planRow({
+      ...revoked, builds: [...THREE.slice(1), build('a', 4, 'ready', { stateTime: ago(60) }), build('a', 5, 'ready', { stateTime: ago(30) })],
+      uploads: [...uploads, upload(4, 'a', 4), upload(5, 'a', 5)],
+    });
+    assert.deepEqual(two.actions, [deleteUpload(2, 'retention'), deleteUpload(3, 'retention')], 'uploads first; the builds wait for them');
+    const gone = planRow({ ...revoked, builds: [...THREE.slice(1), build('a', 4, 'ready', { stateTime: ago(60) }), build('a', 5, 'ready', { stateTime: ago(30) })],
+      uploads: [upload(4, 'a', 4), upload(5, 'a', 5)] });
+    assert.deepEqual(gone.actions, [deleteBuild(A2, 'retention'), deleteBuild(A3, 'retention')]);
+  });
+});
 
 describe('config removal grace', () => {
   it('notes a removal when first seen, keeps its start across passes and forgets what came back', () => {
