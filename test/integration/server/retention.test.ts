@@ -4,6 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { waitFor } from '../../../lib/lifecycle.js';
+import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../../lib/status/lifecycle-status.js';
 import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
@@ -17,7 +18,7 @@ async function idsOnDisk(dir: string): Promise<string[]> {
   return [...ids].sort();
 }
 
-describe('nodepool-server: daily rebuild, retention of two, operator delete', () => {
+describe('nodepool-server: daily rebuild, retention of two, operator delete, revoke', () => {
   let sys: ImageSystem;
 
   before(async () => {
@@ -81,5 +82,20 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete', ()
     assert.equal(s.builds[0]?.id, previous);
     assert.ok(seq(s.builds[1]!.id) > seq(previous));
     assert.equal((await sys.store.listBuildRequests()).length, 0, 'the served request is cleared');
+  });
+
+  it('revoking the newest build through the store builds anew and keeps the revoked and the previous good build', async () => {
+    const [previous, newest] = (await sys.store.listBuilds()).map((b) => b.id) as [string, string];
+    await sys.store.setRevocation('deb', newest, true, 'kernel panics on boot');
+    const s = await sys.waitForState('a replacement build ready and uploaded to both providers', (x) =>
+      x.builds.length === 3 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 6 && x.uploads.every((u) => u.state === 'ready'), 90_000);
+    const replacement = s.builds[2]!.id;
+    assert.deepEqual(s.builds.map((b) => b.id), [previous, newest, replacement], 'nothing deleted: one good build is newer than the revoked one');
+    assert.ok(seq(replacement) > seq(newest));
+    const published = (await sys.store.getStatus<LifecycleStatus>(LIFECYCLE_STATUS_KEY))?.value;
+    assert.equal(published?.diskimages.find((d) => d.diskimage === 'deb')?.revoked, null, 'up to date again');
+    // Without rebuild-age passing, nothing more happens: no second replacement, nothing deleted.
+    await sys.passes(3);
+    assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [previous, newest, replacement]);
   });
 });
