@@ -5,6 +5,7 @@
 import type { BuildRecord, PauseRecord } from '../store/models.js';
 import { formatAge } from './age.js';
 import type { DiskimageStatus } from './lifecycle-status.js';
+import { buildPinned, buildRevoked, pinnedText, revokedText, type RolloutRecords } from './rollout-status.js';
 import { reasonFirstLine } from './validation.js';
 
 /** Columns of the build table, as Nodepool 3.x names them. */
@@ -18,6 +19,23 @@ export function buildRow(b: BuildRecord, now: number): string[] {
 /** Rows ordered by diskimage, then id (ids sort by their zero-padded sequence). */
 export function buildRows(builds: readonly BuildRecord[], now: number): string[][] {
   return [...builds].sort(byDiskimageThenId).map((b) => buildRow(b, now));
+}
+
+/** The columns added to the build table while some build is pinned or revoked. */
+export const BUILD_ROLLOUT_COLUMNS = ['Pinned', 'Revoked'] as const;
+
+/**
+ * The build table: Nodepool's columns, plus {@link BUILD_ROLLOUT_COLUMNS} while some build is
+ * pinned (`all`, or the providers' names) or revoked (`revoked: <reason>`).
+ */
+export function buildTable(builds: readonly BuildRecord[], now: number, rollout: RolloutRecords): { columns: string[]; rows: string[][] } {
+  const sorted = [...builds].sort(byDiskimageThenId);
+  const shown = sorted.some((b) => buildPinned(rollout.pins, b).length > 0 || buildRevoked(rollout.revocations, b) !== null);
+  if (!shown) return { columns: [...BUILD_COLUMNS], rows: sorted.map((b) => buildRow(b, now)) };
+  return {
+    columns: [...BUILD_COLUMNS, ...BUILD_ROLLOUT_COLUMNS],
+    rows: sorted.map((b) => [...buildRow(b, now), pinnedText(buildPinned(rollout.pins, b)), revokedText(buildRevoked(rollout.revocations, b))]),
+  };
 }
 
 function byDiskimageThenId(a: BuildRecord, b: BuildRecord): number {

@@ -6,6 +6,7 @@
 import type { BuildRequest, PauseRecord } from '../store/models.js';
 import { ageSeconds, formatAge } from './age.js';
 import type { PausedBy } from './lifecycle-status.js';
+import { diskimageRollout, pinsText, revocationsText, rolloutLines, type DiskimageRollout, type RolloutRecords } from './rollout-status.js';
 
 /** Columns of `nodepool image-status`, as Nodepool 11 names them. */
 export const IMAGE_STATUS_COLUMNS = ['Image', 'Paused', 'Build Request', 'Build Request Age'] as const;
@@ -18,11 +19,13 @@ export interface ImageStatusInput {
   builtDiskimages: readonly string[];
   requests: readonly BuildRequest[];
   pauses: readonly PauseRecord[];
+  /** The store's pins and revocations (issue 24); none when absent. */
+  rollout?: RolloutRecords;
   now: number;
 }
 
-/** The status of one diskimage (the JSON form). */
-export interface ImageStatus {
+/** The status of one diskimage (the JSON form); `pins` and `revocations` are issue 24's. */
+export interface ImageStatus extends DiskimageRollout {
   image: string;
   paused: boolean;
   /** Who paused its builds: the config (`pause: true`), an operator (`image-pause`), or null. */
@@ -45,7 +48,9 @@ export function imageStatuses(input: ImageStatusInput): ImageStatus[] {
   const names = [...new Set([
     ...configured.keys(), ...input.builtDiskimages, ...input.requests.map((r) => r.diskimage),
     ...input.pauses.filter((p) => p.provider === null).map((p) => p.diskimage),
+    ...(input.rollout?.pins ?? []).map((p) => p.diskimage), ...(input.rollout?.revocations ?? []).map((r) => r.diskimage),
   ])].sort();
+  const rollout: RolloutRecords = input.rollout ?? { pins: [], revocations: [] };
   return names.map((image) => {
     const operator = input.pauses.find((p) => p.diskimage === image && p.provider === null);
     const pausedBy: PausedBy | null = configured.get(image)?.pause ? 'config' : operator ? 'operator' : null;
@@ -53,9 +58,26 @@ export function imageStatuses(input: ImageStatusInput): ImageStatus[] {
     return {
       image, paused: pausedBy !== null, pausedBy, pauseReason: pausedBy === 'operator' ? operator?.reason ?? null : null,
       buildRequest: request !== undefined, buildRequestAge: request ? ageSeconds(request.requested, input.now) : null,
-      configured: configured.has(image),
+      configured: configured.has(image), ...diskimageRollout(rollout, image),
     };
   });
+}
+
+/** The columns added to the table while some diskimage has a pin or a revoked build. */
+export const IMAGE_STATUS_ROLLOUT_COLUMNS = ['Pinned', 'Revoked'] as const;
+
+/** Whether some diskimage has a pin or a revoked build (then the table adds {@link IMAGE_STATUS_ROLLOUT_COLUMNS}). */
+export function rolloutShown(statuses: readonly ImageStatus[]): boolean {
+  return statuses.some((s) => s.pins.length > 0 || s.revocations.length > 0);
+}
+
+/** The table: Nodepool's columns, and the pins (`all: <build>`, `<provider>: <build>`) and revoked builds while any. */
+export function imageStatusTable(statuses: readonly ImageStatus[]): { columns: string[]; rows: string[][] } {
+  if (!rolloutShown(statuses)) return { columns: [...IMAGE_STATUS_COLUMNS], rows: statuses.map(imageStatusRow) };
+  return {
+    columns: [...IMAGE_STATUS_COLUMNS, ...IMAGE_STATUS_ROLLOUT_COLUMNS],
+    rows: statuses.map((s) => [...imageStatusRow(s), pinsText(s), revocationsText(s)]),
+  };
 }
 
 /** One table row: Paused is `no`, `yes (config)` or `yes (operator: <reason>)`; the age is `DD:HH:MM:SS`. */
@@ -66,7 +88,10 @@ export function imageStatusRow(s: ImageStatus): string[] {
   return [s.image, paused, s.buildRequest ? 'yes' : 'no', s.buildRequestAge === null ? '' : formatAge(s.buildRequestAge * 1000)];
 }
 
-/** Lines under the table: diskimages the config no longer defines. */
+/** Lines under the table: diskimages the config no longer defines, then each pin and revocation with its time and reason. */
 export function imageStatusAttention(statuses: readonly ImageStatus[]): string[] {
-  return statuses.filter((s) => !s.configured).map((s) => `${s.image}: not defined in the config (records of it remain)`);
+  return [
+    ...statuses.filter((s) => !s.configured).map((s) => `${s.image}: not defined in the config (records of it remain)`),
+    ...statuses.flatMap((s) => rolloutLines(s.image, s)),
+  ];
 }

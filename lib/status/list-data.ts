@@ -8,10 +8,14 @@ import type { Config } from '../config/schema.js';
 import { providerPools } from '../drivers/config-registry.js';
 import type { CorruptRecord } from '../store/corrupt.js';
 import { NODE_LOCK_PREFIX } from '../store/lock-names.js';
-import type { BuildRecord, BuildRequest, NodeRecord, NodeRequestRecord, PauseRecord, UploadRecord } from '../store/models.js';
+import { rolloutSettingsFor } from '../config/rollout-config.js';
+import type {
+  BuildRecord, BuildRequest, NodeRecord, NodeRequestRecord, PauseRecord, PinRecord, RevocationRecord, UploadRecord,
+} from '../store/models.js';
 import type { Store } from '../store/store.js';
 import type { ServingPool } from './labels.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from './lifecycle-status.js';
+import type { RolloutRecords, SettingsFor } from './rollout-status.js';
 
 /** The server's last published lifecycle status, or an empty one when it published none. */
 export async function readLifecycleStatus(store: Store): Promise<LifecycleStatus> {
@@ -29,8 +33,19 @@ export function servingPools(config: Config): ServingPool[] {
   return config.providers.flatMap((p) => providerPools(p).map((pool) => ({ provider: p.name, pool: pool.name, labels: pool.labels })));
 }
 
+/** The store's pins and revocations (issue 24), read together. */
+export async function readRolloutRecords(store: Store): Promise<{ pins: PinRecord[]; revocations: RevocationRecord[] }> {
+  const [pins, revocations] = await Promise.all([store.listPins(), store.listRevocations()]);
+  return { pins, revocations };
+}
+
+/** The `rollout:` settings of each provider diskimage in `config`. */
+export function settingsFor(config: Config): SettingsFor {
+  return (provider, diskimage) => rolloutSettingsFor(config, provider, diskimage);
+}
+
 /** What the upload list shows. */
-export interface UploadListData {
+export interface UploadListData extends RolloutRecords {
   uploads: UploadRecord[];
   status: LifecycleStatus;
   pauses: PauseRecord[];
@@ -40,14 +55,15 @@ export interface UploadListData {
 
 /** Reads the upload list (`image-list`). */
 export async function readUploadList(store: Store): Promise<UploadListData> {
-  const [uploads, status, pauses, corrupt] = await Promise.all([
+  const [uploads, status, pauses, corrupt, rollout] = await Promise.all([
     store.listUploads(), readLifecycleStatus(store), store.listPauses(), store.listCorrupt({ kinds: ['upload', 'pause'] }),
+    readRolloutRecords(store),
   ]);
-  return { uploads, status, pauses, corrupt };
+  return { uploads, status, pauses, corrupt, ...rollout };
 }
 
 /** What the build list shows. */
-export interface BuildListData {
+export interface BuildListData extends RolloutRecords {
   builds: BuildRecord[];
   status: LifecycleStatus;
   pauses: PauseRecord[];
@@ -57,14 +73,15 @@ export interface BuildListData {
 
 /** Reads the build list (`dib-image-list`). */
 export async function readBuildList(store: Store): Promise<BuildListData> {
-  const [builds, status, pauses, corrupt] = await Promise.all([
+  const [builds, status, pauses, corrupt, rollout] = await Promise.all([
     store.listBuilds(), readLifecycleStatus(store), store.listPauses(), store.listCorrupt({ kinds: ['build', 'pause', 'build-request'] }),
+    readRolloutRecords(store),
   ]);
-  return { builds, status, pauses, corrupt };
+  return { builds, status, pauses, corrupt, ...rollout };
 }
 
 /** What the diskimage status list shows. */
-export interface ImageStatusData {
+export interface ImageStatusData extends RolloutRecords {
   builds: BuildRecord[];
   requests: BuildRequest[];
   pauses: PauseRecord[];
@@ -72,8 +89,10 @@ export interface ImageStatusData {
 
 /** Reads the diskimage status list (`image-status`). */
 export async function readImageStatusList(store: Store): Promise<ImageStatusData> {
-  const [builds, requests, pauses] = await Promise.all([store.listBuilds(), store.listBuildRequests(), store.listPauses()]);
-  return { builds, requests, pauses };
+  const [builds, requests, pauses, rollout] = await Promise.all([
+    store.listBuilds(), store.listBuildRequests(), store.listPauses(), readRolloutRecords(store),
+  ]);
+  return { builds, requests, pauses, ...rollout };
 }
 
 /** What the node list shows. */

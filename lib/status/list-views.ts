@@ -7,13 +7,14 @@
 import type { Config } from '../config/schema.js';
 import type { Store } from '../store/store.js';
 import { ageSeconds } from './age.js';
-import { BUILD_COLUMNS, buildRows, diskimageAttention } from './builds.js';
+import { buildTable, diskimageAttention } from './builds.js';
 import { corruptJson, corruptLines, corruptRows } from './corrupt.js';
-import { IMAGE_STATUS_COLUMNS, imageStatusAttention, imageStatusRow, imageStatuses } from './image-status.js';
+import { imageStatusAttention, imageStatuses, imageStatusTable } from './image-status.js';
 import { LABEL_COLUMNS, labelAttention, labelRow, labelSummaries } from './labels.js';
 import {
-  readBuildList, readImageStatusList, readLabelList, readNodeList, readRequestList, readUploadList,
+  readBuildList, readImageStatusList, readLabelList, readNodeList, readRequestList, readUploadList, settingsFor,
 } from './list-data.js';
+import { buildPinned, buildRevoked } from './rollout-status.js';
 import { nodeColumns, nodeJson, nodeRows } from './nodes.js';
 import { REQUEST_COLUMNS, requestJson, requestRows } from './requests.js';
 import { renderTable } from './table.js';
@@ -49,12 +50,16 @@ export function viewJsonText(view: Pick<StatusView, 'json'>): string {
   return `${JSON.stringify(view.json, null, 2)}\n`;
 }
 
-/** `image-list`: uploads (with `Progress` while any runs), and the upload targets that need attention. */
-export async function uploadListView({ store, clock }: StatusSource): Promise<StatusView> {
-  const { uploads, status, pauses, corrupt } = await readUploadList(store);
+/**
+ * `image-list`: uploads (with `Progress` while any runs, and each one's rollout and launches
+ * while any has some), and the upload targets that need attention.
+ */
+export async function uploadListView({ store, config, clock }: StatusSource): Promise<StatusView> {
+  const { uploads, status, pauses, corrupt, revocations } = await readUploadList(store);
   const now = clock();
-  const table = uploadTable(uploads, now);
-  const json = imageListJson(uploads, status.targets, now);
+  const rollout = { revocations, settingsFor: settingsFor(config()), now };
+  const table = uploadTable(uploads, now, rollout);
+  const json = imageListJson(uploads, status.targets, now, rollout);
   return {
     columns: table.columns, rows: [...table.rows, ...corruptRows(table.columns, corrupt, ['upload'])], idColumn: 'Upload ID',
     lines: [...targetAttention({ targets: status.targets, uploads, pauses, now }),
@@ -70,23 +75,33 @@ export interface BuildListView extends StatusView {
   held: string[];
 }
 
-/** `dib-image-list`: builds, and the diskimages that need attention. */
+/**
+ * `dib-image-list`: builds (with `Pinned` and `Revoked` while any is), and the diskimages that
+ * need attention. Each build's JSON adds `pinned` (`all`, provider names) and `revoked` (`{since, reason}` or null).
+ */
 export async function buildListView({ store, clock }: StatusSource): Promise<BuildListView> {
-  const { builds, status, pauses, corrupt } = await readBuildList(store);
+  const { builds, status, pauses, corrupt, pins, revocations } = await readBuildList(store);
   const now = clock();
+  const table = buildTable(builds, now, { pins, revocations });
+  const buildJson = (b: (typeof builds)[number]): unknown => ({
+    ...b, age: ageSeconds(b.stateTime, now), pinned: buildPinned(pins, b), revoked: buildRevoked(revocations, b),
+  });
   return {
-    columns: BUILD_COLUMNS, rows: [...buildRows(builds, now), ...corruptRows(BUILD_COLUMNS, corrupt, ['build'])],
+    columns: table.columns, rows: [...table.rows, ...corruptRows(table.columns, corrupt, ['build'])],
     lines: [...diskimageAttention({ statuses: status.diskimages, builds, pauses, now }), ...corruptLines(corrupt, ['build', 'pause', 'build-request'])],
-    json: { builds: [...builds.map((b) => ({ ...b, age: ageSeconds(b.stateTime, now) })), ...corruptJson(corrupt, ['build'])], diskimages: status.diskimages },
+    json: { builds: [...builds.map(buildJson), ...corruptJson(corrupt, ['build'])], diskimages: status.diskimages },
     held: status.held ?? [],
   };
 }
 
-/** `image-status`: paused and requested diskimages. */
+/** `image-status`: paused and requested diskimages, and their pins and revoked builds. */
 export async function imageStatusView({ store, config, clock }: StatusSource): Promise<StatusView> {
-  const { builds, requests, pauses } = await readImageStatusList(store);
-  const statuses = imageStatuses({ diskimages: config().diskimages, builtDiskimages: builds.map((b) => b.diskimage), requests, pauses, now: clock() });
-  return { columns: IMAGE_STATUS_COLUMNS, rows: statuses.map(imageStatusRow), lines: imageStatusAttention(statuses), json: statuses };
+  const { builds, requests, pauses, pins, revocations } = await readImageStatusList(store);
+  const statuses = imageStatuses({
+    diskimages: config().diskimages, builtDiskimages: builds.map((b) => b.diskimage), requests, pauses, rollout: { pins, revocations }, now: clock(),
+  });
+  const table = imageStatusTable(statuses);
+  return { columns: table.columns, rows: table.rows, lines: imageStatusAttention(statuses), json: statuses };
 }
 
 /** Options of {@link nodeListView}. */

@@ -16,6 +16,8 @@ export type NodepoolRow = Record<string, unknown>;
 export interface NodepoolList {
   columns: NodepoolColumns;
   rows: NodepoolRow[];
+  /** Cells of our added columns whose values read better in words than as Python prints them, by key. */
+  cells?: Readonly<Record<string, (value: unknown) => string>>;
 }
 
 /** Python's `str()` of a JSON value inside a container (`repr`): strings quoted, `None`, `True`. */
@@ -67,7 +69,8 @@ export function nodepoolText(list: NodepoolList, fields: string | null, nowMs: n
   const wanted = fields ? new Set(fields.split(',')) : null;
   const columns = wanted ? list.columns.filter(([key]) => wanted.has(key)) : list.columns;
   if (columns.length === 0) return '';
-  const rows = list.rows.map((row) => columns.map(([key]) => nodepoolCell(key, row[key], nowMs)));
+  const cell = (key: string, value: unknown): string => list.cells?.[key]?.(value) ?? nodepoolCell(key, value, nowMs);
+  const rows = list.rows.map((row) => columns.map(([key]) => cell(key, row[key])));
   return renderTable(columns.map(([, title]) => title), rows).replace(/\n$/, '');
 }
 

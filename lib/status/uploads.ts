@@ -9,6 +9,9 @@ import { failuresText, pauseText } from './builds.js';
 import type { UploadTargetStatus } from './lifecycle-status.js';
 import { formatByteRatio, formatRate, progressPercent } from './progress.js';
 import { ageSeconds } from './age.js';
+import {
+  hasRolloutInfo, UPLOAD_ROLLOUT_COLUMNS, uploadLaunches, uploadRollout, uploadRolloutCells, type UploadRolloutInput, type UploadRolloutStatus,
+} from './rollout-status.js';
 import { reasonFirstLine, targetValidation, validationAttentionParts, type TargetValidation } from './validation.js';
 
 /** Columns of the upload table, as Nodepool 3.x names them. */
@@ -31,14 +34,19 @@ export const UPLOAD_PROGRESS_COLUMN = 'Progress';
 
 /**
  * The upload table: Nodepool's columns, plus {@link UPLOAD_PROGRESS_COLUMN} when some upload
- * is `uploading` (`1.2/3.4 GiB 45% 180 MiB/s` on those rows, empty on the others).
+ * is `uploading` (`1.2/3.4 GiB 45% 180 MiB/s` on those rows, empty on the others), then, given
+ * `rollout` and some upload with something to say about it, `Rollout` (`canary 10% 7/20
+ * launches`, `promoted`, `revoked: <reason>`), `Launches` and `Launch Failures`.
  */
-export function uploadTable(uploads: readonly UploadRecord[], now: number): { columns: string[]; rows: string[][] } {
+export function uploadTable(uploads: readonly UploadRecord[], now: number, rollout?: UploadRolloutInput): { columns: string[]; rows: string[][] } {
   const sorted = [...uploads].sort(byTargetThenId);
-  if (!sorted.some((u) => u.state === 'uploading')) return { columns: [...UPLOAD_COLUMNS], rows: sorted.map((u) => uploadRow(u, now)) };
+  const progress = sorted.some((u) => u.state === 'uploading');
+  const rolloutShown = rollout !== undefined && sorted.some((u) => hasRolloutInfo(u, rollout));
   return {
-    columns: [...UPLOAD_COLUMNS, UPLOAD_PROGRESS_COLUMN],
-    rows: sorted.map((u) => [...uploadRow(u, now), uploadProgressText(u, now)]),
+    columns: [...UPLOAD_COLUMNS, ...(progress ? [UPLOAD_PROGRESS_COLUMN] : []), ...(rolloutShown ? UPLOAD_ROLLOUT_COLUMNS : [])],
+    rows: sorted.map((u) => [
+      ...uploadRow(u, now), ...(progress ? [uploadProgressText(u, now)] : []), ...(rollout && rolloutShown ? uploadRolloutCells(u, rollout) : []),
+    ]),
   };
 }
 
@@ -158,16 +166,30 @@ export function targetAttention(input: TargetAttentionInput): string[] {
 /** A target in `image-list --json`: the server's status of it, and its uploads' checks. */
 export type TargetJson = UploadTargetStatus & { validation: TargetValidation };
 
+/** An upload in `image-list --json`. */
+export type UploadJson = Omit<UploadRecord, 'rollout'> & {
+  age: number;
+  transfer: UploadTransfer | null;
+  /** Where it stands in its rollout (replaces the stored decision, which it says with `derived: false`); null unless ready or revoked. */
+  rollout: UploadRolloutStatus | null;
+  launches: number;
+  launchFailures: number;
+};
+
 /**
- * `image-list --json` (and the web's `/image-list.json`): each upload as stored with `age`
- * (seconds in its state) and `transfer` (null unless uploading), and each target the server
- * reports with `validation`: the uploads it is validating and its last failed validation.
+ * `image-list --json` (and the web's `/api/image-list.json`): each upload as stored with `age`
+ * (seconds in its state), `transfer` (null unless uploading), and, given `rollout`, its
+ * `rollout` phase and launch counts; and each target the server reports with `validation`:
+ * the uploads it is validating and its last failed validation.
  */
-export function imageListJson(uploads: readonly UploadRecord[], targets: readonly UploadTargetStatus[], now: number): {
-  uploads: Array<UploadRecord & { age: number; transfer: UploadTransfer | null }>; targets: TargetJson[];
+export function imageListJson(uploads: readonly UploadRecord[], targets: readonly UploadTargetStatus[], now: number, rollout?: UploadRolloutInput): {
+  uploads: UploadJson[]; targets: TargetJson[];
 } {
   return {
-    uploads: uploads.map((u) => ({ ...u, age: ageSeconds(u.stateTime, now), transfer: uploadTransfer(u, now) })),
+    uploads: uploads.map((u) => ({
+      ...u, age: ageSeconds(u.stateTime, now), transfer: uploadTransfer(u, now),
+      rollout: rollout ? uploadRollout(u, rollout) : null, ...uploadLaunches(u),
+    })),
     targets: targets.map((t) => ({ ...t, validation: targetValidation(uploads, t.diskimage, t.provider, now) })),
   };
 }

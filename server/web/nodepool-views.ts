@@ -5,7 +5,9 @@
  * by lib/status/nodepool-lists.ts. Corrupt records, attention lines and our extra fields are
  * left out here; the richer lists stay at `/api/<same name>` (status-views.ts).
  */
-import { readBuildList, readImageStatusList, readNodeList, readRequestList } from '../../lib/status/list-data.js';
+import {
+  readBuildList, readImageStatusList, readNodeList, readRequestList, readRolloutRecords, settingsFor,
+} from '../../lib/status/list-data.js';
 import * as lists from '../../lib/status/nodepool-lists.js';
 import type { NodepoolList } from '../../lib/status/nodepool-format.js';
 import type { StatusSource } from '../../lib/status/list-views.js';
@@ -14,15 +16,18 @@ import type { StatusSource } from '../../lib/status/list-views.js';
 export type NodepoolViewFn = (src: StatusSource, params: URLSearchParams) => Promise<NodepoolList>;
 
 const dibImageList: NodepoolViewFn = async ({ store, config }) => {
-  const { builds, pauses } = await readBuildList(store);
-  return lists.dibImageList(builds, lists.pausedDiskimages(config().diskimages, pauses));
+  const { builds, pauses, pins, revocations } = await readBuildList(store);
+  return lists.dibImageList(builds, lists.pausedDiskimages(config().diskimages, pauses), { pins, revocations });
 };
 
-const imageList: NodepoolViewFn = async ({ store }) => lists.imageList(await store.listUploads());
+const imageList: NodepoolViewFn = async ({ store, config, clock }) => {
+  const [uploads, { revocations }] = await Promise.all([store.listUploads(), readRolloutRecords(store)]);
+  return lists.imageList(uploads, { revocations, settingsFor: settingsFor(config()), now: clock() });
+};
 
 const imageStatus: NodepoolViewFn = async ({ store, config }) => {
-  const { builds, requests, pauses } = await readImageStatusList(store);
-  return lists.imageStatus({ diskimages: config().diskimages, builds, requests, pauses });
+  const { builds, requests, pauses, pins, revocations } = await readImageStatusList(store);
+  return lists.imageStatus({ diskimages: config().diskimages, builds, requests, pauses, rollout: { pins, revocations } });
 };
 
 /** `?node_id=` keeps that node (none when unknown), as Nodepool's `getNode`; an empty one keeps all. */

@@ -82,8 +82,9 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     const doc = JSON.parse(r.stdout) as { builds: Array<Record<string, unknown>>; diskimages: unknown };
     assert.deepEqual(doc.builds.map((b) => b.id), ['debian-bookworm-0000000001', 'ubuntu-jammy-0000000001', 'ubuntu-jammy-0000000002', 'ubuntu-jammy-0000000003']);
     const stored = await env.store.getBuild('debian-bookworm-0000000001');
-    const { age, ...record } = doc.builds[0] as { age: number };
+    const { age, pinned, revoked, ...record } = doc.builds[0] as { age: number; pinned: unknown; revoked: unknown };
     assert.deepEqual(record, stored, 'records as stored');
+    assert.deepEqual([pinned, revoked], [[], null], 'not pinned, not revoked');
     assert.ok(age >= 2 * 86_400 && age < 2 * 86_400 + 60, `age ${age} s`);
     assert.deepEqual(doc.diskimages, status);
   });
@@ -140,8 +141,10 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as { uploads: Array<{ id: string; age: number; progress: unknown; transfer: unknown }>; targets: unknown };
     assert.deepEqual(doc.uploads.map((u) => u.id), ['0000000001', '0000000003', '0000000002']);
-    const { age, transfer, ...record } = doc.uploads[0] as { id: string; age: number; transfer: unknown };
-    assert.deepEqual(record, await env.store.getUpload('0000000001'));
+    const { age, transfer, rollout, launches, launchFailures, ...record } = doc.uploads[0] as { id: string; age: number; transfer: unknown; rollout: unknown; launches: number; launchFailures: number };
+    const { rollout: _decision, launches: _launches, launchFailures: _failures, ...stored } = (await env.store.getUpload('0000000001'))!;
+    assert.deepEqual(record, stored);
+    assert.deepEqual([(rollout as { words: string }).words, launches, launchFailures], ['promoted', 0, 0], 'no rollout settings: promoted');
     assert.ok(age >= 2 * 86_400 && age < 2 * 86_400 + 60, `age ${age} s`);
     assert.equal(transfer, null, 'no transfer for a ready upload');
     // The running upload's numbers: as stored, and as bytes, percent, rate and time left.

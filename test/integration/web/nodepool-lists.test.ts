@@ -105,9 +105,9 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
 
     it('/dib-image-list: <image>-<build> ids, sorted formats, paused images as paused, epoch-second ages', async () => {
       assert.deepEqual(await rows('/dib-image-list'), [
-        { id: alpine.id, image: 'alpine', builder: 'builder-b', formats: ['qcow2'], state: 'paused', age: sec(alpine.stateTime) },
-        { id: deb1.id, image: 'deb', builder: 'builder-a.example.org', formats: ['qcow2', 'raw'], state: 'ready', age: sec(deb1.stateTime) },
-        { id: deb2.id, image: 'deb', builder: null, formats: ['qcow2'], state: 'building', age: sec(deb2.stateTime) },
+        { id: alpine.id, image: 'alpine', builder: 'builder-b', formats: ['qcow2'], state: 'paused', age: sec(alpine.stateTime), pinned: [], revoked: null },
+        { id: deb1.id, image: 'deb', builder: 'builder-a.example.org', formats: ['qcow2', 'raw'], state: 'ready', age: sec(deb1.stateTime), pinned: [], revoked: null },
+        { id: deb2.id, image: 'deb', builder: null, formats: ['qcow2'], state: 'building', age: sec(deb2.stateTime), pinned: [], revoked: null },
       ]);
       assert.equal(masked(await text('/dib-image-list')), [
         '+-------------------+--------+-----------------------+-----------+----------+-------------+',
@@ -124,8 +124,10 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
       const number = (u: UploadRecord): string => u.buildId.slice('deb-'.length);
       const [a, b] = [uploads.find((u) => u.provider === 'cloud-a')!, uploads.find((u) => u.provider === 'cloud-b')!];
       assert.deepEqual(await rows('/image-list'), [
-        { id: number(a), upload_id: a.id, provider: 'cloud-a', image: 'deb', external_name: null, external_id: null, state: 'uploading', age: sec(a.stateTime) },
-        { id: number(b), upload_id: b.id, provider: 'cloud-b', image: 'deb', external_name: 'deb-1700000000', external_id: 'img-b-1', state: 'ready', age: sec((await sys.store.getUpload(b.id))!.stateTime) },
+        { id: number(a), upload_id: a.id, provider: 'cloud-a', image: 'deb', external_name: null, external_id: null, state: 'uploading', age: sec(a.stateTime),
+          rollout: null, launches: 0, launch_failures: 0 },
+        { id: number(b), upload_id: b.id, provider: 'cloud-b', image: 'deb', external_name: 'deb-1700000000', external_id: 'img-b-1', state: 'ready', age: sec((await sys.store.getUpload(b.id))!.stateTime),
+          rollout: { state: 'promoted', words: 'promoted' }, launches: 0, launch_failures: 0 },
       ]);
       const t = await text('/image-list?fields=provider,upload_id,external_id,state');
       assert.deepEqual(t.split('\n'), [
@@ -140,8 +142,8 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
 
     it('/image-status: paused as a boolean, the waiting build request pending with its epoch second', async () => {
       assert.deepEqual(await rows('/image-status'), [
-        { image: 'alpine', paused: true, build_request: null, build_request_age: null },
-        { image: 'deb', paused: false, build_request: 'building', build_request_age: sec(requested) },
+        { image: 'alpine', paused: true, build_request: null, build_request_age: null, pins: [], revocations: [] },
+        { image: 'deb', paused: false, build_request: 'building', build_request_age: sec(requested), pins: [], revocations: [] },
       ]);
       assert.equal(masked(await text('/image-status')), [
         '+--------+--------+---------------+-------------------+',

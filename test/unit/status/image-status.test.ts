@@ -27,6 +27,7 @@ describe('image-status presenter', () => {
     ]);
     assert.deepEqual(statuses[2], {
       image: 'ubuntu', paused: false, pausedBy: null, pauseReason: null, buildRequest: true, buildRequestAge: 3725, configured: true,
+      pins: [], revocations: [],
     });
     assert.deepEqual(imageStatusAttention(statuses), []);
   });

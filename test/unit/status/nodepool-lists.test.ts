@@ -29,9 +29,9 @@ describe("Nodepool 11's lists from our records", () => {
     const list = dibImageList([build('deb', '0000000002', { state: 'building' }), build('alpine', '0000000001'), build('deb', '0000000001')], new Set(['alpine']));
     assert.deepEqual(list.columns.map(([k]) => k), ['id', 'image', 'builder', 'formats', 'state', 'age']);
     assert.deepEqual(list.rows, [
-      { id: 'alpine-0000000001', image: 'alpine', builder: 'builder-a', formats: ['qcow2', 'raw'], state: 'paused', age: S },
-      { id: 'deb-0000000001', image: 'deb', builder: 'builder-a', formats: ['qcow2', 'raw'], state: 'ready', age: S },
-      { id: 'deb-0000000002', image: 'deb', builder: 'builder-a', formats: ['qcow2', 'raw'], state: 'building', age: S },
+      { id: 'alpine-0000000001', image: 'alpine', builder: 'builder-a', formats: ['qcow2', 'raw'], state: 'paused', age: S, pinned: [], revoked: null },
+      { id: 'deb-0000000001', image: 'deb', builder: 'builder-a', formats: ['qcow2', 'raw'], state: 'ready', age: S, pinned: [], revoked: null },
+      { id: 'deb-0000000002', image: 'deb', builder: 'builder-a', formats: ['qcow2', 'raw'], state: 'building', age: S, pinned: [], revoked: null },
     ]);
   });
 
@@ -39,8 +39,10 @@ describe("Nodepool 11's lists from our records", () => {
     const b = build('deb', '0000000001');
     const list = imageList([upload(b, 'cloud-b', '0000000002', { externalId: null, state: 'uploading' }), upload(b, 'cloud-a', '0000000001')]);
     assert.deepEqual(list.rows, [
-      { id: '0000000001', upload_id: '0000000001', provider: 'cloud-a', image: 'deb', external_name: 'deb-0000000001', external_id: 'img-0000000001', state: 'ready', age: S },
-      { id: '0000000001', upload_id: '0000000002', provider: 'cloud-b', image: 'deb', external_name: 'deb-0000000002', external_id: null, state: 'uploading', age: S },
+      { id: '0000000001', upload_id: '0000000001', provider: 'cloud-a', image: 'deb', external_name: 'deb-0000000001', external_id: 'img-0000000001', state: 'ready', age: S,
+        rollout: null, launches: 0, launch_failures: 0 },
+      { id: '0000000001', upload_id: '0000000002', provider: 'cloud-b', image: 'deb', external_name: 'deb-0000000002', external_id: null, state: 'uploading', age: S,
+        rollout: null, launches: 0, launch_failures: 0 },
     ]);
   });
 
@@ -52,9 +54,9 @@ describe("Nodepool 11's lists from our records", () => {
       pauses: [{ diskimage: 'deb', provider: null, since: T, reason: 'x' }, { diskimage: 'zeta', provider: 'cloud-a', since: T, reason: null }],
     });
     assert.deepEqual(list.rows, [
-      { image: 'alpine', paused: false, build_request: 'building', build_request_age: S },
-      { image: 'deb', paused: true, build_request: 'pending', build_request_age: S - 2 },
-      { image: 'fedora', paused: true, build_request: null, build_request_age: null },
+      { image: 'alpine', paused: false, build_request: 'building', build_request_age: S, pins: [], revocations: [] },
+      { image: 'deb', paused: true, build_request: 'pending', build_request_age: S - 2, pins: [], revocations: [] },
+      { image: 'fedora', paused: true, build_request: null, build_request_age: null, pins: [], revocations: [] },
     ]);
   });
 
