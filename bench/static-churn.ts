@@ -7,7 +7,7 @@
  * the node, delete the request, mark the node in-use, then used, unlock. The launcher's deleter
  * then puts the slot back as a new ready node, which serves the next waiting request.
  *
- *   node --import tsx bench/static-churn.ts [--store sqlite|zookeeper|both] [--requests N=500] [--slots S=50] [--jobs J=10] [--warmup W=S]
+ *   node --import tsx bench/static-churn.ts [--store sqlite|zookeeper|both] [--requests N=500] [--slots S=50] [--jobs J=10] [--warmup W=S] [--zk-ops]
  *
  * requests/s = requests served / (first request created → last fulfilled); a request that
  * fails (the launcher gave up on it) is counted and printed, not waited for; request latency =
@@ -17,9 +17,11 @@
  * CPU per request: user + system time over the measured run of ZooKeeper's JVM, the server, this
  * process (the consumer) and the rest of the machine (sshd, the liveness probes, anything else).
  * `BENCH_CPU_PROF=<dir>` writes the server's CPU profile per store (bench/cpuprofile-top.ts).
+ * `--zk-ops` counts ZooKeeper requests per request served, by process and caller
+ * (bench/zk-op-count.ts; the stack captures cost CPU, so take rates from a run without it).
  * Goals (issue 22): ≥ 150 requests/s on ZooKeeper, ≥ 300 on SQLite, slot turnaround p50 < 200 ms.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +38,7 @@ import { startZooKeeper } from '../test/support/zookeeper.js';
 import { pct } from './percentile.js';
 import { machineBusyMs, processCpuMs } from './proc-cpu.js';
 import { onStaticHosts } from './static-hosts.js';
+import { installZkOpCounter, opCounts, opDelta, opTotal, type OpCounts } from './zk-op-count.js';
 
 type StoreKind = 'sqlite' | 'zookeeper';
 const argv = process.argv.slice(2);
@@ -58,6 +61,8 @@ const REQUESTS = count('--requests', 500);
 const SLOTS = count('--slots', 50);
 const JOBS = Math.min(count('--jobs', 10), SLOTS);
 const WARMUP = count('--warmup', SLOTS);
+const ZK_OPS = argv.includes('--zk-ops');
+if (ZK_OPS) installZkOpCounter();
 if (JOBS < 1 || SLOTS % JOBS !== 0) {
   console.error(`--slots (${SLOTS}) must be a multiple of --jobs (${JOBS})`);
   process.exit(2);
@@ -80,6 +85,17 @@ interface Run {
   failed: number;
   /** CPU per request (ms) by process. */
   cpu: { zookeeper: number; server: number; bench: number; rest: number };
+  /** ZooKeeper requests over the measured run by process (`--zk-ops`). */
+  ops?: { server: OpCounts; bench: OpCounts };
+}
+
+/** The server's op counts so far: asks it (SIGUSR2) to write them to `file`, then reads them. */
+async function serverOps(pid: number, file: string): Promise<OpCounts> {
+  await rm(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  let text = '';
+  await waitFor(async () => (text = await readFile(file, 'utf8').catch(() => '')) !== '', { timeoutMs: 10_000, what: 'the server\'s op counts', intervalMs: 20 });
+  return JSON.parse(text) as OpCounts;
 }
 
 /**
@@ -147,6 +163,8 @@ class ChurnConsumer {
     // The launcher unlocks the node just after marking the request fulfilled: wait for it, as
     // Zuul's blocking lock does (bounded).
     await waitFor(() => store.tryLock(nodeLock(id), session), { timeoutMs: 10_000, what: `the lock of node ${id}`, intervalMs: 2 });
+    // Read under the lock (as Zuul does): the two writes below then go at its version, with no read each.
+    if (!await store.getNode(id)) throw new Error(`node ${id} of a fulfilled request is gone`);
     const inUse = await store.updateNode(id, { state: 'in-use' }, { expectStates: ['ready'] });
     if (!inUse) throw new Error(`node ${id} of a fulfilled request is gone`);
     this.seen.set(id, inUse);
@@ -168,10 +186,11 @@ function turnarounds(used: ReadonlyArray<{ slot: string; at: number }>, nodes: I
 }
 
 /** Runs `n` requests through the launcher and the consumer; the measured figures. */
-async function churn(store: Store, n: number, requestor: string, pids: { zookeeper?: number; server: number }): Promise<Omit<Run, 'kind'>> {
+async function churn(store: Store, n: number, requestor: string, pids: { zookeeper?: number; server: number }, opsFile?: string): Promise<Omit<Run, 'kind'>> {
   const session = await store.openSession({ owner: 'bench-churn-consumer', hostname: 'bench', pid: process.pid, ttlMs: 60_000 });
   const consumer = new ChurnConsumer(store, session.id, requestor);
   const renew = setInterval(() => { void store.renewSession(session.id).catch(() => undefined); }, 10_000);
+  const ops0 = opsFile ? { server: await serverOps(pids.server, opsFile), bench: opCounts() } : undefined;
   const cpu0 = { zookeeper: pids.zookeeper ? processCpuMs(pids.zookeeper) : 0, server: processCpuMs(pids.server), bench: processCpuMs(process.pid), machine: machineBusyMs() };
   try {
     await Promise.all(Array.from({ length: n }, () => store.createRequest({ labels: ['bench'], requestor })));
@@ -188,6 +207,8 @@ async function churn(store: Store, n: number, requestor: string, pids: { zookeep
   };
   // Every slot back before the turnaround is read (the last returns' new records included).
   await waitFor(async () => (await store.listNodes({ states: ['ready'] })).length >= SLOTS, { timeoutMs: 120_000, what: `${SLOTS} slots ready again`, intervalMs: 50 });
+  // Counted once every slot is back: the last returns' deletes and refills included.
+  const ops = opsFile && ops0 ? { server: opDelta(await serverOps(pids.server, opsFile), ops0.server), bench: opDelta(opCounts(), ops0.bench) } : undefined;
   const all = [...consumer.seen.values(), ...await store.listNodes({ states: ['ready'] })];
   await store.closeSession(session.id);
   const first = Math.min(...consumer.fulfilled.map((f) => f.created));
@@ -201,6 +222,7 @@ async function churn(store: Store, n: number, requestor: string, pids: { zookeep
       zookeeper: used.zookeeper / n, server: used.server / n, bench: used.bench / n,
       rest: Math.max(0, used.machine - used.zookeeper - used.server - used.bench) / n,
     },
+    ...(ops ? { ops } : {}),
   };
 }
 
@@ -223,12 +245,14 @@ async function runOn(kind: StoreKind, sshd: SshdHandle, addresses: string[], por
   try {
     const profDir = process.env.BENCH_CPU_PROF ? path.join(process.env.BENCH_CPU_PROF, kind) : undefined;
     const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
-    server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn', '--no-webapp'],
-      { cwd: ROOT, logFile: path.join(dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
+    const opsFile = ZK_OPS && zk ? path.join(dir, 'server-ops.json') : undefined;
+    const counter = opsFile ? ['--import', path.join(ROOT, 'bench/zk-op-count.ts')] : [];
+    server = startProcess('nodepool-server', process.execPath, [...prof, '--import', 'tsx', ...counter, path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--log-level', 'warn', '--no-webapp'],
+      { cwd: ROOT, logFile: path.join(dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '', ...(opsFile ? { BENCH_ZK_OPS: opsFile } : {}) } });
     await waitFor(async () => (await store.listNodes({ states: ['ready'] })).length >= SLOTS, { timeoutMs: 120_000, what: `${SLOTS} ready slots`, intervalMs: 200 });
     const pids = { ...(zk ? { zookeeper: zk.pid } : {}), server: server.pid };
     if (WARMUP > 0) await churn(store, WARMUP, 'bench-warmup', pids);
-    return { kind, ...await churn(store, REQUESTS, 'bench-churn', pids) };
+    return { kind, ...await churn(store, REQUESTS, 'bench-churn', pids, opsFile) };
   } finally {
     await server?.stop();
     await store.close();
@@ -258,10 +282,21 @@ function report(runs: Run[]): void {
   row('CPU per request, the bench as consumer (ms)', (r) => r.cpu.bench, 2);
   row('CPU per request, rest of the machine (ms)', (r) => r.cpu.rest, 2);
   console.log('');
+  for (const r of runs) if (r.ops) printOps(r.ops);
   for (const r of runs) {
     const t = pct(r.turnaround, 50);
     console.log(`${NAMES[r.kind]}: ${r.rate.toFixed(0)} requests/s (goal ≥ ${GOALS[r.kind]}: ${r.rate >= GOALS[r.kind] ? 'met' : 'missed'}); slot turnaround p50 ${t.toFixed(0)} ms (goal < ${TURNAROUND_GOAL_MS}: ${t < TURNAROUND_GOAL_MS ? 'met' : 'missed'})`);
   }
+}
+
+/** ZooKeeper requests per request served, by process, then by kind and caller. */
+function printOps(ops: NonNullable<Run['ops']>): void {
+  const per = (v: number): string => (v / REQUESTS).toFixed(2);
+  console.log(`ZooKeeper requests per request served: nodepool-server ${per(opTotal(ops.server))}, the consumer ${per(opTotal(ops.bench))}`);
+  for (const [who, c] of [['server', ops.server], ['consumer', ops.bench]] as const) {
+    for (const [key, v] of Object.entries(c).sort((a, b) => b[1] - a[1])) if (v / REQUESTS >= 0.05) console.log(`  ${who} ${per(v)} ${key}`);
+  }
+  console.log('');
 }
 
 await onStaticHosts(HOSTS, async (sshd, addresses, port) => {

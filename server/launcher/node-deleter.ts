@@ -2,7 +2,8 @@
  * The deleter (Nodepool's DeletedNodeWorker): deletes nodes of this process's providers that
  * are used, failed, aborted, marked deleting, or abandoned (building without a live lock,
  * in-use by a consumer session that lapsed): lock → deleting → the provider's cleanupNode →
- * record removed → nodeDeleted (a static slot is registered again at once). Ready nodes
+ * record removed → nodeDeleted (a static slot is registered again at once; a provider whose
+ * cleanup deletes nothing, static, skips the `deleting` write). Ready nodes
  * allocated to a request that no longer exists go back to stock. Validation nodes
  * (validation-worker.ts) never go back to stock: one nobody locks is deleted in any state but
  * hold. A failed delete is retried at the next pass.
@@ -193,7 +194,8 @@ export class NodeDeleter {
         await store.unlock(lock, sessionId);
         return;
       }
-      const deleting = fresh.state === 'deleting' ? fresh : await store.updateNode(fresh.id, { state: 'deleting' }) ?? fresh;
+      // A provider with nothing to clean up (static) leaves nothing half-deleted: no `deleting` write.
+      const deleting = fresh.state === 'deleting' || provider.cleanupFree ? fresh : await store.updateNode(fresh.id, { state: 'deleting' }) ?? fresh;
       log.info('deleting node', { was: fresh.state, externalId: fresh.externalId, reason: fresh.reason });
       await removeNode(store, provider, deleting);
       log.info('node deleted');

@@ -51,10 +51,6 @@ export class StaticProvider implements Provider {
   private readonly keyReuseMs: number;
   private readonly syncKeyReuseMs: number;
   private readonly probing = new Map<string, ReturnType<typeof tcpProbe>>();
-  /** Record ids per host id, from the last sync plus registrations since (see countRecords). */
-  private readonly known = new Map<string, Set<string>>();
-  /** Whether {@link known} has been filled by a sync. */
-  private synced = false;
 
   constructor(readonly config: StaticProviderConfig, private readonly ctx: ProviderContext, opts: StaticProviderOptions = {}) {
     this.name = config.name;
@@ -91,6 +87,9 @@ export class StaticProvider implements Provider {
     return [...seen.values()];
   }
 
+  /** Nothing to delete for a returned node: the deleter removes its record directly. */
+  readonly cleanupFree = true;
+
   /** A static host is not deleted: its slot is registered again by {@link nodeDeleted}. */
   cleanupNode(_node: NodeRecord): Promise<void> {
     return Promise.resolve();
@@ -120,7 +119,6 @@ export class StaticProvider implements Provider {
         if (records.length >= host.node.maxParallelJobs) return;
         const [slot] = freeSlots(records, host.node.maxParallelJobs, 1);
         const created = await this.ctx.store.createNode(registrationFields(this.name, host, accepted.keys, slot));
-        this.remember(host.id, created.id);
         this.log.info('registered', { host: host.id, nodes: [created.id], after: node.id });
       });
     });
@@ -171,28 +169,12 @@ export class StaticProvider implements Provider {
   }
 
   /**
-   * The host's records, any state: the ones seen by the last sync or registered
-   * since, re-read by id (a refill after every returned node must not list all nodes).
-   * Records registered for this host by another process since the last sync are not seen;
-   * one launcher per static provider is assumed, as in Nodepool.
+   * The host's records, any state, from the store's list (served from the watched cache on
+   * ZooKeeper: no round trip; an index on SQLite), so records another process registered are
+   * counted too.
    */
   private async recordsOf(hostId: string): Promise<NodeRecord[]> {
-    if (!this.synced) return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId);
-    const ids = this.known.get(hostId) ?? new Set<string>();
-    // Read at once, not one after the other: on ZooKeeper each is a round trip.
-    const read = await Promise.all([...ids].map(async (id) => [id, await this.ctx.store.getNode(id)] as const));
-    const records: NodeRecord[] = [];
-    for (const [id, r] of read) {
-      if (r) records.push(r);
-      else ids.delete(id);
-    }
-    return records;
-  }
-
-  private remember(hostId: string, id: string): void {
-    const ids = this.known.get(hostId) ?? new Set<string>();
-    ids.add(id);
-    this.known.set(hostId, ids);
+    return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId);
   }
 
   /** Runs provider work unless stopped, so stop() can wait for it. */
@@ -213,9 +195,6 @@ export class StaticProvider implements Provider {
     if (this.abort.signal.aborted) return;
     await this.gate.exclusively(async () => {
       const records = await this.ctx.store.listNodes({ provider: this.name });
-      this.known.clear();
-      for (const r of records) this.remember(recordHostId(r), r.id);
-      this.synced = true;
       const plan = planRegistration({ provider: this.name, hosts: this.hosts, records, scans });
       for (const problem of plan.problems) this.logProblem(problem.kind, problem.message, problem.hostId);
       for (const action of plan.actions) await this.apply(action);
@@ -229,7 +208,6 @@ export class StaticProvider implements Provider {
       case 'register': {
         const ids: string[] = [];
         for (const slot of action.slots) ids.push((await store.createNode({ ...action.node, slot })).id);
-        for (const id of ids) this.remember(action.hostId, id);
         this.log.info('registered', { host: action.hostId, nodes: ids });
         return;
       }

@@ -112,16 +112,19 @@ export async function removeTreeOps(client: ZkClient, path: string): Promise<Op[
 
 /**
  * Removes `path` with everything below it in one transaction; false when it did not exist.
- * A child created meanwhile fails the transaction (NOT_EMPTY) and the tree is read again.
+ * Tried first as a leaf (most records have no children: no listing); a child there, or one
+ * created meanwhile, fails the transaction (NOT_EMPTY) and the tree is read again.
  */
 export async function removeTree(client: ZkClient, path: string, what: string, extra: (ops: Op[]) => Promise<Op[]> = async (o) => o): Promise<boolean> {
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const ops = await extra(await removeTreeOps(client, path));
+  for (let attempt = 0; attempt <= MAX_ATTEMPTS; attempt++) {
+    const ops = await extra(attempt === 0 ? [{ op: 'remove', path, version: -1 }] : await removeTreeOps(client, path));
     if (ops.length === 0) return false;
     try {
       await client.multi(ops, what);
       return true;
     } catch (err) {
+      // The leaf try found no node there: nothing to remove (a later try reads the tree to tell).
+      if (attempt === 0 && err instanceof ZooKeeperError && err.code === 'NO_NODE' && err.path === path) return false;
       if (err instanceof ZooKeeperError && (err.code === 'NOT_EMPTY' || err.code === 'NO_NODE')) continue;
       if (!lost(err)) throw err;
       // Lost mid-transaction: it applied if the node is gone now.

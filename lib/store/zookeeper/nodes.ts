@@ -6,7 +6,7 @@
  * fills it in. An update under this handle's lock may write at the version of a read made
  * under that lock, guarded by its lock contender (see guardedRead).
  */
-import { StateConflictError, StoreError } from '../../errors.js';
+import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import { checkStringList } from '../checks.js';
@@ -173,7 +173,13 @@ export class ZkNodes {
     return nodeFromJson(id, done.json);
   }
 
-  /** Removes the node with its lock (whoever holds it). */
+  /**
+   * Removes the node with its lock (whoever holds it). When this handle holds the node's lock
+   * and read the record under it (the deleter does), the tree is known without reading it: our
+   * contender, the lock directory and the node go in one transaction (one round trip). Anything
+   * else there (a contender of someone else, a child nobody expected) fails it with NOT_EMPTY,
+   * and the tree is read and removed as a whole.
+   */
   async delete(id: string): Promise<boolean> {
     let path: string;
     try {
@@ -182,9 +188,36 @@ export class ZkNodes {
       return false;
     }
     const client = this.ctx.main();
+    const read = this.reads.get(path);
     this.reads.delete(path);
+    if (read && await this.deleteKnown(id, path, read.tick)) return true;
     const got = await client.getData(path);
     if (!got || got.data.length === 0) return false;
     return removeTree(client, path, `deleting node ${id}`);
+  }
+
+  /**
+   * The one-transaction delete of {@link delete}, for a record read (with data) at `readTick`;
+   * false when it does not apply or did not remove the node. The read was sent after our lock
+   * was taken, so the record existed then; removing our contender in the same transaction
+   * proves the znode was not removed (and made again as an empty lock parent) since.
+   */
+  private async deleteKnown(id: string, path: string, readTick: number): Promise<boolean> {
+    const lock = this.lockedBy(id);
+    const lockDir = `${path}/${LOCK_DIR}`;
+    if (!lock || readTick <= lock.tick || !lock.path.startsWith(`${lockDir}/`)) return false;
+    const client = this.ctx.main();
+    const ops: Op[] = [{ op: 'remove', path: lock.path, version: -1 }, { op: 'remove', path: lockDir, version: -1 }, { op: 'remove', path, version: -1 }];
+    try {
+      await client.multi(ops, `deleting node ${id}`);
+      return true;
+    } catch (err) {
+      if (err instanceof ZooKeeperError && (err.code === 'NOT_EMPTY' || err.code === 'NO_NODE')) return false;
+      if (err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT')) {
+        // Lost mid-transaction: it applied if the node is gone now.
+        return !await client.exists(path);
+      }
+      throw err;
+    }
   }
 }
