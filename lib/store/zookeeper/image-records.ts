@@ -1,5 +1,6 @@
 /**
- * Image records ↔ znode JSON (builds, uploads, pauses), with Nodepool's field names (`state`,
+ * Image records ↔ znode JSON (builds, uploads, pauses; the rollout fields and records are in
+ * rollout-records.ts), with Nodepool's field names (`state`,
  * `state_time` in float seconds, `builder`, `builder_id`, `formats` comma-joined,
  * `external_id`, `external_name`, …); lib/store/zookeeper/records.ts says the rules.
  */
@@ -10,6 +11,7 @@ import {
   type BuildRecord, type ImageFileInfo, type JobProgress, type PauseRecord, type UploadProgress, type UploadRecord,
 } from '../models.js';
 import { clone, createdOf, progressOf, toSeconds, type Json } from './records.js';
+import { uploadRolloutJson, uploadRolloutOf } from './rollout-records.js';
 
 /** A build's JSON. */
 export function buildJson(b: BuildRecord): Json {
@@ -88,6 +90,7 @@ export function uploadJson(u: UploadRecord): Json {
     created_time: toSeconds(u.created),
     reason: u.reason,
     progress: u.progress,
+    ...uploadRolloutJson(u),
   };
   imageFieldsJson(j, u);
   return j;
@@ -113,6 +116,7 @@ export function uploadFromJson(where: { id: string; buildId: string; diskimage: 
     reason: f.optStr('reason'),
     progress: progressOf<UploadProgress>(f),
     ...imageFieldsOf(f, j),
+    ...uploadRolloutOf(f),
   };
 }
 
@@ -135,4 +139,8 @@ export const copyBuild = (b: BuildRecord): BuildRecord => ({
   ...b, formats: [...b.formats], files: b.files.map((f) => ({ ...f })), progress: b.progress ? { ...b.progress } : null,
 });
 
-export const copyUpload = (u: UploadRecord): UploadRecord => ({ ...u, progress: u.progress ? { ...u.progress } : null });
+export const copyUpload = (u: UploadRecord): UploadRecord => {
+  const c = { ...u, progress: u.progress ? { ...u.progress } : null };
+  if (u.rollout) c.rollout = { ...u.rollout };
+  return c;
+};

@@ -2,16 +2,21 @@
  * Operator intents and published status in ZooKeeper: Nodepool's
  * `/nodepool/images/<diskimage>/request-build` and `…/pause` (with JSON where Nodepool writes
  * an empty marker; an empty one is read as made at its creation), this project's per-provider
- * pauses under `…/provider-pauses/<provider>`, and status values under `/nodepool/status/`.
+ * pauses under `…/provider-pauses/<provider>`, pins and revocations (rollout-intents.ts), and
+ * status values under `/nodepool/status/`.
  */
-import { CorruptRecordError, StoreError, ZooKeeperError } from '../../errors.js';
+import { StoreError, ZooKeeperError } from '../../errors.js';
 import { Fields, type CorruptRecord } from '../corrupt.js';
-import type { BuildRequest, PauseRecord } from '../models.js';
+import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord } from '../models.js';
 import { requestedAtOf } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
-import { ensure, updateJson, type ZkContext } from './context.js';
+import type { ZkContext } from './context.js';
 import { pauseFromJson, pauseId, pauseJson } from './image-records.js';
+import {
+  corruptIntents, keepingSince, listIntents, removeIntent, upsert, writeIntent, type IntentPlaces, type IntentReader,
+} from './intent-nodes.js';
 import { decode, decodeRecord, encode, statTime, toMs, toSeconds, type Json } from './records.js';
+import { ZkRolloutIntents } from './rollout-intents.js';
 import type { Entry } from './tree-cache.js';
 
 /** A build request's record. Thrown: CorruptRecordError when `requested` is not a time. */
@@ -20,14 +25,33 @@ export function buildRequestFromJson(diskimage: string, j: Json, ctime: Buffer):
   return { diskimage, requested: f.optSeconds('requested') ?? statTime(ctime) };
 }
 
+const PAUSES: IntentPlaces = { whole: 'pause', dir: 'provider-pauses' };
+
+/**
+ * A pause: corrupt or not, the znode's existence is the operator's intent (Nodepool's pause is
+ * an empty marker), so a corrupt one still pauses, with `since` its creation and a reason
+ * saying it is corrupt; it is also named by corrupt().
+ */
+const PAUSE_READER: IntentReader<PauseRecord> = {
+  kind: 'pause',
+  id: pauseId,
+  where: (diskimage, provider) => ({ diskimage, provider }),
+  parse: pauseFromJson,
+  corrupt: (diskimage, provider, c, ctime) => ({ diskimage, provider, since: ctime, reason: `corrupt pause record (${c?.reason ?? 'unreadable'})` }),
+};
+
 /** Intents of one store handle. */
 export class ZkIntents {
-  constructor(private readonly ctx: ZkContext) {}
+  private readonly rollout: ZkRolloutIntents;
+
+  constructor(private readonly ctx: ZkContext) {
+    this.rollout = new ZkRolloutIntents(ctx);
+  }
 
   async requestBuild(diskimage: string): Promise<BuildRequest> {
     const path = this.ctx.layout.requestBuild(diskimage);
     const requested = this.ctx.clock();
-    await this.upsert(path, encode({ requested: toSeconds(requested) }, `build request of ${diskimage}`), this.ctx.layout.image(diskimage));
+    await upsert(this.ctx.main(), path, encode({ requested: toSeconds(requested) }, `build request of ${diskimage}`), [this.ctx.layout.image(diskimage)]);
     return { diskimage, requested };
   }
 
@@ -50,44 +74,17 @@ export class ZkIntents {
     return memoized(e, this.ctx.corrupt, () => buildRequestFromJson(diskimage, decodeRecord(data, 'build-request', diskimage), stat.ctime), { diskimage });
   }
 
-  /**
-   * A pause: corrupt or not, the znode's existence is the operator's intent (Nodepool's pause is
-   * an empty marker), so a corrupt one still pauses, with `since` its creation and a reason
-   * saying it is corrupt; it is also named by {@link corrupt}.
-   */
-  private memoPause(diskimage: string, provider: string | null, e: Entry): PauseRecord | undefined {
-    const { data, stat } = e;
-    if (!data || !stat) return undefined;
-    const rec = memoized(e, this.ctx.corrupt, () => pauseFromJson(diskimage, provider, decodeRecord(data, 'pause', pauseId(diskimage, provider)), statTime(stat.ctime)),
-      { diskimage, provider });
-    if (rec) return rec;
-    const c = corruptEntry(e);
-    return { diskimage, provider, since: statTime(stat.ctime), reason: `corrupt pause record (${c?.reason ?? 'unreadable'})` };
-  }
-
-  /** From the cache (call ctx.fresh() first): corrupt pauses and build requests, by diskimage. */
+  /** From the cache (call ctx.fresh() first): corrupt build requests, pauses, pins and revocations, by diskimage. */
   corrupt(): CorruptRecord[] {
     const { layout, cache } = this.ctx;
     const out: CorruptRecord[] = [];
-    const add = (e: Entry | undefined): void => {
-      const c = e && corruptEntry(e);
-      if (c) out.push(c);
-    };
     for (const d of cache.children(layout.images)) {
       const req = cache.get(`${layout.images}/${d}/request-build`);
       if (req) this.memoRequest(d, req);
-      add(req);
-      const whole = cache.get(`${layout.images}/${d}/pause`);
-      if (whole) this.memoPause(d, null, whole);
-      add(whole);
-      const dir = `${layout.images}/${d}/provider-pauses`;
-      for (const p of cache.children(dir)) {
-        const e = cache.get(`${dir}/${p}`);
-        if (e) this.memoPause(d, p, e);
-        add(e);
-      }
+      const c = req && corruptEntry(req);
+      if (c) out.push(c);
     }
-    return out;
+    return [...out, ...corruptIntents(this.ctx, PAUSES, PAUSE_READER), ...this.rollout.corrupt()];
   }
 
   async clearBuildRequest(diskimage: string, requestedUpTo: number): Promise<void> {
@@ -113,61 +110,40 @@ export class ZkIntents {
     const { layout } = this.ctx;
     const path = provider === null ? layout.pause(diskimage) : layout.providerPause(diskimage, provider);
     const client = this.ctx.main();
-    if (!paused) {
-      try {
-        await client.remove(path);
-      } catch (err) {
-        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
-      }
-      return;
-    }
+    if (!paused) return removeIntent(client, path);
     const since = this.ctx.clock();
+    const parents = provider === null ? [layout.image(diskimage)] : [layout.image(diskimage), layout.providerPauses(diskimage)];
     // Pausing what is paused keeps `since`; a new reason replaces the old one.
-    const kept = await updateJson(client, path, `pause of ${diskimage}`, (cur, stat) => {
-      let old: PauseRecord;
-      try {
-        old = pauseFromJson(diskimage, provider, cur, statTime(stat.ctime));
-      } catch (err) {
-        // A corrupt pause is replaced by a good one.
-        if (!(err instanceof CorruptRecordError)) throw err;
-        return pauseJson({ since: statTime(stat.ctime), reason: reason ?? null });
-      }
-      if (reason === undefined && cur.since !== undefined) return null;
-      return { ...cur, ...pauseJson({ since: old.since, reason: reason ?? old.reason }) };
-    });
-    if (kept) return;
-    await ensure(client, layout.image(diskimage));
-    if (provider !== null) await ensure(client, layout.providerPauses(diskimage));
-    try {
-      await client.create(path, encode(pauseJson({ since, reason: reason ?? null }), `pause of ${diskimage}`));
-    } catch (err) {
-      if (!(err instanceof ZooKeeperError && err.code === 'NODE_EXISTS')) throw err;
-      await this.setPause(diskimage, provider, paused, reason);
-    }
+    await writeIntent(client, path, `pause of ${diskimage}`, parents,
+      keepingSince((j, ctime) => pauseFromJson(diskimage, provider, j, ctime), pauseJson, reason), () => pauseJson({ since, reason: reason ?? null }));
   }
 
   /** From the cache, by diskimage then provider (diskimage-wide first). */
-  async listPauses(): Promise<PauseRecord[]> {
-    await this.ctx.fresh();
-    const { layout, cache } = this.ctx;
-    const out: PauseRecord[] = [];
-    for (const d of cache.children(layout.images)) {
-      const whole = cache.get(`${layout.images}/${d}/pause`);
-      const w = whole && this.memoPause(d, null, whole);
-      if (w) out.push({ ...w });
-      const dir = `${layout.images}/${d}/provider-pauses`;
-      for (const p of cache.children(dir)) {
-        const e = cache.get(`${dir}/${p}`);
-        const r = e && this.memoPause(d, p, e);
-        if (r) out.push({ ...r });
-      }
-    }
-    return out;
+  listPauses(): Promise<PauseRecord[]> {
+    return listIntents(this.ctx, PAUSES, PAUSE_READER);
+  }
+
+  /** As ZkRolloutIntents.setPin. */
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void> {
+    return this.rollout.setPin(diskimage, provider, buildId, reason);
+  }
+
+  listPins(): Promise<PinRecord[]> {
+    return this.rollout.listPins();
+  }
+
+  /** As ZkRolloutIntents.setRevocation. */
+  setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): Promise<void> {
+    return this.rollout.setRevocation(diskimage, buildId, revoked, reason);
+  }
+
+  listRevocations(): Promise<RevocationRecord[]> {
+    return this.rollout.listRevocations();
   }
 
   async putStatus(key: string, value: unknown): Promise<void> {
     const path = this.ctx.layout.statusKey(key);
-    await this.upsert(path, encode({ value, updated: toSeconds(this.ctx.clock()) }, `status ${key}`));
+    await upsert(this.ctx.main(), path, encode({ value, updated: toSeconds(this.ctx.clock()) }, `status ${key}`));
   }
 
   async getStatus<T>(key: string): Promise<{ value: T; updated: number } | undefined> {
@@ -176,26 +152,4 @@ export class ZkIntents {
     const j = decode(got.data, `status ${key}`);
     return { value: j.value as T, updated: toMs(j.updated) };
   }
-
-  /** Writes `data` at `path`, creating it (and `parent`) when missing. */
-  private async upsert(path: string, data: Buffer, parent?: string): Promise<void> {
-    const client = this.ctx.main();
-    for (let attempt = 1; attempt <= 10; attempt++) {
-      try {
-        await client.setData(path, data);
-        return;
-      } catch (err) {
-        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
-      }
-      if (parent) await ensure(client, parent);
-      try {
-        await client.create(path, data);
-        return;
-      } catch (err) {
-        if (!(err instanceof ZooKeeperError && err.code === 'NODE_EXISTS')) throw err;
-      }
-    }
-    throw new StoreError(`writing ${path}: it kept appearing and vanishing`);
-  }
 }
-

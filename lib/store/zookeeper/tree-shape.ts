@@ -1,13 +1,16 @@
 /**
  * Which parts of the tree the store's cache keeps, and how: under `images`, the build and
- * upload records, build requests and pauses (never the `lock` directories, whose contenders
- * come and go); the records under `nodes`, `requests` and `launchers` (not node locks).
+ * upload records, build requests, pauses, pins and revocations (never the `lock` directories,
+ * whose contenders come and go); the records under `nodes`, `requests` and `launchers` (not
+ * node locks).
  */
 import { UUID_HEX_RE } from '../../images/image-file.js';
 import { SEQ_RE, type Layout } from './layout.js';
 import type { Shape } from './tree-cache.js';
 
-const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses']);
+const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses', 'pin', 'provider-pins', 'revocations']);
+/** Directories under an image with one record per child (a provider, a build id). */
+const INTENT_DIRS = new Set(['provider-pauses', 'provider-pins', 'revocations']);
 const isSeq = (name: string): boolean => SEQ_RE.test(name);
 /** A build's segment: our 10-digit sequence, or a Nodepool 11 `uuid4().hex`. */
 const isBuild = (name: string): boolean => SEQ_RE.test(name) || UUID_HEX_RE.test(name);
@@ -31,10 +34,10 @@ export function treeShape(layout: Layout): (path: string) => Shape | undefined {
       case 2: return { data: false, children: true, accept: (n) => IMAGE_CHILDREN.has(n) };
       case 3:
         if (s[2] === 'builds') return { data: false, children: true, accept: isBuild };
-        if (s[2] === 'provider-pauses') return { data: false, children: true };
+        if (INTENT_DIRS.has(s[2] as string)) return { data: false, children: true };
         return { data: true, children: false };
       case 4:
-        if (s[2] === 'provider-pauses') return { data: true, children: false };
+        if (INTENT_DIRS.has(s[2] as string)) return { data: true, children: false };
         return { data: true, children: true, accept: (n) => n === 'providers' };
       case 5: return { data: false, children: true };
       case 6: return { data: false, children: true, accept: (n) => n === 'images' };

@@ -7,12 +7,13 @@
  */
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
-import type { NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
-import { checkUploadState } from '../checks.js';
+import type { LaunchResult, NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
+import { checkRolloutPatch, checkUploadState } from '../checks.js';
 import type { ExpectState, UploadFilter } from '../store.js';
 import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
+import { countJson } from './count-json.js';
 import { seq10 } from './layout.js';
 import { uploadImageFields, type ImageFields } from '../image-fields.js';
 import { copyUpload, imageFieldsFromJson, uploadFromJson, uploadJson } from './image-records.js';
@@ -119,6 +120,7 @@ export class ZkUploads {
 
   async update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): Promise<UploadRecord | undefined> {
     if (patch.state !== undefined) checkUploadState(patch.state, `updating upload ${id}`);
+    checkRolloutPatch(patch, `updating upload ${id}`);
     const place = await this.find(id);
     if (!place) return undefined;
     const now = this.ctx.clock();
@@ -135,9 +137,28 @@ export class ZkUploads {
       if (patch.format !== undefined) next.format = patch.format;
       if (patch.reason !== undefined) next.reason = patch.reason;
       if (patch.progress !== undefined) next.progress = patch.progress === null ? null : { ...patch.progress };
+      if (patch.launches !== undefined) next.launches = patch.launches;
+      if (patch.launchFailures !== undefined) next.launchFailures = patch.launchFailures;
+      if (patch.rollout !== undefined) next.rollout = patch.rollout === null ? null : { ...patch.rollout };
       return { ...cur, ...uploadJson(next) };
     });
     return done ? uploadFromJson(place, done.json) : undefined;
+  }
+
+  /**
+   * Counts one launch from upload `id`: a version-checked read-modify-write (count-json.ts),
+   * repeated when another launcher counted first, so no count is lost however many hosts count at once.
+   * Undefined when the upload is gone. Thrown: CorruptRecordError (a corrupt upload is not counted).
+   */
+  async recordLaunch(id: string, result: LaunchResult): Promise<UploadRecord | undefined> {
+    const place = await this.find(id);
+    if (!place) return undefined;
+    const done = await countJson(this.ctx.main(), place.path, `upload ${id}`, (cur) => {
+      const rec = uploadFromJson(place, cur);
+      const counted = result === 'success' ? { launches: (rec.launches ?? 0) + 1 } : { launch_failures: (rec.launchFailures ?? 0) + 1 };
+      return { ...cur, ...counted };
+    });
+    return done ? uploadFromJson(place, done) : undefined;
   }
 
   async delete(id: string): Promise<boolean> {
