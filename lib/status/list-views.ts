@@ -10,7 +10,7 @@ import { ageSeconds } from './age.js';
 import { buildTable, diskimageAttention } from './builds.js';
 import { corruptJson, corruptLines, corruptRows } from './corrupt.js';
 import { imageStatusAttention, imageStatuses, imageStatusTable } from './image-status.js';
-import { LABEL_COLUMNS, labelAttention, labelRow, labelSummaries } from './labels.js';
+import { labelAttention, labelsAt, labelSummaries, labelTable } from './labels.js';
 import {
   readBuildList, readImageStatusList, readLabelList, readNodeList, readRequestList, readUploadList, settingsFor,
 } from './list-data.js';
@@ -135,10 +135,10 @@ export async function requestListView({ store, clock }: StatusSource): Promise<S
   };
 }
 
-/** `label-list`: node counts per label against min-ready, and the pools serving it. */
-export async function labelListView({ store, config }: StatusSource): Promise<StatusView> {
+/** `label-list`: node counts per label against min-ready (a schedule's value now, and its next change), and the pools serving it. */
+export async function labelListView({ store, config, clock }: StatusSource): Promise<StatusView> {
   const c = config();
   const { nodes, pools } = await readLabelList(store, c);
-  const summaries = labelSummaries({ labels: c.labels, pools, nodes });
-  return { columns: LABEL_COLUMNS, rows: summaries.map(labelRow), lines: labelAttention(summaries), json: summaries };
+  const summaries = labelSummaries({ labels: labelsAt(c.labels, clock()), pools, nodes });
+  return { ...labelTable(summaries), lines: labelAttention(summaries), json: summaries };
 }
