@@ -221,11 +221,14 @@ const UNREACHABLE_CODES = new Set(['CONNECTION_LOSS', 'OPERATION_TIMEOUT', 'SESS
 
 /**
  * True when `err` says the state store could not be reached (a ZooKeeper connection loss, an
- * operation with no answer, a session being replaced): the same write may succeed later. A
- * store this process closed is not unreachable: nothing will answer there again.
+ * operation with no answer, a session being replaced; a SQLite database another process kept
+ * locked past the busy timeout, `SQLITE_BUSY`): the same write may succeed later. A store
+ * this process closed is not unreachable: nothing will answer there again.
  */
 export function isStoreUnreachable(err: unknown): boolean {
-  return err instanceof ZooKeeperError && err.retryable;
+  if (err instanceof ZooKeeperError) return err.retryable;
+  const code = err instanceof StoreError ? (err.cause as { code?: unknown } | undefined)?.code : undefined;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
 /**
