@@ -14,11 +14,13 @@ import { METRICS_CONTENT_TYPE, renderMetrics } from '../../lib/metrics/process-m
 import { SharedRender } from '../../lib/metrics/shared-render.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import {
-  BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES, type BuildRecord, type NodeRecord, type NodeRequestRecord, type UploadRecord,
+  BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES, type BuildRecord, type NodeRecord, type NodeRequestRecord, type PinRecord,
+  type RevocationRecord, type UploadRecord,
 } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { launchResult } from './launch-result.js';
 import type { BuildOutcome, LaunchOutcome, MetricsSink, UploadOutcome } from './outcomes.js';
+import { registerRolloutMetrics } from './rollout-metrics.js';
 import { ValidationOutcomeTracker } from './validation-outcomes.js';
 
 /** What the gauges read. */
@@ -38,6 +40,8 @@ interface Snapshot {
   uploads: UploadRecord[];
   nodes: NodeRecord[];
   requests: NodeRequestRecord[];
+  pins: PinRecord[];
+  revocations: RevocationRecord[];
   loops: LoopHealth[];
   limits: Array<{ provider: string; resource: string; limit: number }>;
   /** Epoch ms the snapshot was read. */
@@ -79,6 +83,7 @@ export class PrometheusMetrics implements MetricsSink {
     this.shared = new SharedRender({ render: () => this.renderNow(), ...(deps.reuseMs === undefined ? {} : { ttlMs: deps.reuseMs }) });
     const registers = [this.registry];
     this.gauges();
+    registerRolloutMetrics(this.registry, () => this.snapshot());
     this.buildDuration = new Histogram({
       name: 'nodepool_build_duration_seconds', help: 'Time from a build record to its end, by diskimage and result (ready|failed)',
       labelNames: ['diskimage', 'result'], buckets: BUILD_BUCKETS, registers,
@@ -157,10 +162,11 @@ export class PrometheusMetrics implements MetricsSink {
 
   private async readSnapshot(): Promise<Snapshot> {
     const { store } = this.deps;
-    const [builds, uploads, nodes, requests, limits] = await Promise.all([
-      store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(), this.deps.resourceLimits?.() ?? [],
+    const [builds, uploads, nodes, requests, pins, revocations, limits] = await Promise.all([
+      store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(), store.listPins(), store.listRevocations(),
+      this.deps.resourceLimits?.() ?? [],
     ]);
-    return { config: this.deps.config(), builds, uploads, nodes, requests, loops: this.deps.loops(), limits, at: Date.now() };
+    return { config: this.deps.config(), builds, uploads, nodes, requests, pins, revocations, loops: this.deps.loops(), limits, at: Date.now() };
   }
 
   private snapshot(): Promise<Snapshot> {

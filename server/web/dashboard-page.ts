@@ -2,8 +2,8 @@
  * The dashboard at `/`: one self-contained HTML page (no framework, no external files) that
  * polls `/dashboard.json` every two seconds and redraws its tables: failing loops, builds,
  * uploads with progress bars and reasons (multi-line ones kept as lines), the upload targets
- * that need attention (validating, failing), nodes by provider and label, nodes with their
- * addresses, requests.
+ * that need attention (validating, failing), pins and revoked builds with each build's and
+ * upload's rollout (issue 24), nodes by provider and label, nodes with their addresses, requests.
  * Every value is put in with textContent, never as HTML.
  */
 
@@ -23,7 +23,7 @@ th { background: #f0f0f0; } td.empty { color: #888; font-style: italic; }
 .state-validating { color: #8a5a00; }
 td.reason { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .85em; max-width: 60em; }
 td.reason > div { max-height: 8em; overflow: auto; }
-#upload-attention { margin: .4em 0 0; padding-left: 1.2em; } #upload-attention li { white-space: pre-wrap; }
+#upload-attention, #rollout { margin: .4em 0 0; padding-left: 1.2em; } #upload-attention li, #rollout li { white-space: pre-wrap; }
 #updated { color: #666; font-size: .9em; }`;
 
 const SCRIPT = `
@@ -48,9 +48,10 @@ function draw(d) {
   status.textContent = d.ready ? 'all loops pass' : (d.started ? d.failing.length + ' loop(s) failing' + (d.stuck.length ? ', ' + d.stuck.length + ' stuck' : '') : 'starting');
   status.className = d.ready ? 'ok' : 'bad';
   table('failing', ['Loop', 'Failed passes in a row', 'Last error'], d.failing.concat(d.stuck.map((s) => ({ loop: s.loop, consecutiveFailures: 0, lastError: 'pass running for ' + Math.round(s.runningMs / 1000) + ' s, past its bound of ' + Math.round(s.deadlineMs / 1000) + ' s' }))), (f) => [f.loop, f.consecutiveFailures, f.lastError || '']);
-  table('builds', ['Build', 'Diskimage', 'State', 'Age', 'Reason'], d.builds, (b) => [b.id, b.diskimage, stateCell(b.state), b.age, b.reason || '']);
-  table('uploads', ['Upload', 'Build', 'Provider', 'State', 'Age', 'Progress', 'Reason'], d.uploads, (u) => [u.id, u.buildId, u.provider, stateCell(u.state), u.age, progressCell(u), reasonCell(u.reason)]);
+  table('builds', ['Build', 'Diskimage', 'State', 'Age', 'Reason', 'Pinned', 'Revoked'], d.builds, (b) => [b.id, b.diskimage, stateCell(b.state), b.age, b.reason || '', b.pinned, b.revoked]);
+  table('uploads', ['Upload', 'Build', 'Provider', 'State', 'Age', 'Progress', 'Reason', 'Rollout', 'Launches', 'Launch failures'], d.uploads, (u) => [u.id, u.buildId, u.provider, stateCell(u.state), u.age, progressCell(u), reasonCell(u.reason), u.rollout || '', u.launches, u.launchFailures]);
   list('upload-attention', d.uploadAttention);
+  list('rollout', d.rolloutLines.length ? d.rolloutLines : ['no pins, no revoked builds']);
   table('node-counts', ['Provider', 'Label', 'Nodes by state'], d.nodeCounts, (c) => [c.provider, c.label, Object.entries(c.states).map(([s, n]) => s + ' ' + n).join(', ')]);
   table('nodes', ['Node', 'Provider', 'Label', 'Server ID', 'Address', 'State', 'Age'], d.nodes, (n) => [n.id, n.provider, n.labels, n.externalId, n.address, stateCell(n.state), n.age]);
   table('requests', ['Request', 'State', 'Labels', 'Requestor', 'Nodes', 'Age'], d.requests, (r) => [r.id, stateCell(r.state), r.labels, r.requestor, r.nodes, r.age]);
@@ -85,6 +86,8 @@ ${section('Failing loops', 'failing')}
 ${section('Images: builds', 'builds')}
 ${section('Images: uploads', 'uploads')}
 <ul id="upload-attention"></ul>
+<h2>Images: pins and revoked builds</h2>
+<ul id="rollout"></ul>
 ${section('Nodes by provider and label', 'node-counts')}
 ${section('Nodes', 'nodes')}
 ${section('Requests', 'requests')}
