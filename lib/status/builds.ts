@@ -67,6 +67,7 @@ export function diskimageAttentionParts(s: DiskimageStatus, pauses: readonly Pau
   const parts: string[] = [];
   if (s.paused) parts.push(pauseText('builds', s.paused, pauses.find((p) => p.diskimage === s.diskimage && p.provider === null)));
   if (s.waiting) parts.push(`waiting: ${s.waiting}`);
+  if (s.revoked) parts.push(s.revoked);
   if (s.failures > 0) parts.push(failuresText('failed build', s, now));
   if (s.requested) parts.push('build requested');
   return parts;
@@ -88,7 +89,7 @@ export interface DiskimageAttentionInput {
 
 /**
  * Lines shown under the build table: per diskimage (by name), one line joining what needs
- * attention (paused, waiting, failures with backoff, build requested), then one line per
+ * attention (paused, waiting, newest build revoked, failures with backoff, build requested), then one line per
  * failed or lost build with its reason.
  */
 export function diskimageAttention(input: DiskimageAttentionInput): string[] {

@@ -61,6 +61,12 @@ describe('build presenters', () => {
     assert.deepEqual(lines, ['a: builds paused by config (pause: true)', 'b: builds paused by operator']);
   });
 
+  it('says when the newest build is revoked, so a new one is built (or would be, when paused)', () => {
+    const revoked = 'newest build a-0000000002 revoked: kernel panics on boot';
+    const lines = diskimageAttention({ statuses: [status('a', { paused: 'operator', revoked })], builds: [], pauses: [], now: NOW });
+    assert.deepEqual(lines, [`a: builds paused by operator; ${revoked}`]);
+  });
+
   it('says a retry is due when the backoff has passed, and counts one failure in the singular', () => {
     const lines = diskimageAttention({ statuses: [status('a', { failures: 1, lastFailure: 'boom', retryAt: NOW - 1 })], builds: [], pauses: [], now: NOW });
     assert.deepEqual(lines, ['a: 1 failed build, last: boom; next attempt due now']);
