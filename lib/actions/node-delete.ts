@@ -33,6 +33,11 @@ export interface DeleteNodeArgs {
   requestor?: string;
   /** Default {@link DELETE_LOCK_TIMEOUT_MS}. */
   lockTimeoutMs?: number;
+  /**
+   * Delete the node only while it is ready and allocated to no request, as read under its lock
+   * (an image revocation deletes idle nodes only); otherwise refused `wrong-state`.
+   */
+  onlyIfIdle?: boolean;
   /** For the session keeper's messages (default silent). */
   log?: Logger;
 }
@@ -43,7 +48,7 @@ export interface DeleteNodeArgs {
  */
 export type DeleteNodeResult = ActionResult<
   { nodeId: string; outcome: 'marked' | 'deleted' | 'corrupt-removed'; node: NodeRecord | null },
-  'unknown-node' | 'unknown-provider' | 'locked' | 'failed'>;
+  'unknown-node' | 'unknown-provider' | 'locked' | 'wrong-state' | 'failed'>;
 
 /** Deletes a node, or removes a corrupt node or request record of that id. */
 export async function deleteNode(ctx: NodeActionContext, args: DeleteNodeArgs): Promise<DeleteNodeResult> {
@@ -66,6 +71,14 @@ export async function deleteNode(ctx: NodeActionContext, args: DeleteNodeArgs): 
     const timeoutMs = args.lockTimeoutMs ?? DELETE_LOCK_TIMEOUT_MS;
     const locked = (await pollUntil(async () => (await store.tryLock(nodeLock(id), keeper.id)) || undefined, { timeoutMs, intervalMs: 200 })) ?? false;
     if (!locked) return refuse('locked', `Node ${id} is locked by another session; not deleted (try again later)`);
+    if (args.onlyIfIdle) {
+      const now = await store.getNode(id);
+      if (!now) return refuse('unknown-node', `Node ${id} not found`);
+      if (now.state !== 'ready' || now.allocatedTo !== null) {
+        await store.unlock(nodeLock(id), keeper.id);
+        return refuse('wrong-state', `Node ${id} is ${now.state}${now.allocatedTo !== null ? `, allocated to request ${now.allocatedTo}` : ''}; not deleted`);
+      }
+    }
     const marked = await store.updateNode(id, { state: 'deleting' });
     if (!marked) return refuse('unknown-node', `Node ${id} not found`);
     if (args.removeWith && pc) {
