@@ -32,6 +32,11 @@ const imageList = lazy(() => import('../cli/commands/image-list.js'), 'imageList
 const imagePause = lazy(() => import('../cli/commands/image-pause.js'), 'imagePause');
 const imageStatus = lazy(() => import('../cli/commands/image-status.js'), 'imageStatus');
 const imageUnpause = lazy(() => import('../cli/commands/image-unpause.js'), 'imageUnpause');
+const imagePin = lazy(() => import('../cli/commands/image-pin.js'), 'imagePin');
+const imageUnpin = lazy(() => import('../cli/commands/image-unpin.js'), 'imageUnpin');
+const imageRevoke = lazy(() => import('../cli/commands/image-revoke.js'), 'imageRevoke');
+const imageUnrevoke = lazy(() => import('../cli/commands/image-unrevoke.js'), 'imageUnrevoke');
+const imagePromote = lazy(() => import('../cli/commands/image-promote.js'), 'imagePromote');
 const alienImageList = lazy(() => import('../cli/commands/alien-image-list.js'), 'alienImageList');
 const deleteNode = lazy(() => import('../cli/commands/delete.js'), 'deleteNode');
 const erase = lazy(() => import('../cli/commands/erase.js'), 'erase');
@@ -172,6 +177,29 @@ await yargs(hideBin(process.argv))
     .positional('diskimage', { type: 'string', demandOption: true })
     .option('provider', { type: 'string', describe: 'unpause only the uploads to this provider' }),
   async (a) => finish(await imageUnpause({ configFile: a.config, load: loadOptions(a), diskimage: String(a.diskimage), provider: str(a.provider) })))
+  .command('image-pin <diskimage> <build-id>', "pin a diskimage's launches to a build (whatever is newer)", (y) => y
+    .positional('diskimage', { type: 'string', demandOption: true })
+    .positional('build-id', { type: 'string', demandOption: true, describe: 'build id (<diskimage>-<10 digits>) with a ready upload' })
+    .option('provider', { type: 'string', describe: 'pin only the launches on this provider' })
+    .option('reason', { type: 'string', describe: 'shown with the pin' }),
+  async (a) => finish(await imagePin({
+    configFile: a.config, load: loadOptions(a), diskimage: String(a.diskimage), buildId: String(a.buildId), provider: str(a.provider), reason: str(a.reason),
+  })))
+  .command('image-unpin <diskimage>', 'remove a pin', (y) => y
+    .positional('diskimage', { type: 'string', demandOption: true })
+    .option('provider', { type: 'string', describe: "remove this provider's pin (default: the diskimage-wide one)" }),
+  async (a) => finish(await imageUnpin({ configFile: a.config, load: loadOptions(a), diskimage: String(a.diskimage), provider: str(a.provider) })))
+  .command('image-revoke <build-id>', 'revoke a build: the previous one serves its launches', (y) => y
+    .positional('build-id', { type: 'string', demandOption: true, describe: 'build id (<diskimage>-<10 digits>)' })
+    .option('reason', { type: 'string', describe: 'shown with the revocation' })
+    .option('nodes', { choices: ['keep', 'delete-ready'] as const, default: 'keep' as const, describe: 'delete-ready: also delete the idle ready nodes booted from it' }),
+  async (a) => finish(await imageRevoke({ configFile: a.config, load: loadOptions(a), buildId: String(a.buildId), reason: str(a.reason), nodes: a.nodes })))
+  .command('image-unrevoke <build-id>', 'undo image-revoke (and a failed canary\'s revocation)', (y) => y
+    .positional('build-id', { type: 'string', demandOption: true, describe: 'build id (<diskimage>-<10 digits>)' }),
+  async (a) => finish(await imageUnrevoke({ configFile: a.config, load: loadOptions(a), buildId: String(a.buildId) })))
+  .command('image-promote <build-id>', "end a build's canary: it serves every launch", (y) => y
+    .positional('build-id', { type: 'string', demandOption: true, describe: 'build id (<diskimage>-<10 digits>)' }),
+  async (a) => finish(await imagePromote({ configFile: a.config, load: loadOptions(a), buildId: String(a.buildId) })))
   .command('list', 'list nodes', (y) => y
     .option('detail', { type: 'boolean', default: false, describe: 'add pool, hostname, private IPv4, AZ, port, launcher, allocation and hold' })
     .option('json', JSON_OPTION),

@@ -2,8 +2,12 @@
  * How the CLI adapters turn an operator action's refusal (lib/actions/action-result.ts) into
  * what `runCommand` prints and exits with: its sentence on stderr, and the documented exit code.
  */
-import { isUnknown, type Refusal, type Refused } from '../../lib/actions/action-result.js';
-import { CommandFailure, EXIT } from './shared.js';
+import { isUnknown, type ActionResult, type Refusal, type Refused } from '../../lib/actions/action-result.js';
+import type { Config } from '../../lib/config/schema.js';
+import type { Store } from '../../lib/store/store.js';
+import {
+  CommandFailure, commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
+} from './shared.js';
 
 /** The exit code of a refused action: unknown → 3, bad argument → 2, interrupted → 130, else 1. */
 export function refusalExitCode(refusal: Refusal): number {
@@ -20,4 +24,19 @@ export function settled<T extends object>(x: T): Exclude<T, Refused> {
     throw new CommandFailure(refusalExitCode(r.refusal), r.message);
   }
   return x as Exclude<T, Refused>;
+}
+
+/**
+ * Runs an action on the configured store and prints its message on stdout and its warnings on
+ * stderr; exit 0, or the refusal's sentence and exit code.
+ */
+export function runActionCommand(opts: CommandContext,
+  action: (ctx: { store: Store; config: Config }) => Promise<ActionResult<{ warnings?: readonly string[] }>>): Promise<CommandResult> {
+  return runCommand(async (out) => {
+    const config = commandConfig(opts);
+    const { message, warnings } = settled(await withStore(config, (store) => action({ store, config })));
+    out.out(`${message}\n`);
+    for (const w of warnings ?? []) out.err(`warning: ${w}\n`);
+    return EXIT.ok;
+  });
 }

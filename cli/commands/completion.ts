@@ -29,6 +29,11 @@ export const NODEPOOL_COMPLETION: CompletionSpec = {
     'image-build': ['diskimage'],
     'image-pause': ['diskimage'],
     'image-unpause': ['diskimage'],
+    'image-pin': ['diskimage', 'build'],
+    'image-unpin': ['diskimage'],
+    'image-revoke': ['build'],
+    'image-unrevoke': ['build'],
+    'image-promote': ['build'],
     'image-delete': ['build'],
     'dib-image-delete': ['build'],
     info: ['provider'],
@@ -42,7 +47,7 @@ export const NODEPOOL_COMPLETION: CompletionSpec = {
     'import-image-data': ['file'],
   },
   options: { provider: 'provider', image: 'diskimage', 'build-id': 'build', config: 'file', c: 'file' },
-  valueOptions: new Set(['config', 'c', 'secure', 's', 'provider', 'image', 'build-id', 'upload-id', 'reason', 'timeout', 'expire', 'priority']),
+  valueOptions: new Set(['config', 'c', 'secure', 's', 'provider', 'image', 'build-id', 'upload-id', 'reason', 'timeout', 'expire', 'priority', 'nodes']),
 };
 
 /** What the word under the cursor should be: a name of `kind`, written after `prefix` (`--provider=`). */

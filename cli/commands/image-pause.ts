@@ -4,13 +4,9 @@
  * `image-build` refuses) until `nodepool image-unpause`. The actions are
  * lib/actions/image-pause.ts `pauseImage` and `unpauseImage`.
  */
-import { pauseImage, unpauseImage, type ImagePauseResult } from '../../lib/actions/image-pause.js';
-import type { Config } from '../../lib/config/schema.js';
-import type { Store } from '../../lib/store/store.js';
-import {
-  commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
-} from './shared.js';
-import { settled } from './action-refusal.js';
+import { pauseImage, unpauseImage } from '../../lib/actions/image-pause.js';
+import type { CommandContext, CommandResult } from './shared.js';
+import { runActionCommand } from './action-refusal.js';
 
 /** Options of {@link imagePause} and `imageUnpause`. */
 export interface ImagePauseOptions extends CommandContext {
@@ -20,23 +16,12 @@ export interface ImagePauseOptions extends CommandContext {
   reason?: string;
 }
 
-/** Runs a pause action and prints its message and warnings; exit 0, or 3 for an unknown diskimage or provider. */
-export function runPauseAction(opts: CommandContext, action: (ctx: { store: Store; config: Config }) => Promise<ImagePauseResult>): Promise<CommandResult> {
-  return runCommand(async (out) => {
-    const config = commandConfig(opts);
-    const { message, warnings } = settled(await withStore(config, (store) => action({ store, config })));
-    out.out(`${message}\n`);
-    for (const w of warnings) out.err(`warning: ${w}\n`);
-    return EXIT.ok;
-  });
-}
-
 /** Pauses builds, or uploads to one provider; exit 0, or 3 for an unknown diskimage or provider. */
 export function imagePause(opts: ImagePauseOptions): Promise<CommandResult> {
-  return runPauseAction(opts, (ctx) => pauseImage(ctx, { diskimage: opts.diskimage, provider: opts.provider, reason: opts.reason }));
+  return runActionCommand(opts, (ctx) => pauseImage(ctx, { diskimage: opts.diskimage, provider: opts.provider, reason: opts.reason }));
 }
 
 /** Removes an operator pause; exit 0, or 3 for an unknown diskimage or provider. */
 export function imageUnpause(opts: Omit<ImagePauseOptions, 'reason'>): Promise<CommandResult> {
-  return runPauseAction(opts, (ctx) => unpauseImage(ctx, { diskimage: opts.diskimage, provider: opts.provider }));
+  return runActionCommand(opts, (ctx) => unpauseImage(ctx, { diskimage: opts.diskimage, provider: opts.provider }));
 }

@@ -98,7 +98,7 @@ _nodepool_yargs_completions; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: REPO, e
     const help = (await startCli(null, ['--help']).result).stdout;
     const commands = [...help.matchAll(/^ {2}nodepool ([a-z-]+)/gm)].map((m) => m[1] as string);
     assert.ok(commands.length > 15, help);
-    const named = /<(diskimage|id|provider|labels\.\.|file)>|\[(id|provider)\]/;
+    const named = /<(diskimage|id|build-id|provider|labels\.\.|file)>|\[(id|provider)\]/;
     for (const command of commands) {
       const usage = help.split('\n').find((l) => l.startsWith(`  nodepool ${command} `) || l === `  nodepool ${command}`) ?? '';
       const args = usage.slice(`  nodepool ${command}`.length).split(/\s{2,}/)[0] ?? '';

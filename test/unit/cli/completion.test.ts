@@ -20,6 +20,10 @@ describe('completionTarget', () => {
     assert.equal(kind('info', ''), 'provider');
     assert.equal(kind('hold', ''), 'node');
     assert.equal(kind('image-build', 'debian', ''), undefined, 'one diskimage only');
+    assert.equal(kind('image-pin', 'ubu'), 'diskimage');
+    assert.equal(kind('image-pin', 'ubuntu-jammy', ''), 'build');
+    assert.equal(kind('image-revoke', '--nodes', 'delete-ready', 'ubu'), 'build', '--nodes takes a value');
+    assert.equal(kind('image-promote', 'ubuntu-jammy-0000000001', ''), undefined);
   });
 
   it('repeats the variadic labels of request', () => {
