@@ -27,7 +27,8 @@ export const EXIT = {
   ok: 0,
   /**
    * Refused or failed: build in progress, paused, followed build failed, no server to follow;
-   * node locked or in the wrong state, node request failed or timed out, erase not confirmed.
+   * node locked or in the wrong state, node request failed or timed out, erase not confirmed;
+   * a build that cannot be pinned, promoted or unrevoked.
    */
   failed: 1,
   /** Usage or configuration error. */
@@ -44,7 +45,8 @@ export const EXIT_CODES_HELP = [
   '  0    success',
   '  1    refused or failed (build in progress, diskimage paused, followed build or upload failed,',
   '       no nodepool-server to follow; node locked or in the wrong state; node request',
-  '       failed or timed out; erase not confirmed)',
+  '       failed or timed out; erase not confirmed; a build revoked, not revoked, or with no ready',
+  '       upload to pin or promote)',
   '  2    usage or configuration error (config-validate: the file is invalid)',
   '  3    unknown build, upload, diskimage or provider; unknown node, request or label',
   '  130  image-build --follow interrupted (the build and uploads go on); request --wait interrupted',
