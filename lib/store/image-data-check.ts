@@ -39,7 +39,7 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
       : `expected ${IMAGE_DATA_VERSION}, got ${show(value.version)}`);
     return c.problems;
   }
-  const { installation: _optional, ...required } = value;
+  const { installation: _optional, pins: _pins, revocations: _revocations, ...required } = value;
   c.fields(required, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences']);
   c.time(value.exported, 'exported');
   if (value.installation !== undefined && !(typeof value.installation === 'string' && INSTALLATION_ID_RE.test(value.installation))) {
@@ -93,7 +93,39 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
     if (requests.has(x.diskimage)) c.problem(p, `a second build request for ${show(x.diskimage)}`);
     requests.add(x.diskimage);
   });
+  checkRollout(c, value);
   return c.problems;
+}
+
+/** The optional pins and revocations (issue 24): each names a build of its diskimage, once per key. */
+function checkRollout(c: Checker, value: Obj): void {
+  const pins = new Set<string>();
+  c.list(value.pins, 'pins', (x, p) => {
+    if (!c.object(x, p)) return;
+    c.fields(x, p, ['diskimage', 'provider', 'buildId', 'since', 'reason']);
+    if (x.provider !== null) c.nonEmpty(x.provider, `${p}.provider`, 'a provider name or null');
+    checkBuildOf(c, x, p);
+    const key = JSON.stringify([x.diskimage, x.provider]);
+    if (pins.has(key)) c.problem(p, `a second pin of ${show(x.diskimage)}${x.provider === null ? '' : ` on ${show(x.provider)}`}`);
+    pins.add(key);
+  });
+  const revocations = new Set<unknown>();
+  c.list(value.revocations, 'revocations', (x, p) => {
+    if (!c.object(x, p)) return;
+    c.fields(x, p, ['diskimage', 'buildId', 'since', 'reason']);
+    checkBuildOf(c, x, p);
+    if (revocations.has(x.buildId)) c.problem(p, `a second revocation of ${show(x.buildId)}`);
+    revocations.add(x.buildId);
+  });
+}
+
+/** A pin's or revocation's diskimage, build id (one of that diskimage), since and reason. */
+function checkBuildOf(c: Checker, x: Obj, p: string): void {
+  if (c.name(x.diskimage, `${p}.diskimage`) && IMAGE_ID_RE.exec(typeof x.buildId === 'string' ? x.buildId : '')?.[1] !== x.diskimage) {
+    c.problem(`${p}.buildId`, `expected a build id of ${show(x.diskimage)}, got ${show(x.buildId)}`);
+  }
+  c.time(x.since, `${p}.since`);
+  c.stringOrNull(x.reason, `${p}.reason`);
 }
 
 function checkSequences(c: Checker, value: unknown): ImageDataSequences | undefined {

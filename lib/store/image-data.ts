@@ -11,7 +11,7 @@
  */
 import { StoreError } from '../errors.js';
 import { IMAGE_ID_RE, UPLOAD_ID_RE } from '../images/image-file.js';
-import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from './models.js';
+import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from './models.js';
 
 export { checkImageData, parseImageData } from './image-data-check.js';
 
@@ -45,6 +45,12 @@ export interface ImageData {
   uploads: UploadRecord[];
   pauses: PauseRecord[];
   buildRequests: BuildRequest[];
+  /**
+   * Pins and revoked builds (issue 24), as listPins and listRevocations order them: present when
+   * the store has any, so a file without them (older, or of a store without any) imports as before.
+   */
+  pins?: PinRecord[];
+  revocations?: RevocationRecord[];
   sequences: ImageDataSequences;
   /**
    * The source store's installation id (lib/store/installation.ts), when a server had made one:
@@ -65,6 +71,27 @@ export interface ImportCounts {
   buildRequestsKept: number;
   /** Sequences of the target moved forward to the imported value. */
   sequencesRaised: number;
+  /** Pins and revocations written, and those the target already had for the same key (kept as they were); present when the data had any. */
+  pins?: number;
+  pinsKept?: number;
+  revocations?: number;
+  revocationsKept?: number;
+}
+
+/** `data`'s pins and revocations, with the keys only when there are any (older files have none). */
+export function withRollout<T extends object>(data: T, pins: PinRecord[], revocations: RevocationRecord[]): T & Pick<ImageData, 'pins' | 'revocations'> {
+  return { ...data, ...(pins.length > 0 ? { pins } : {}), ...(revocations.length > 0 ? { revocations } : {}) };
+}
+
+/**
+ * Counts of an import's pins and revocations (written, and kept because the target had one for
+ * the same key), as the ImportCounts fields; none when the data had neither.
+ */
+export function rolloutCounts(data: ImageData, pinsWritten: number, revocationsWritten: number): Partial<ImportCounts> {
+  const pins = data.pins ?? [];
+  const revocations = data.revocations ?? [];
+  if (pins.length === 0 && revocations.length === 0) return {};
+  return { pins: pinsWritten, pinsKept: pins.length - pinsWritten, revocations: revocationsWritten, revocationsKept: revocations.length - revocationsWritten };
 }
 
 /**
@@ -76,8 +103,8 @@ export interface ImageDataStore {
   exportImageData(): Promise<ImageData>;
   /**
    * Writes `data` into this store, all or nothing. Sequences become max(existing, imported),
-   * so a new build never reuses an imported id. Pauses and build requests the store already
-   * has for the same key are kept as they are.
+   * so a new build never reuses an imported id. Pauses, build requests, pins and revocations
+   * the store already has for the same key are kept as they are.
    * Thrown: {@link InvalidImageDataError} when `data` does not validate;
    * {@link ImageDataConflictError} (nothing written) when a build or upload id already exists,
    * or when an imported sequence is behind a record already in this store.

@@ -220,5 +220,39 @@ export function imageDataContract(name: string, open: OpenImageDataStore): void 
       assert.deepEqual(await target.importImageData(data),
         { builds: 0, uploads: 0, pauses: 0, buildRequests: 0, pausesKept: 0, buildRequestsKept: 0, sequencesRaised: 0 });
     });
+
+    void it('moves pins, revocations and upload launch counts and decisions, keeping the target\'s own pins and revocations', async () => {
+      const b1 = await source.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      const b2 = await source.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      const up = await source.createUpload({ buildId: b2.id, provider: 'cloud-a', imageName: 'debian', externalName: null });
+      await source.recordLaunch(up.id, 'success');
+      await source.recordLaunch(up.id, 'failure');
+      await source.updateUpload(up.id, { rollout: { state: 'revoked', time: T0 + 5, reason: 'aborted after 1 failed launch' } });
+      await source.setPin('debian', null, b1.id, 'hold the old one');
+      await source.setPin('debian', 'cloud-a', b1.id);
+      await source.setRevocation('debian', b2.id, true, 'kernel panics');
+      now += 1000;
+      await target.setPin('debian', 'cloud-a', 'debian-0000000001', "the target's own");
+      const data = await source.exportImageData();
+      assert.deepEqual(data.pins?.map((p) => [p.provider, p.buildId]), [[null, b1.id], ['cloud-a', b1.id]]);
+      assert.deepEqual(data.revocations, [{ diskimage: 'debian', buildId: b2.id, since: T0, reason: 'kernel panics' }]);
+      const counts = await target.importImageData(JSON.parse(JSON.stringify(data)) as ImageData);
+      assert.deepEqual([counts.pins, counts.pinsKept, counts.revocations, counts.revocationsKept], [1, 1, 1, 0]);
+      assert.deepEqual((await target.listPins()).map((p) => [p.provider, p.reason]), [[null, 'hold the old one'], ['cloud-a', "the target's own"]]);
+      assert.deepEqual(await target.listRevocations(), await source.listRevocations());
+      const got = await target.getUpload(up.id);
+      assert.deepEqual([got?.launches, got?.launchFailures, got?.rollout], [1, 1, { state: 'revoked', time: T0 + 5, reason: 'aborted after 1 failed launch' }]);
+    });
+
+    void it('imports a file without pins and revocations (older exports) as before, and refuses a pin of another diskimage\'s build', async () => {
+      const b = await source.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      const data = await source.exportImageData();
+      assert.equal('pins' in data || 'revocations' in data, false, 'a store without any exports neither key');
+      assert.deepEqual(await target.importImageData(data),
+        { builds: 1, uploads: 0, pauses: 0, buildRequests: 0, pausesKept: 0, buildRequestsKept: 0, sequencesRaised: 1 });
+      const bad = { ...data, builds: [], sequences: { build: {}, upload: 0 }, pins: [{ diskimage: 'ubuntu', provider: null, buildId: b.id, since: T0, reason: null }] };
+      const err = await storeError(target.importImageData(bad), InvalidImageDataError);
+      assert.deepEqual(err.problems.map((p) => p.path), ['pins[0].buildId']);
+    });
   });
 }

@@ -6,8 +6,8 @@
 import type Database from 'better-sqlite3';
 import { CorruptLog } from '../corrupt.js';
 import {
-  buildIdSequence, findImportConflict, withoutOrphanUploads, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence,
-  type ImageData, type ImportCounts, type ImportTarget,
+  buildIdSequence, findImportConflict, withoutOrphanUploads, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, rolloutCounts,
+  uploadIdSequence, withRollout, type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
 import type { BuildRecord, BuildRequest, UploadRecord } from '../models.js';
 import { toJson } from '../to-json.js';
@@ -15,6 +15,7 @@ import { checkedRows, toJsonOrNull } from './columns.js';
 import {
   buildFromRow, imageFieldsValue, pauseFromRowLenient, uploadFromRow, WHOLE_DISKIMAGE, type BuildRow, type PauseRow, type UploadRow,
 } from './image-rows.js';
+import { pinFromRow, revocationFromRowLenient, type PinRow, type RevocationRow } from './rollout-rows.js';
 import { buildSequence, UPLOAD_SEQUENCE } from './sequences.js';
 import { immediate, type SqlValue } from './statements.js';
 
@@ -34,6 +35,10 @@ export class SqliteImageData {
   private readonly insertUploadStmt: Database.Statement<SqlValue[]>;
   private readonly insertPauseStmt: Database.Statement<SqlValue[]>;
   private readonly insertRequestStmt: Database.Statement<SqlValue[]>;
+  private readonly insertPinStmt: Database.Statement<SqlValue[]>;
+  private readonly insertRevocationStmt: Database.Statement<SqlValue[]>;
+  private readonly allPinsStmt: Database.Statement<[], PinRow>;
+  private readonly allRevocationsStmt: Database.Statement<[], RevocationRow>;
   private readonly allBuildsStmt: Database.Statement<[], BuildRow>;
   private readonly allUploadsStmt: Database.Statement<[], UploadRow>;
   private readonly allPausesStmt: Database.Statement<[], PauseRow>;
@@ -45,6 +50,8 @@ export class SqliteImageData {
     this.allUploadsStmt = db.prepare<[], UploadRow>('SELECT * FROM uploads ORDER BY diskimage, provider, id');
     this.allPausesStmt = db.prepare<[], PauseRow>('SELECT * FROM pauses ORDER BY diskimage, provider');
     this.allRequestsStmt = db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage');
+    this.allPinsStmt = db.prepare<[], PinRow>('SELECT * FROM pins ORDER BY diskimage, provider');
+    this.allRevocationsStmt = db.prepare<[], RevocationRow>('SELECT * FROM revocations ORDER BY diskimage, build_id');
     this.allSequencesStmt = db.prepare<[], { name: string; value: number }>('SELECT name, value FROM sequences ORDER BY name');
     this.hasBuildStmt = db.prepare<[string], number>('SELECT 1 FROM builds WHERE id = ?').pluck();
     this.hasUploadStmt = db.prepare<[string], number>('SELECT 1 FROM uploads WHERE id = ?').pluck();
@@ -69,6 +76,12 @@ export class SqliteImageData {
     this.insertRequestStmt = db.prepare<SqlValue[]>(`
       INSERT INTO build_requests (diskimage, requested) VALUES (?, ?)
       ON CONFLICT (diskimage) DO NOTHING`);
+    this.insertPinStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO pins (diskimage, provider, build_id, since, reason) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (diskimage, provider) DO NOTHING`);
+    this.insertRevocationStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO revocations (diskimage, build_id, since, reason) VALUES (?, ?, ?, ?)
+      ON CONFLICT (diskimage, build_id) DO NOTHING`);
     // A deferred transaction of reads: one snapshot under WAL, without blocking writers.
     this.exportTx = db.transaction(() => this.exportNow());
     this.importTx = immediate(db, (data: ImageData) => this.importNow(data));
@@ -106,10 +119,13 @@ export class SqliteImageData {
     // the export still lets no id be handed out twice.
     for (const b of builds) build[b.diskimage] = Math.max(build[b.diskimage] ?? 0, buildIdSequence(b.id));
     for (const u of uploads) upload = Math.max(upload, uploadIdSequence(u.id));
-    return {
+    // A corrupt pin is left out (which build it pins cannot be told); a corrupt revocation still revokes.
+    const pins = checkedRows(this.allPinsStmt.all(), pinFromRow, quiet);
+    const revocations = this.allRevocationsStmt.all().map((r) => revocationFromRowLenient(r).revocation);
+    return withRollout({
       format: IMAGE_DATA_FORMAT, version: IMAGE_DATA_VERSION, exported: this.clock(),
       builds, uploads, pauses, buildRequests, sequences: { build, upload },
-    };
+    } as ImageData, pins, revocations);
   }
 
   private importNow(data: ImageData): ImportCounts {
@@ -139,6 +155,11 @@ export class SqliteImageData {
       if (this.insertRequestStmt.run(r.diskimage, r.requested).changes > 0) counts.buildRequests++;
       else counts.buildRequestsKept++;
     }
+    let pins = 0;
+    for (const p of data.pins ?? []) pins += this.insertPinStmt.run(p.diskimage, p.provider ?? WHOLE_DISKIMAGE, p.buildId, p.since, p.reason).changes;
+    let revocations = 0;
+    for (const r of data.revocations ?? []) revocations += this.insertRevocationStmt.run(r.diskimage, r.buildId, r.since, r.reason).changes;
+    Object.assign(counts, rolloutCounts(data, pins, revocations));
     const sequences: Array<[string, number]> = [
       ...Object.entries(data.sequences.build).map(([d, n]): [string, number] => [buildSequence(d), n]),
       [UPLOAD_SEQUENCE, data.sequences.upload],

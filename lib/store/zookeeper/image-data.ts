@@ -25,24 +25,19 @@
  */
 import { coerceError, StoreError, ZooKeeperError } from '../../errors.js';
 import {
-  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, uploadIdSequence, withoutOrphanUploads,
-  type ImageData, type ImportCounts, type ImportTarget,
+  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, rolloutCounts, uploadIdSequence,
+  withoutOrphanUploads, withRollout, type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
-import type { BuildRecord, BuildRequest, PauseRecord, UploadRecord } from '../models.js';
+import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from '../models.js';
 import { buildLockDir } from './build-lock.js';
 import { maxSeq, splitBuildId } from './builds.js';
 import { ensure, type ZkContext } from './context.js';
-import { UPLOAD_ID_RE, uploadIdOf, uploadNodeName } from '../../images/image-file.js';
-import { buildJson, pauseJson, uploadJson } from './image-records.js';
-import { decode, encode, toSeconds } from './records.js';
+import { uploadIdOf } from '../../images/image-file.js';
+import { batches as cutBatches, MAX_BATCH_BYTES, MAX_BATCH_OPS, recordOps } from './image-data-ops.js';
+import { decode, encode } from './records.js';
 import type { Op } from './zk-library.js';
 
-/** Bytes of one write transaction (paths + data + per-op overhead), well under jute.maxbuffer (1 MiB). */
-export const MAX_BATCH_BYTES = 512 * 1024;
-/** Operations of one write transaction. */
-export const MAX_BATCH_OPS = 1000;
-/** Estimated framing of one create op besides its path and data (header, ACL, mode). */
-const OP_OVERHEAD = 64;
+export { MAX_BATCH_BYTES, MAX_BATCH_OPS };
 /** Attempts at a consistent export, or at raising the counters, while other writers keep going. */
 const MAX_ATTEMPTS = 20;
 
@@ -55,6 +50,8 @@ export interface ImageLists {
   uploads(): Promise<UploadRecord[]>;
   pauses(): Promise<PauseRecord[]>;
   buildRequests(): Promise<BuildRequest[]>;
+  pins(): Promise<PinRecord[]>;
+  revocations(): Promise<RevocationRecord[]>;
 }
 
 /** Test seams of {@link ZkImageData}. */
@@ -89,6 +86,8 @@ export class ZkImageData {
       // Corrupt records are left out (the CLI names them), with the uploads of a corrupt build; a corrupt pause is kept as a pause.
       const builds = await this.lists.builds();
       const [uploads, pauses, buildRequests] = [withoutOrphanUploads(builds, await this.lists.uploads()), await this.lists.pauses(), await this.lists.buildRequests()];
+      // A corrupt pin is left out (which build it pins cannot be told); a corrupt revocation still revokes.
+      const [pins, revocations] = [await this.lists.pins(), await this.lists.revocations()];
       const counters = await this.readCounters();
       await cache.sync();
       if (!sameRefs(before, this.fingerprint())) continue;
@@ -101,10 +100,10 @@ export class ZkImageData {
       // Records written without the counters (Nodepool's own builder) still count: no id is handed out twice.
       for (const b of builds) build[b.diskimage] = Math.max(build[b.diskimage] ?? 0, buildIdSequence(b.id));
       for (const u of uploads) upload = Math.max(upload, uploadIdSequence(u.id));
-      return {
+      return withRollout({
         format: IMAGE_DATA_FORMAT, version: IMAGE_DATA_VERSION, exported: this.ctx.clock(),
         builds, uploads, pauses, buildRequests, sequences: { build: sortKeys(build), upload },
-      };
+      } as ImageData, pins, revocations);
     }
     throw new StoreError(`exporting image data: the image records kept changing over ${MAX_ATTEMPTS} attempts at a consistent read; try again when the builders are quieter`);
   }
@@ -123,7 +122,7 @@ export class ZkImageData {
     const first = findImportConflict(data, this.target());
     if (first) throw first;
 
-    // Pauses and build requests the target has are kept; the rest are created.
+    // Pauses, build requests, pins and revocations the target has are kept; the rest are created.
     const counts: ImportCounts = { builds: 0, uploads: 0, pauses: 0, buildRequests: 0, pausesKept: 0, buildRequestsKept: 0, sequencesRaised: 0 };
     const pauses = data.pauses.filter((p) => {
       const there = cache.get(p.provider === null ? layout.pause(p.diskimage) : layout.providerPause(p.diskimage, p.provider)) !== undefined;
@@ -135,6 +134,8 @@ export class ZkImageData {
       if (there) counts.buildRequestsKept++;
       return !there;
     });
+    const pins = (data.pins ?? []).filter((p) => !cache.get(p.provider === null ? layout.pin(p.diskimage) : layout.providerPin(p.diskimage, p.provider)));
+    const revocations = (data.revocations ?? []).filter((r) => !cache.get(layout.revocation(r.diskimage, r.buildId)));
 
     // 2. Counters first.
     const raised = await this.raiseCounters(data);
@@ -146,7 +147,7 @@ export class ZkImageData {
       const second = findImportConflict(data, this.target());
       if (second) throw second;
       // Directories that outlive an import (as createBuild and setPause leave them).
-      const images = new Set([...data.builds.map((b) => b.diskimage), ...pauses.map((p) => p.diskimage), ...requests.map((r) => r.diskimage)]);
+      const images = new Set([...data.builds, ...pauses, ...requests, ...pins, ...revocations].map((r) => r.diskimage));
       for (const d of [...images].sort()) {
         if (!cache.get(layout.image(d))) await ensure(client, layout.image(d));
         if (data.builds.some((b) => b.diskimage === d)) {
@@ -155,9 +156,11 @@ export class ZkImageData {
           await ensure(client, buildLockDir(layout.builds(d)));
         }
         if (pauses.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPauses(d))) await ensure(client, layout.providerPauses(d));
+        if (pins.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPins(d))) await ensure(client, layout.providerPins(d));
+        if (revocations.some((r) => r.diskimage === d) && !cache.get(layout.revocations(d))) await ensure(client, layout.revocations(d));
       }
       // 4. The records, in bounded transactions.
-      const batches = this.batches(this.recordOps(data, pauses, requests));
+      const batches = cutBatches(recordOps(layout, { data, pauses, requests, pins, revocations }), this.opts.maxBatchBytes ?? MAX_BATCH_BYTES);
       for (const [i, ops] of batches.entries()) {
         await this.opts.beforeBatch?.(i, ops);
         try {
@@ -181,6 +184,7 @@ export class ZkImageData {
     counts.uploads = data.uploads.length;
     counts.pauses = pauses.length;
     counts.buildRequests = requests.length;
+    Object.assign(counts, rolloutCounts(data, pins.length, revocations.length));
     this.ctx.wroteElsewhere(); // the next list syncs first: it shows the import whole
     return counts;
   }
@@ -278,65 +282,6 @@ export class ZkImageData {
       }
     }
     throw new StoreError(`importing image data: the id sequences kept moving over ${MAX_ATTEMPTS} attempts`);
-  }
-
-  /** The creates of the records, parents before children (builds, their upload tree; pauses; requests). */
-  private recordOps(data: ImageData, pauses: PauseRecord[], requests: BuildRequest[]): Op[] {
-    const { layout } = this.ctx;
-    const ops: Op[] = [];
-    const uploadsOf = new Map<string, UploadRecord[]>();
-    for (const u of data.uploads) {
-      const list = uploadsOf.get(u.buildId) ?? [];
-      list.push(u);
-      uploadsOf.set(u.buildId, list);
-    }
-    for (const b of data.builds) {
-      const seq = splitBuildId(b.id)?.seq;
-      if (seq === undefined) throw new StoreError(`build id ${b.id} cannot be stored in ZooKeeper`);
-      ops.push({ op: 'create', path: layout.build(b.diskimage, seq), data: encode(buildJson(b), `build ${b.id}`) });
-      const uploads = uploadsOf.get(b.id) ?? [];
-      if (uploads.length === 0) continue;
-      ops.push({ op: 'create', path: layout.providers(b.diskimage, seq) });
-      const providers = [...new Set(uploads.map((u) => u.provider))].sort();
-      for (const p of providers) {
-        ops.push({ op: 'create', path: layout.provider(b.diskimage, seq, p) });
-        ops.push({ op: 'create', path: layout.providerImages(b.diskimage, seq, p) });
-        for (const u of uploads) {
-          if (u.provider !== p) continue;
-          if (!UPLOAD_ID_RE.test(u.id)) throw new StoreError(`upload id ${u.id} cannot be stored in ZooKeeper`);
-          ops.push({ op: 'create', path: layout.upload(b.diskimage, seq, p, uploadNodeName(u.id)), data: encode(uploadJson(u), `upload ${u.id}`) });
-        }
-      }
-    }
-    for (const p of pauses) {
-      const path = p.provider === null ? layout.pause(p.diskimage) : layout.providerPause(p.diskimage, p.provider);
-      ops.push({ op: 'create', path, data: encode(pauseJson({ since: p.since, reason: p.reason }), `pause of ${p.diskimage}`) });
-    }
-    for (const r of requests) {
-      ops.push({ op: 'create', path: layout.requestBuild(r.diskimage), data: encode({ requested: toSeconds(r.requested) }, `build request of ${r.diskimage}`) });
-    }
-    return ops;
-  }
-
-  /** `ops` cut into transactions of bounded size, in order. Thrown: StoreError for one op past the bound. */
-  private batches(ops: Op[]): Op[][] {
-    const limit = this.opts.maxBatchBytes ?? MAX_BATCH_BYTES;
-    const out: Op[][] = [];
-    let cur: Op[] = [];
-    let bytes = 0;
-    for (const o of ops) {
-      const size = Buffer.byteLength(o.path) + (o.op === 'create' ? o.data?.length ?? 0 : 0) + OP_OVERHEAD;
-      if (size > limit) throw new StoreError(`importing image data: ${o.path} would take ${size} bytes, past the ${limit} bytes one ZooKeeper transaction may carry here`);
-      if (cur.length > 0 && (bytes + size > limit || cur.length >= MAX_BATCH_OPS)) {
-        out.push(cur);
-        cur = [];
-        bytes = 0;
-      }
-      cur.push(o);
-      bytes += size;
-    }
-    if (cur.length > 0) out.push(cur);
-    return out;
   }
 
   /**
