@@ -93,7 +93,11 @@ export async function updateJson(
       return { json: next, stat };
     } catch (err) {
       if (err instanceof ZooKeeperError && err.code === 'NO_NODE') return undefined;
-      if (err instanceof ZooKeeperError && err.code === 'BAD_VERSION') continue;
+      // A refused write is not ours, even when another writer wrote the same bytes (two counts from one value).
+      if (err instanceof ZooKeeperError && err.code === 'BAD_VERSION') {
+        written = undefined;
+        continue;
+      }
       if (!lost(err)) throw err;
     }
   }
