@@ -51,6 +51,10 @@ export class StaticProvider implements Provider {
   private readonly keyReuseMs: number;
   private readonly syncKeyReuseMs: number;
   private readonly probing = new Map<string, ReturnType<typeof tcpProbe>>();
+  /** Record ids (with their slots) per host id, from the last sync plus registrations and deletions since (see recordsOf). */
+  private readonly known = new Map<string, Map<string, number | null>>();
+  /** Whether {@link known} has been filled by a sync. */
+  private synced = false;
 
   constructor(readonly config: StaticProviderConfig, private readonly ctx: ProviderContext, opts: StaticProviderOptions = {}) {
     this.name = config.name;
@@ -108,6 +112,9 @@ export class StaticProvider implements Provider {
     return this.track(async () => {
       const host = node.provider === this.name ? this.hostOf(node) : undefined;
       if (!host) return;
+      // Told of a node that is still there (its slot still taken): nothing to register.
+      if (await this.ctx.store.getNode(node.id)) return;
+      this.known.get(host.id)?.delete(node.id);
       const scan = await this.scanner.recheck(host, this.keyReuseMs);
       const accepted = acceptScan(host, scan);
       if (!accepted.ok) {
@@ -115,10 +122,11 @@ export class StaticProvider implements Provider {
         return;
       }
       await this.gate.forHost(host.id, async () => {
-        const records = await this.recordsOf(host.id);
+        const records = await this.recordsOf(host);
         if (records.length >= host.node.maxParallelJobs) return;
         const [slot] = freeSlots(records, host.node.maxParallelJobs, 1);
         const created = await this.ctx.store.createNode(registrationFields(this.name, host, accepted.keys, slot));
+        this.remember(host.id, created.id, created.slot ?? null);
         this.log.info('registered', { host: host.id, nodes: [created.id], after: node.id });
       });
     });
@@ -169,12 +177,28 @@ export class StaticProvider implements Provider {
   }
 
   /**
-   * The host's records, any state, from the store's list (served from the watched cache on
-   * ZooKeeper: no round trip; an index on SQLite), so records another process registered are
-   * counted too.
+   * The host's records, any state, by id with their slots: the ones the last sync saw, plus
+   * ours registered since, less the ones deleted since (the deleter tells nodeDeleted), so a
+   * refill after every returned node reads nothing. When that count says the host is full,
+   * the records are read again by id (one that another process deleted would keep the slot
+   * free until the next sync). Records another process registered for this host since the
+   * last sync are not seen: one launcher per static provider is assumed, as in Nodepool.
    */
-  private async recordsOf(hostId: string): Promise<NodeRecord[]> {
-    return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === hostId);
+  private async recordsOf(host: StaticHost): Promise<Array<Pick<NodeRecord, 'id' | 'slot'>>> {
+    if (!this.synced) return (await this.ctx.store.listNodes({ provider: this.name })).filter((r) => recordHostId(r) === host.id);
+    const known = this.known.get(host.id) ?? new Map<string, number | null>();
+    const records = [...known].map(([id, slot]) => ({ id, slot }));
+    if (records.length < host.node.maxParallelJobs) return records;
+    // Read at once, not one after the other: on ZooKeeper each is a round trip.
+    const read = await Promise.all(records.map(async (r) => [r, await this.ctx.store.getNode(r.id)] as const));
+    for (const [r, got] of read) if (!got) known.delete(r.id);
+    return read.filter(([, got]) => got !== undefined).map(([r]) => r);
+  }
+
+  private remember(hostId: string, id: string, slot: number | null): void {
+    const ids = this.known.get(hostId) ?? new Map<string, number | null>();
+    ids.set(id, slot);
+    this.known.set(hostId, ids);
   }
 
   /** Runs provider work unless stopped, so stop() can wait for it. */
@@ -195,6 +219,9 @@ export class StaticProvider implements Provider {
     if (this.abort.signal.aborted) return;
     await this.gate.exclusively(async () => {
       const records = await this.ctx.store.listNodes({ provider: this.name });
+      this.known.clear();
+      for (const r of records) this.remember(recordHostId(r), r.id, r.slot ?? null);
+      this.synced = true;
       const plan = planRegistration({ provider: this.name, hosts: this.hosts, records, scans });
       for (const problem of plan.problems) this.logProblem(problem.kind, problem.message, problem.hostId);
       for (const action of plan.actions) await this.apply(action);
@@ -207,7 +234,11 @@ export class StaticProvider implements Provider {
     switch (action.kind) {
       case 'register': {
         const ids: string[] = [];
-        for (const slot of action.slots) ids.push((await store.createNode({ ...action.node, slot })).id);
+        for (const slot of action.slots) {
+          const created = await store.createNode({ ...action.node, slot });
+          this.remember(action.hostId, created.id, created.slot ?? null);
+          ids.push(created.id);
+        }
         this.log.info('registered', { host: action.hostId, nodes: ids });
         return;
       }
@@ -223,7 +254,8 @@ export class StaticProvider implements Provider {
       }
       case 'update': {
         if (await this.withNodeLock(action.nodeId, async (r) => {
-          await store.updateNode(r.id, action.patch, { expectStates: ['ready'] });
+          const updated = await store.updateNode(r.id, action.patch, { expectStates: ['ready'] });
+          if (updated) this.remember(action.hostId, updated.id, updated.slot ?? null);
         })) this.log.info('updated from config', { host: action.hostId, node: action.nodeId, fields: Object.keys(action.patch) });
       }
     }
