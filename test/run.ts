@@ -156,7 +156,7 @@ function notRun(group: string[], err: Error): number {
 
 /**
  * Tests that boot servers share one Nova and change its project quotas, so they run one file
- * at a time (with the tests that boot QEMU guests), beside the other tests (two files at a time): first those that need no cloud,
+ * at a time, then the tests that boot QEMU guests (at most two at a time, see vmLane), beside the other tests (two files at a time): first those that need no cloud,
  * while the clouds start, then those that use Keystone + Glance. A cloud that fails to start
  * fails only the files that use it.
  */
@@ -169,7 +169,7 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
-  // QEMU guests under TCG take a core each for minutes: one at a time, in the serial group.
+  // QEMU guests under TCG take a core each for minutes: never beside the server files, at most two at once.
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
   // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
@@ -187,16 +187,27 @@ async function main(): Promise<number> {
   const plain = files.filter((f) => !serial.includes(f) && !alone.includes(f) && !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
   const keystoneUp = keystone.then(() => undefined, (err: Error) => err);
+  const vmsReady = Promise.all([keystone, nova, vmImage]).then(() => undefined, (err: Error) => err);
+  // The VM files are a queue, taken a file at a time by whichever lane is free: the serial lane
+  // once its server files are done, and the other lane once its own files are (at the end of a
+  // run the machine would otherwise idle a core while the last guests boot one by one).
+  const vmQueue = [...serialVms];
+  const vmLane = async (): Promise<number> => {
+    const failed = await vmsReady;
+    if (failed) return notRun(vmQueue.splice(0), failed);
+    let code = 0;
+    for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests([f], 1));
+    return code;
+  };
   const codes = await Promise.all([
     runTests(plain, 2).then(async (code) => {
       const failed = await keystoneUp;
       return Math.max(code, failed ? notRun(withCloud, failed) : await runTests(withCloud, 2));
-    }),
+    }).then(async (code) => Math.max(code, await vmLane())),
     // The files that boot only servers start once the clouds are up; the VM files follow, by
     // when the bootable image (minutes of real DIB) has been built beside the first ones.
     Promise.all([keystone, nova]).then(() => runTests(serialServers, 1), (err: Error) => notRun(serialServers, err))
-      .then(async (code) => Math.max(code, await Promise.all([keystone, nova, vmImage])
-        .then(() => runTests(serialVms, 1), (err: Error) => notRun(serialVms, err)))),
+      .then(async (code) => Math.max(code, await vmLane())),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
   return Math.max(...codes, await runTests(alone, 1));
