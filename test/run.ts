@@ -169,7 +169,7 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
-  // QEMU guests under TCG take a core each for minutes: never beside the server files, at most two at once.
+  // QEMU guests under TCG take a core each for minutes: at most two VM files at once (vmLane).
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
   // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
