@@ -141,7 +141,7 @@ describe('nodepool dib-image-list, image-list and usage errors', () => {
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as { uploads: Array<{ id: string; age: number; progress: unknown; transfer: unknown }>; targets: unknown };
     assert.deepEqual(doc.uploads.map((u) => u.id), ['0000000001', '0000000003', '0000000002']);
-    const { age, transfer, rollout, launches, launchFailures, ...record } = doc.uploads[0] as { id: string; age: number; transfer: unknown; rollout: unknown; launches: number; launchFailures: number };
+    const { age, transfer, rollout, launches, launchFailures, ...record } = doc.uploads[0] as unknown as { id: string; age: number; transfer: unknown; rollout: unknown; launches: number; launchFailures: number };
     const { rollout: _decision, launches: _launches, launchFailures: _failures, ...stored } = (await env.store.getUpload('0000000001'))!;
     assert.deepEqual(record, stored);
     assert.deepEqual([(rollout as { words: string }).words, launches, launchFailures], ['promoted', 0, 0], 'no rollout settings: promoted');
