@@ -113,10 +113,10 @@ describe('min-ready-schedule: outside the periods', () => {
 });
 
 describe('min-ready-schedule: the next change agrees with the value', () => {
-  it('has the current value just before each next change and the announced one at it (hourly over 3 weeks across the DST change)', () => {
+  it('has the current value just before each next change and the announced one at it (every 3 hours over 3 weeks across the DST change)', () => {
     const weekly: ScheduledLabel = { ...OFFICE, minReadySchedule: [...OFFICE.minReadySchedule, { cron: '0 9 * * 6', minReady: 7, timezone: BERLIN }] };
     let checked = 0;
-    for (let now = t('2026-03-20T00:00:00Z'); now < t('2026-04-10T00:00:00Z'); now += 3_600_000) {
+    for (let now = t('2026-03-20T00:00:00Z'); now < t('2026-04-10T00:00:00Z'); now += 3 * 3_600_000) {
       const r = minReadyAt(weekly, now);
       assert.equal(currentMinReady(weekly, now), r.minReady);
       assert.ok(r.nextChange, `a change ahead of ${new Date(now).toISOString()}`);
@@ -125,7 +125,7 @@ describe('min-ready-schedule: the next change agrees with the value', () => {
       assert.notEqual(r.nextChange.minReady, r.minReady);
       checked += 1;
     }
-    assert.equal(checked, 21 * 24);
+    assert.equal(checked, 21 * 8);
   });
 });
 
