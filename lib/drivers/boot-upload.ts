@@ -7,7 +7,7 @@
  */
 import { byCreated, UPLOAD_SEQ_RE } from '../images/image-file.js';
 import { launchShare, pinFor, uploadPhase, type RolloutSettings } from '../images/rollout.js';
-import type { PinRecord, RevocationRecord, UploadRecord } from '../store/models.js';
+import type { PinRecord, RevocationRecord, RolloutState, UploadRecord } from '../store/models.js';
 
 /**
  * Uploads oldest first, as retention ranks them: by sequence when every id has one (a sequence
@@ -44,22 +44,22 @@ export interface RolloutView {
  * store gave; others are ignored), among the ready ones that have their image in the provider,
  * pass the driver's check and are not revoked: the pinned build's when there is a pin and this
  * provider has it; else the newest, unless it is a canary and the launch's key falls outside its
- * share, when the next older one serves. Undefined when none can.
+ * share, when the previous one serves: the newest older upload that is promoted, else (none is)
+ * the next older one. Undefined when none can.
  */
 export function bootUpload(uploads: readonly UploadRecord[], choice: BootChoice): UploadRecord | undefined {
   const { rollout } = choice;
   const candidates = uploads.filter((u) => u.provider === choice.provider && u.diskimage === choice.diskimage
     && u.state === 'ready' && u.externalId !== null && u.externalId !== '');
-  const newestFirst = uploadsByAge(candidates).reverse()
-    .filter((u) => (choice.usable?.(u) ?? true)
-      && (!rollout || uploadPhase(u, rollout.revocations, rollout.settings, rollout.now).state !== 'revoked'));
-  if (!rollout) return newestFirst[0];
+  const usable = uploadsByAge(candidates).reverse().filter((u) => choice.usable?.(u) ?? true);
+  if (!rollout) return usable[0];
+  const phase = (u: UploadRecord): RolloutState => uploadPhase(u, rollout.revocations, rollout.settings, rollout.now).state;
+  const newestFirst = usable.filter((u) => phase(u) !== 'revoked');
   const pin = pinFor(rollout.pins, choice.diskimage, choice.provider);
   const pinned = pin && newestFirst.find((u) => u.buildId === pin.buildId);
   if (pinned) return pinned;
-  const [newest, previous] = newestFirst;
-  if (!newest || !previous || choice.key === undefined) return newest;
-  const phase = uploadPhase(newest, rollout.revocations, rollout.settings, rollout.now);
-  if (phase.state !== 'canary' || !rollout.settings) return newest;
-  return launchShare(choice.key) < rollout.settings.canary ? newest : previous;
+  const [newest, ...older] = newestFirst;
+  if (!newest || older.length === 0 || choice.key === undefined || !rollout.settings || phase(newest) !== 'canary') return newest;
+  if (launchShare(choice.key) < rollout.settings.canary) return newest;
+  return older.find((u) => phase(u) === 'promoted') ?? older[0];
 }

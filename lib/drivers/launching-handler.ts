@@ -2,14 +2,17 @@
  * Launch bookkeeping for drivers that create resources: `launch` runs the driver's
  * `launchNode` in the background and writes the outcome to the store (ready, failed, or
  * aborted when over quota); `launchesComplete` tells when every launch has an outcome.
- * Quota and reuse hooks default to "yes"; drivers override what they know better.
+ * Quota and reuse hooks default to "yes"; drivers override what they know better. Once the
+ * outcome is written, it is counted on the upload the driver said the launch boots
+ * ({@link LaunchingHandler.bootsUpload}; the image rollout, issue 24), in the background.
  */
 import { coerceError, isStoreUnreachable, QuotaExceededError } from '../errors.js';
 import { retryWithBackoff } from '../lifecycle.js';
 import type { Logger } from '../log.js';
-import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
+import type { NodePatch, NodeRecord, NodeRequestRecord, NodeState } from '../store/models.js';
 import type { Store } from '../store/store.js';
 import type { PoolInfo, RequestHandler } from './driver.js';
+import { countLaunch, type CountedUpload } from './upload-rollout.js';
 
 /** How long a launch's outcome is tried again while the store does not answer (see recordOutcome). */
 const OUTCOME_RETRY_MS = 10 * 60_000;
@@ -20,11 +23,15 @@ export interface LaunchingHandlerContext {
   log: Logger;
   pool: PoolInfo;
   request: NodeRequestRecord;
+  /** Epoch ms for rollout decisions (the provider's clock); Date.now when absent. */
+  clock?: () => number;
 }
 
 export abstract class LaunchingHandler implements RequestHandler {
   readonly canLaunch = true;
   private running = 0;
+  /** By node id: the upload each launch in flight boots, as its driver told ({@link bootsUpload}). */
+  private readonly booting = new Map<string, CountedUpload>();
 
   constructor(protected readonly hctx: LaunchingHandlerContext) {}
 
@@ -64,11 +71,30 @@ export abstract class LaunchingHandler implements RequestHandler {
     return Promise.resolve({ instances: 1 });
   }
 
+  /**
+   * The hook a driver calls once the launch of `node` boots its chosen image (the server or VM
+   * is being made from it): `upload` (null: no upload, e.g. a cloud image). The launch's outcome
+   * is counted on it, also when the launch fails after that (boot, address, host-key scan); a
+   * later call (a retried attempt) replaces an earlier one. Launches
+   * that count nothing: quota aborts, validation boots (`validatesUpload`), launches given up
+   * because the provider stops ({@link launchAbandoned}).
+   */
+  protected bootsUpload(node: NodeRecord, upload: CountedUpload | null): void {
+    if (upload) this.booting.set(node.id, upload);
+    else this.booting.delete(node.id);
+  }
+
+  /** Whether launches failing now were given up (the provider stops), so their failure says nothing of the image. */
+  protected launchAbandoned(): boolean {
+    return false;
+  }
+
   launch(node: NodeRecord): void {
     this.running += 1;
     const log = this.hctx.log.child({ node: node.id, request: this.hctx.request.id });
     void (async () => {
-      let outcome: NodePatch;
+      let outcome: NodePatch & { state: NodeState };
+      let abandoned = false;
       try {
         const patch = await this.launchNode(node);
         outcome = { ...patch, state: 'ready', reason: null };
@@ -77,14 +103,25 @@ export abstract class LaunchingHandler implements RequestHandler {
         const e = coerceError(err);
         const state = e instanceof QuotaExceededError ? 'aborted' : 'failed';
         outcome = { state, reason: e.message };
+        abandoned = this.launchAbandoned();
         log.warn(`node launch ${state}`, { reason: e.message });
       }
       await this.recordOutcome(node, outcome, log);
+      this.countOutcome(node, outcome.state, abandoned, log);
     })().catch((err: unknown) => {
       log.error('launch bookkeeping failed', { error: coerceError(err).message });
     }).finally(() => {
+      this.booting.delete(node.id);
       this.running -= 1;
     });
+  }
+
+  /** Counts the launch on the upload it booted, in the background: it never delays or fails the launch. */
+  private countOutcome(node: NodeRecord, state: NodeState, abandoned: boolean, log: Logger): void {
+    const upload = this.booting.get(node.id);
+    this.booting.delete(node.id);
+    if (!upload || state === 'aborted' || abandoned || (node.validatesUpload ?? '') !== '') return;
+    void countLaunch(this.hctx.store, upload, state === 'ready' ? 'success' : 'failure', this.hctx.clock ?? Date.now, log);
   }
 
   /**

@@ -19,7 +19,8 @@ import { formatHostname, type OpenStackLabelConfig, type OpenStackPoolConfig } f
 import { dynamicProperties, requestAttrs } from './dynamic-properties.js';
 import { chooseFlavor, flavorResources } from './flavors.js';
 import { isQuotaFault, type NovaClient, type NovaServer } from './nova.js';
-import type { BootImage, OpenStackProvider } from './provider.js';
+import type { BootImage } from './node-fields.js';
+import type { OpenStackProvider } from './provider.js';
 import { fits, labelResources, poolLimits, sum, type Resources } from './quota.js';
 import { serverMetadata } from './server-metadata.js';
 
@@ -132,8 +133,8 @@ export class OpenStackHandler extends LaunchingHandler {
   /** One attempt: a new server, or an error after the server it created (if any) is gone. */
   private async attempt(node: NodeRecord, label: OpenStackLabelConfig, log: Logger): Promise<NodePatch> {
     const p = this.provider;
-    // A record that arrives naming an upload boots exactly that one (validation); others the newest ready.
-    const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label);
+    // A record that arrives naming an upload boots exactly that one (validation); others core's choice for this node.
+    const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label, node.id);
     if (!image) throw new LaunchError(`no image for label ${label.name} in provider ${p.name}`);
     const [nova, flavor, networkIds] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(label.networks)]);
     const hostname = formatHostname(p.config.hostnameFormat, { label: label.name, provider: p.name, node: node.id, pool: this.poolConfig.name });
@@ -155,6 +156,8 @@ export class OpenStackHandler extends LaunchingHandler {
       if (err instanceof CloudError && err.status === 400) p.invalidateCaches();
       throw err;
     }
+    // The server boots the upload: the launch's outcome counts on it (rollout); a flavor or network problem before does not.
+    this.bootsUpload(node, image.countOn);
     const resources: NodeResources = labelResources(flavorResources(flavor), label);
     const checkpoint: NodePatch = {
       externalId: id, hostname, image: image.ref, resources,
@@ -179,6 +182,11 @@ export class OpenStackHandler extends LaunchingHandler {
       if (!p.signal.aborted) await this.discardServer(node, id, log);
       throw err;
     }
+  }
+
+  /** A launch failing while the provider stops was abandoned: its image is not to blame. */
+  protected override launchAbandoned(): boolean {
+    return this.provider.signal.aborted;
   }
 
   /** Polls until ACTIVE (bounded by `launch-timeout`); ERROR, a vanished server or the deadline throw. */

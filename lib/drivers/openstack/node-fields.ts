@@ -10,6 +10,7 @@
  *   only source), else Nodepool's default `zuul`. Connection type and port are the provider
  *   diskimage's, as in Nodepool.
  */
+import type { CountedUpload } from '../upload-rollout.js';
 import type { OpenStackCloudImageConfig, OpenStackDiskimageConfig } from './config.js';
 
 /** The node fields an image brings. */
@@ -19,6 +20,19 @@ export interface ImageNodeFields {
   shellType: string | null;
   connectionType: string;
   connectionPort: number;
+}
+
+/** The image a label boots and the node fields that come with it. */
+export interface BootImage extends ImageNodeFields {
+  /** Glance id. */
+  imageId: string;
+  /** Upload id (diskimage) or cloud-image name: the node's `image`. */
+  ref: string;
+  /** For the `groups` and `nodepool_image_name` metadata. */
+  name: string;
+  configDrive: boolean | undefined;
+  /** The upload the launch's outcome counts on (rollout); null: none (a cloud image, a validation boot). */
+  countOn: CountedUpload | null;
 }
 
 /**

@@ -12,6 +12,7 @@ import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/m
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import type { ImageService } from '../image-service.js';
 import { bootUpload } from '../boot-upload.js';
+import { rolloutView } from '../upload-rollout.js';
 import { labelReady } from '../label-images.js';
 import { pinnedUploadProblem } from '../pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
@@ -22,7 +23,7 @@ import { OpenStackImageService } from './glance-image-service.js';
 import type { OpenStackAccess } from './access.js';
 import { findLeakedServers } from './leaks.js';
 import { NeutronClient, type FloatingIp } from './neutron.js';
-import { cloudImageNodeFields, diskimageNodeFields, type ImageNodeFields, type TopDiskimageKeys } from './node-fields.js';
+import { cloudImageNodeFields, diskimageNodeFields, type BootImage, type TopDiskimageKeys } from './node-fields.js';
 import { NovaClient, type NovaServer } from './nova.js';
 import { notePorts, planPortCleanup, portCheckDue, type PortCleanupState } from './port-cleanup.js';
 import { cloudLimits, unmanagedUsage } from './quota.js';
@@ -36,17 +37,6 @@ export interface OpenStackProviderOptions {
   imageCacheMs?: number;
   /** Bound of waiting for a deleted server to disappear (default 120 s). */
   deleteTimeoutMs?: number;
-}
-
-/** The image a label boots and the node fields that come with it (node-fields.ts). */
-export interface BootImage extends ImageNodeFields {
-  /** Glance id. */
-  imageId: string;
-  /** Upload id (diskimage) or cloud-image name: the node's `image`. */
-  ref: string;
-  /** For the `groups` and `nodepool_image_name` metadata. */
-  name: string;
-  configDrive: boolean | undefined;
 }
 
 /** The cloud's room for nodepool: project maximums and what servers nodepool does not account for use. */
@@ -168,21 +158,30 @@ export class OpenStackProvider implements Provider {
     }));
   }
 
-  /** What a label boots: the newest ready upload of its diskimage, or its cloud image; undefined when there is none. */
-  async bootImage(label: OpenStackLabelConfig): Promise<BootImage | undefined> {
+  /**
+   * What a label boots: core's choice of an upload of its diskimage (boot-upload.ts: pins,
+   * revocations, a canary's share of launches by `key`, the launch's node id; without a key, as
+   * availability checks ask, the newest that may serve), or its cloud image; undefined when none.
+   */
+  async bootImage(label: OpenStackLabelConfig, key?: string): Promise<BootImage | undefined> {
     if (label.diskimage !== undefined) {
       const d = this.config.diskimages.find((x) => x.name === label.diskimage);
       if (!d) return undefined;
-      const uploads = await this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] });
-      const newest = bootUpload(uploads, { provider: this.name, diskimage: d.name });
-      if (!newest?.externalId) return undefined;
-      return { imageId: newest.externalId, ref: newest.id, name: d.name, configDrive: d.configDrive, ...diskimageNodeFields(d, this.topDiskimage(d.name)) };
+      const [uploads, rollout] = await Promise.all([
+        this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] }), rolloutView(this.ctx, this.name, d.name),
+      ]);
+      const u = bootUpload(uploads, { provider: this.name, diskimage: d.name, rollout, ...(key !== undefined ? { key } : {}) });
+      if (!u?.externalId) return undefined;
+      return {
+        imageId: u.externalId, ref: u.id, name: d.name, configDrive: d.configDrive, countOn: { uploadId: u.id, settings: rollout.settings },
+        ...diskimageNodeFields(d, this.topDiskimage(d.name)),
+      };
     }
     const ci = this.config.cloudImages.find((x) => x.name === label.cloudImage);
     if (!ci) return undefined;
     const imageId = ci.imageId ?? (await this.cloudImageId(ci.imageName ?? ci.name));
     if (imageId === undefined) return undefined;
-    return { imageId, ref: ci.name, name: ci.name, configDrive: ci.configDrive, ...cloudImageNodeFields(ci) };
+    return { imageId, ref: ci.name, name: ci.name, configDrive: ci.configDrive, countOn: null, ...cloudImageNodeFields(ci) };
   }
 
   /**
@@ -196,7 +195,7 @@ export class OpenStackProvider implements Provider {
     const why = !d ? `cannot be booted as label ${label.name}, which boots no diskimage of provider ${this.name}`
       : pinnedUploadProblem(u, this.name, d.name);
     if (why !== undefined || !u?.externalId || !d) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
-    return { imageId: u.externalId, ref: u.id, name: d.name, configDrive: d.configDrive, ...diskimageNodeFields(d, this.topDiskimage(d.name)) };
+    return { imageId: u.externalId, ref: u.id, name: d.name, configDrive: d.configDrive, countOn: null, ...diskimageNodeFields(d, this.topDiskimage(d.name)) };
   }
 
   /**
@@ -387,7 +386,7 @@ export class OpenStackProvider implements Provider {
   getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler {
     const pc = this.pool(pool);
     return new OpenStackHandler(this, pc, {
-      store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: poolInfo(pc), request,
+      store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: poolInfo(pc), request, clock: this.ctx.clock,
     });
   }
 }

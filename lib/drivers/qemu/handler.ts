@@ -54,8 +54,8 @@ export class QemuHandler extends LaunchingHandler {
     const p = this.provider;
     const label = this.label(node.labels[0] ?? '');
     if (!label) throw new LaunchError(`label ${JSON.stringify(node.labels[0])} is not served by pool ${this.poolConfig.name}`);
-    // A record that arrives naming an upload boots exactly that one (validation); others the newest ready.
-    const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label);
+    // A record that arrives naming an upload boots exactly that one (validation); others core's choice for this node.
+    const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label, node.id);
     if (!image) throw new LaunchError(`no ready upload of diskimage ${label.diskimage} in provider ${p.name}`);
     const authorizedKeys = await this.authorizedKeys();
     const accel = await p.accel();
@@ -69,6 +69,8 @@ export class QemuHandler extends LaunchingHandler {
     // Recorded before the VM exists, so a crash leaves a VM the deleter or the leak cleanup finds.
     if (!(await this.hctx.store.updateNode(node.id, checkpoint))) throw new LaunchError(`node ${node.id} was deleted during its launch`);
     const started = Date.now();
+    // From here on the launch boots the upload: its outcome counts on it (rollout), a settings problem before does not.
+    this.bootsUpload(node, image.countOn);
     try {
       const vm = await p.vms.create(id, {
         nodeId: node.id, pool: this.poolConfig.name, label: label.name, image: image.externalId, imagePath: image.path,
@@ -93,6 +95,11 @@ export class QemuHandler extends LaunchingHandler {
       const e = coerceError(err);
       throw new LaunchError(tail ? `${e.message}\n--- console tail ---\n${tail.trim()}` : e.message, { cause: e });
     }
+  }
+
+  /** A launch failing while the provider stops was abandoned: its image is not to blame. */
+  protected override launchAbandoned(): boolean {
+    return this.provider.signal.aborted;
   }
 
   /** The keys of the provider's `authorized-keys` file (none when unset). Thrown: LaunchError. */

@@ -18,6 +18,7 @@ import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
 import { bootUpload } from '../boot-upload.js';
+import { rolloutView, type CountedUpload } from '../upload-rollout.js';
 import { labelReady } from '../label-images.js';
 import { pinnedUploadProblem } from '../pinned-upload.js';
 import { KeptUnlessFailed } from '../../lifecycle.js';
@@ -29,6 +30,8 @@ export interface BootImage {
   /** The file's id in image-dir. */
   externalId: string;
   path: string;
+  /** The upload the launch's outcome counts on (rollout); null: none (a validation boot). */
+  countOn: CountedUpload | null;
 }
 
 export class QemuProvider implements Provider {
@@ -86,14 +89,21 @@ export class QemuProvider implements Provider {
     return firstLabelConfig(this.config.pools, label);
   }
 
-  /** The newest ready upload of the label's diskimage whose file is in image-dir; undefined when none. */
-  async bootImage(label: QemuLabelConfig): Promise<BootImage | undefined> {
-    const uploads = await this.ctx.store.listUploads({ provider: this.name, diskimage: label.diskimage, states: ['ready'] });
+  /**
+   * Core's choice of an upload of the label's diskimage whose file is in image-dir (boot-upload.ts:
+   * pins, revocations, a canary's share of launches by `key`, the launch's node id; without a key,
+   * as availability checks ask, the newest that may serve); undefined when none.
+   */
+  async bootImage(label: QemuLabelConfig, key?: string): Promise<BootImage | undefined> {
+    const [uploads, rollout] = await Promise.all([
+      this.ctx.store.listUploads({ provider: this.name, diskimage: label.diskimage, states: ['ready'] }), rolloutView(this.ctx, this.name, label.diskimage),
+    ]);
     const u = bootUpload(uploads, {
-      provider: this.name, diskimage: label.diskimage,
+      provider: this.name, diskimage: label.diskimage, rollout, ...(key !== undefined ? { key } : {}),
       usable: (x) => x.externalId !== null && validImageId(x.externalId) && existsSync(this.images.imagePath(x.externalId)),
     });
-    return u?.externalId ? { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId) } : undefined;
+    if (!u?.externalId) return undefined;
+    return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId), countOn: { uploadId: u.id, settings: rollout.settings } };
   }
 
   /**
@@ -108,7 +118,7 @@ export class QemuProvider implements Provider {
         : !existsSync(this.images.imagePath(u.externalId)) ? `has no file ${this.images.imagePath(u.externalId)}`
           : undefined);
     if (why !== undefined || !u?.externalId) throw new LaunchError(`upload ${uploadId} ${why ?? 'is unusable'}`);
-    return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId) };
+    return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId), countOn: null };
   }
 
   labelReady(label: string): Promise<boolean> {
@@ -150,7 +160,7 @@ export class QemuProvider implements Provider {
 
   getRequestHandler(pool: string, request: NodeRequestRecord): RequestHandler {
     const pc = this.pool(pool);
-    return new QemuHandler(this, pc, { store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: qemuPoolInfo(pc), request });
+    return new QemuHandler(this, pc, { store: this.ctx.store, log: this.log.child({ pool, request: request.id }), pool: qemuPoolInfo(pc), request, clock: this.ctx.clock });
   }
 }
 

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { bootUpload, uploadsByAge, type BootChoice } from '../../../lib/drivers/boot-upload.js';
-import type { UploadRecord } from '../../../lib/store/models.js';
+import { bootUpload, uploadsByAge, type BootChoice, type RolloutView } from '../../../lib/drivers/boot-upload.js';
+import { launchShare, type RolloutSettings } from '../../../lib/images/rollout.js';
+import type { PinRecord, RevocationRecord, UploadRecord } from '../../../lib/store/models.js';
 
 const upload = (id: string, over: Partial<UploadRecord> = {}): UploadRecord => ({
   id, buildId: 'deb-0000000001', diskimage: 'deb', provider: 'vms', imageName: 'deb', state: 'ready',
@@ -45,5 +46,64 @@ describe('bootUpload: the upload a label boots', () => {
     const list = [upload('0000000003'), upload('0000000001'), upload('0000000002')];
     assert.deepEqual(uploadsByAge(list).map((u) => u.id), ['0000000001', '0000000002', '0000000003']);
     assert.deepEqual(list.map((u) => u.id), ['0000000003', '0000000001', '0000000002']);
+  });
+});
+
+/** Two builds of deb on vms (1 older, 2 newer) and the rollout view around them. */
+const b1 = (over: Partial<UploadRecord> = {}): UploadRecord => upload('0000000001', { buildId: 'deb-0000000001', ...over });
+const b2 = (over: Partial<UploadRecord> = {}): UploadRecord => upload('0000000002', { buildId: 'deb-0000000002', ...over });
+const pin = (provider: string | null, buildId: string): PinRecord => ({ diskimage: 'deb', provider, buildId, since: 1, reason: null });
+const revocation = (buildId: string): RevocationRecord => ({ diskimage: 'deb', buildId, since: 1, reason: 'bad' });
+const canary = (percent: number, abort = 0): RolloutSettings => ({ canary: percent, promoteAfter: { launches: 10, ageMs: 0 }, abortOn: { launchFailures: abort } });
+const view = (over: Partial<RolloutView> = {}): RolloutView => ({ pins: [], revocations: [], now: 0, ...over });
+/** Node ids whose launch share is inside (below 50) and outside a 50 % canary. */
+const KEYS = Array.from({ length: 40 }, (_, i) => String(i + 1).padStart(10, '0'));
+const INSIDE = KEYS.find((k) => launchShare(k) < 50) as string;
+const OUTSIDE = KEYS.find((k) => launchShare(k) >= 50) as string;
+
+/** [what, uploads, the choice, the id booted]. */
+const ROLLOUT: Array<[string, UploadRecord[], BootChoice, string | undefined]> = [
+  ['no pins, no revocations, no settings: the newest', [b1(), b2()], { ...vms, rollout: view(), key: OUTSIDE }, '0000000002'],
+  ['a pin wins over a newer upload', [b1(), b2()], { ...vms, rollout: view({ pins: [pin(null, 'deb-0000000001')] }) }, '0000000001'],
+  ['the provider\'s pin wins over the diskimage-wide one',
+    [b1(), b2()], { ...vms, rollout: view({ pins: [pin(null, 'deb-0000000001'), pin('vms', 'deb-0000000002')] }) }, '0000000002'],
+  ['another provider\'s pin does not hold here', [b1(), b2()], { ...vms, rollout: view({ pins: [pin('cloud', 'deb-0000000001')] }) }, '0000000002'],
+  ['a pin whose build this provider lacks: falls back to the newest',
+    [b1(), b2()], { ...vms, rollout: view({ pins: [pin(null, 'deb-0000000009')] }) }, '0000000002'],
+  ['a pin whose upload the driver cannot use: falls back',
+    [b1(), b2()], { ...vms, usable: (u) => u.id !== '0000000001', rollout: view({ pins: [pin(null, 'deb-0000000001')] }) }, '0000000002'],
+  ['a revoked build is skipped: the previous serves', [b1(), b2()], { ...vms, rollout: view({ revocations: [revocation('deb-0000000002')] }) }, '0000000001'],
+  ['a pinned build that is revoked is not booted', [b1(), b2()],
+    { ...vms, rollout: view({ pins: [pin(null, 'deb-0000000001')], revocations: [revocation('deb-0000000001')] }) }, '0000000002'],
+  ['every build revoked: nothing', [b1(), b2()], { ...vms, rollout: view({ revocations: [revocation('deb-0000000001'), revocation('deb-0000000002')] }) }, undefined],
+  ['an upload auto-revoked by its failures (not yet written) is skipped',
+    [b1({ rollout: { state: 'promoted', time: 0, reason: null } }), b2({ launchFailures: 3 })], { ...vms, rollout: view({ settings: canary(50, 3) }), key: INSIDE }, '0000000001'],
+  ['an upload whose revocation is written is skipped',
+    [b1(), b2({ rollout: { state: 'revoked', time: 0, reason: 'canary aborted: 3 launch failures' } })], { ...vms, rollout: view() }, '0000000001'],
+  ['a canary serves a launch inside its share', [b1(), b2()], { ...vms, rollout: view({ settings: canary(50) }), key: INSIDE }, '0000000002'],
+  ['outside its share the previous serves', [b1(), b2()], { ...vms, rollout: view({ settings: canary(50) }), key: OUTSIDE }, '0000000001'],
+  ['a canary without a previous upload serves every launch', [b2()], { ...vms, rollout: view({ settings: canary(50) }), key: OUTSIDE }, '0000000002'],
+  ['no key (an availability check): the newest, canary or not', [b1(), b2()], { ...vms, rollout: view({ settings: canary(50) }) }, '0000000002'],
+  ['a promoted newest serves every launch',
+    [b1(), b2({ rollout: { state: 'promoted', time: 0, reason: null } })], { ...vms, rollout: view({ settings: canary(50) }), key: OUTSIDE }, '0000000002'],
+  ['canary 100: every launch', [b1(), b2()], { ...vms, rollout: view({ settings: canary(100) }), key: OUTSIDE }, '0000000002'],
+  ['two canaries in a row: outside the newest\'s share, the last promoted one serves, not the older canary',
+    [upload('0000000000', { buildId: 'deb-0000000000', rollout: { state: 'promoted', time: 0, reason: null } }), b1(), b2()],
+    { ...vms, rollout: view({ settings: canary(50) }), key: OUTSIDE }, '0000000000'],
+];
+
+describe('bootUpload: pins, revocations and canaries', () => {
+  for (const [what, uploads, choice, want] of ROLLOUT) {
+    it(what, () => {
+      assert.equal(bootUpload(uploads, choice)?.id, want);
+      assert.equal(bootUpload([...uploads].reverse(), choice)?.id, want, 'the store\'s listing order does not matter');
+    });
+  }
+
+  it('a 50 % canary takes about half of 2,000 launches, the previous upload the rest', () => {
+    const choice = { ...vms, rollout: view({ settings: canary(50) }) };
+    const keys = Array.from({ length: 2000 }, (_, i) => String(i + 1).padStart(10, '0'));
+    const toCanary = keys.filter((key) => bootUpload([b1(), b2()], { ...choice, key })?.id === '0000000002').length;
+    assert.ok(toCanary >= 900 && toCanary <= 1100, `${toCanary} of 2000 to the canary`);
   });
 });
