@@ -144,6 +144,16 @@ export class ZkLocks {
     return released;
   }
 
+  /** How many resources this handle believes it holds a contender on (diagnostics; bounded by what is locked now). */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /** The resource's lock went with its record (a node deleted with its lock): nothing of it is held any more. */
+  gone(resource: string): void {
+    this.held.delete(resource);
+  }
+
   private forget(resource: string, sessionId: string): void {
     const bySession = this.held.get(resource);
     bySession?.delete(sessionId);

@@ -32,8 +32,12 @@ export class ZkNodes {
    */
   private readonly reads = new Map<string, { data: Buffer; stat: Stat; tick: number }>();
 
-  /** `lockedBy(id)`: a contender this handle holds on node `id`'s lock, with the tick it was taken at. */
-  constructor(private readonly ctx: ZkContext, private readonly lockedBy: (id: string) => { path: string; tick: number } | undefined) {}
+  /**
+   * `lockedBy(id)`: a contender this handle holds on node `id`'s lock, with the tick it was taken
+   * at; `lockGone(id)`: the node was deleted with its lock, so no contender of it is held any more.
+   */
+  constructor(private readonly ctx: ZkContext, private readonly lockedBy: (id: string) => { path: string; tick: number } | undefined,
+    private readonly lockGone: (id: string) => void = () => undefined) {}
 
   async create(input: NewNode): Promise<NodeRecord> {
     checkNodeState(input.state, `creating a node on ${input.provider}`);
@@ -190,10 +194,15 @@ export class ZkNodes {
     const client = this.ctx.main();
     const read = this.reads.get(path);
     this.reads.delete(path);
-    if (read && await this.deleteKnown(id, path, read.tick)) return true;
+    if (read && await this.deleteKnown(id, path, read.tick)) {
+      this.lockGone(id);
+      return true;
+    }
     const got = await client.getData(path);
     if (!got || got.data.length === 0) return false;
-    return removeTree(client, path, `deleting node ${id}`);
+    const removed = await removeTree(client, path, `deleting node ${id}`);
+    if (removed) this.lockGone(id);
+    return removed;
   }
 
   /**

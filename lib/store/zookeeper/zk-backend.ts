@@ -80,7 +80,7 @@ export class ZkBackend implements StoreBackend {
     this.builds = new ZkBuilds(ctx);
     this.uploads = new ZkUploads(ctx, this.builds);
     this.intents = new ZkIntents(ctx);
-    this.nodes = new ZkNodes(ctx, (id) => this.locks.contender(nodeLock(id)));
+    this.nodes = new ZkNodes(ctx, (id) => this.locks.contender(nodeLock(id)), (id) => this.locks.gone(nodeLock(id)));
     this.sessions = new ZkSessions(ctx, (ttlMs) => this.connect(ttlMs, () => { this.syncNeeded = true; }));
     this.requests = new ZkRequests(ctx, (id, what) => this.sessions.client(id, what));
     this.locks = new ZkLocks(ctx, this.sessions);

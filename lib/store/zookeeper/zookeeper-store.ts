@@ -43,6 +43,11 @@ export class ZooKeeperStore extends StoreFacade {
     return this.zk.layout;
   }
 
+  /** How many resources this handle remembers holding a lock contender on (a node deleted with its lock is forgotten). */
+  get heldLockCount(): number {
+    return this.zk.locks.heldCount;
+  }
+
   /**
    * Connects (through TLS tunnels when `tls` is given), creates the tree's directories under
    * the chroot when missing, and reads the cached parts of the tree.

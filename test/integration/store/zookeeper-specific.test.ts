@@ -10,6 +10,7 @@ import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import zookeeper from 'node-zookeeper-client';
 import { SessionKeeper } from '../../../lib/client/session-keeper.js';
 import { waitFor } from '../../../lib/lifecycle.js';
+import { nodeLock } from '../../../lib/store/lock-names.js';
 import { openStore } from '../../../lib/store/open-store.js';
 import { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
 import { runningProcesses } from '../../support/processes.js';
@@ -164,6 +165,28 @@ void describe('ZooKeeperStore', () => {
     await delay(150);
     proxy.thaw();
     assert.equal((await updating)?.state, 'ready');
+  });
+
+  void it('forgets the lock of a node deleted under it (the deleter\'s path and the plain one): memory stays bounded under churn', async () => {
+    const store = await open();
+    const s = await session(store);
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const n = await store.createNode({ state: 'used', provider: 'p', pool: 'main', labels: ['l'], launcher: 'host-1' });
+      assert.equal(await store.tryLock(nodeLock(n.id), s.id), true);
+      ids.push(n.id);
+    }
+    assert.equal(store.heldLockCount, 20);
+    assert.equal(await rawExists(store.layout.node(ids[0] ?? '')), true);
+    // The deleter reads the node under its lock, then deletes it with the lock in one transaction.
+    for (const id of ids.slice(0, 10)) {
+      assert.ok(await store.getNode(id));
+      assert.equal(await store.deleteNode(id), true);
+    }
+    // Deleted without a read under the lock: the whole tree is read and removed.
+    for (const id of ids.slice(10)) assert.equal(await store.deleteNode(id), true);
+    assert.equal(store.heldLockCount, 0);
+    for (const id of ids) assert.equal(await rawExists(store.layout.node(id)), false);
   });
 
   void it('serves list calls from its watched cache: no ZooKeeper reads while nothing changed, a hint when another handle writes', async () => {
