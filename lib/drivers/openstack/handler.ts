@@ -144,6 +144,9 @@ export class OpenStackHandler extends LaunchingHandler {
       provider: p.name, pool: this.poolConfig.name, label: label.name, imageName: image.name, nodeId: node.id,
       instanceProperties: label.instanceProperties, dynamicProperties: dynamic.values,
     });
+    // From here the launch boots the upload: its outcome counts on it (rollout), Nova refusing the
+    // create (an image it will not boot) included; a flavor or network lookup that failed above does not.
+    this.bootsUpload(node, image.countOn);
     let id: string;
     try {
       id = await nova.createServer({
@@ -156,8 +159,6 @@ export class OpenStackHandler extends LaunchingHandler {
       if (err instanceof CloudError && err.status === 400) p.invalidateCaches();
       throw err;
     }
-    // The server boots the upload: the launch's outcome counts on it (rollout); a flavor or network problem before does not.
-    this.bootsUpload(node, image.countOn);
     const resources: NodeResources = labelResources(flavorResources(flavor), label);
     const checkpoint: NodePatch = {
       externalId: id, hostname, image: image.ref, resources,

@@ -33,7 +33,7 @@ void describe('rollout on SQLite: a canary whose launches fail is revoked after 
     sys = await LauncherSystem.create({
       labels: [{ name: 'disk' }],
       providers: [cloudProvider(cloud.nova, provider, {
-        rollout: { canary: 50, 'promote-after': { launches: 1000, age: 0 }, 'abort-on': { 'launch-failures': K } }, launchRetries: 3,
+        rollout: { canary: 50, 'promote-after': { launches: 1000, age: 0 }, 'abort-on': { 'launch-failures': K } }, launchRetries: 1,
       })],
       extra: { 'clouds-file': cloud.nova.cloudsFile, diskimages: [{ name: DISKIMAGE }] },
     });
