@@ -55,9 +55,9 @@ export function viewJsonText(view: Pick<StatusView, 'json'>): string {
  * while any has some), and the upload targets that need attention.
  */
 export async function uploadListView({ store, config, clock }: StatusSource): Promise<StatusView> {
-  const { uploads, status, pauses, corrupt, revocations } = await readUploadList(store);
+  const { uploads, status, pauses, corrupt, pins, revocations } = await readUploadList(store);
   const now = clock();
-  const rollout = { revocations, settingsFor: settingsFor(config()), now };
+  const rollout = { pins, revocations, settingsFor: settingsFor(config()), now };
   const table = uploadTable(uploads, now, rollout);
   const json = imageListJson(uploads, status.targets, now, rollout);
   return {

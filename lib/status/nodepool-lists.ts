@@ -8,7 +8,7 @@ import type { BuildRecord, BuildRequest, LauncherRecord, NodeRecord, NodeRequest
 import { formatAge } from './age.js';
 import type { NodepoolList } from './nodepool-format.js';
 import {
-  buildPinned, buildRevoked, diskimageRollout, hasRolloutInfo, revokedText, uploadLaunches, uploadRollout,
+  buildPinned, buildRevoked, diskimageRollout, hasRolloutInfo, revokedText, uploadLaunches, uploadPinned, uploadRollout,
   type BuildRevoked, type RolloutRecords, type UploadRolloutInput,
 } from './rollout-status.js';
 
@@ -76,6 +76,7 @@ export function imageList(uploads: readonly UploadRecord[], rollout?: UploadRoll
         id: buildNumber(u.buildId, u.diskimage), upload_id: u.id, provider: u.provider, image: u.diskimage,
         external_name: u.externalName, external_id: u.externalId, state: u.state, age: epochSeconds(u.stateTime),
         rollout: phase ? { state: phase.state, words: phase.words } : null, launches: counts.launches, launch_failures: counts.launchFailures,
+        pinned: rollout ? uploadPinned(u, rollout.pins) : false,
       };
     });
   const shown = rollout !== undefined && uploads.some((u) => hasRolloutInfo(u, rollout));

@@ -4,7 +4,7 @@
  * launch counts (`image-list`), and the pins and revocations of each diskimage (`image-status`).
  * The decisions themselves are lib/images/rollout.ts; these only say them. Pure.
  */
-import { phaseWords, uploadPhase, type RolloutSettings } from '../images/rollout.js';
+import { phaseWords, pinFor, uploadPhase, type RolloutSettings } from '../images/rollout.js';
 import type { PinRecord, RevocationRecord, RolloutState, UploadRecord } from '../store/models.js';
 
 /** A pin's provider as shown: its provider's name, or `all` for a diskimage-wide pin. */
@@ -22,6 +22,8 @@ export interface RolloutRecords {
 /** What an upload's rollout is shown from: the records, its target's settings and the time. */
 export interface UploadRolloutInput {
   revocations: readonly RevocationRecord[];
+  /** The store's pins: an upload whose build the pin holding for its provider names says `pinned`. */
+  pins?: readonly PinRecord[];
   settingsFor: SettingsFor;
   now: number;
 }
@@ -66,6 +68,13 @@ export interface UploadRolloutStatus {
   reason: string | null;
   /** True when no decision is written yet and the state follows from the counts, age and settings. */
   derived: boolean;
+  /** True when the pin that holds for its provider names its build: launches boot it whatever is newer. */
+  pinned: boolean;
+}
+
+/** Whether the pin that holds for `u`'s provider (its own, else the diskimage-wide one) names `u`'s build. */
+export function uploadPinned(u: UploadRecord, pins: readonly PinRecord[] | undefined): boolean {
+  return pins !== undefined && pinFor(pins, u.diskimage, u.provider)?.buildId === u.buildId;
 }
 
 /**
@@ -77,7 +86,9 @@ export function uploadRollout(u: UploadRecord, input: UploadRolloutInput): Uploa
   if (u.state !== 'ready' && !revoked) return null;
   const settings = input.settingsFor(u.provider, u.diskimage);
   const phase = uploadPhase(u, input.revocations, settings, input.now);
-  return { state: phase.state, words: phaseWords(phase, u, settings), since: phase.since, reason: phase.reason, derived: phase.derived };
+  const pinned = uploadPinned(u, input.pins);
+  const words = `${pinned ? 'pinned; ' : ''}${phaseWords(phase, u, settings)}`;
+  return { state: phase.state, words, since: phase.since, reason: phase.reason, derived: phase.derived, pinned };
 }
 
 /** The launches counted on `u` (absent counts read as 0). */
@@ -92,7 +103,7 @@ export function uploadLaunches(u: UploadRecord): { launches: number; launchFailu
  */
 export function hasRolloutInfo(u: UploadRecord, input: UploadRolloutInput): boolean {
   return input.settingsFor(u.provider, u.diskimage) !== undefined || (u.rollout ?? null) !== null
-    || (u.launches ?? 0) > 0 || (u.launchFailures ?? 0) > 0
+    || (u.launches ?? 0) > 0 || (u.launchFailures ?? 0) > 0 || uploadPinned(u, input.pins)
     || input.revocations.some((r) => r.diskimage === u.diskimage && r.buildId === u.buildId);
 }
 

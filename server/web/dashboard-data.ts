@@ -67,7 +67,7 @@ export async function dashboardData(src: StatusSource, loops: readonly LoopHealt
   const now = src.clock();
   const age = (t: number): string => formatAge(now - t);
   const report = readinessReport(started, loops, now);
-  const rollout = { revocations, settingsFor: settingsFor(src.config()), now };
+  const rollout = { pins, revocations, settingsFor: settingsFor(src.config()), now };
   const rolloutDiskimages = [...new Set([...pins.map((p) => p.diskimage), ...revocations.map((r) => r.diskimage)])].sort();
   const counts = new Map<string, { provider: string; label: string; states: Record<string, number> }>();
   for (const n of nodes) {

@@ -21,8 +21,8 @@ const dibImageList: NodepoolViewFn = async ({ store, config }) => {
 };
 
 const imageList: NodepoolViewFn = async ({ store, config, clock }) => {
-  const [uploads, { revocations }] = await Promise.all([store.listUploads(), readRolloutRecords(store)]);
-  return lists.imageList(uploads, { revocations, settingsFor: settingsFor(config()), now: clock() });
+  const [uploads, { pins, revocations }] = await Promise.all([store.listUploads(), readRolloutRecords(store)]);
+  return lists.imageList(uploads, { pins, revocations, settingsFor: settingsFor(config()), now: clock() });
 };
 
 const imageStatus: NodepoolViewFn = async ({ store, config }) => {

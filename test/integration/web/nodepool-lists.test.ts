@@ -125,9 +125,9 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
       const [a, b] = [uploads.find((u) => u.provider === 'cloud-a')!, uploads.find((u) => u.provider === 'cloud-b')!];
       assert.deepEqual(await rows('/image-list'), [
         { id: number(a), upload_id: a.id, provider: 'cloud-a', image: 'deb', external_name: null, external_id: null, state: 'uploading', age: sec(a.stateTime),
-          rollout: null, launches: 0, launch_failures: 0 },
+          rollout: null, launches: 0, launch_failures: 0, pinned: false },
         { id: number(b), upload_id: b.id, provider: 'cloud-b', image: 'deb', external_name: 'deb-1700000000', external_id: 'img-b-1', state: 'ready', age: sec((await sys.store.getUpload(b.id))!.stateTime),
-          rollout: { state: 'promoted', words: 'promoted' }, launches: 0, launch_failures: 0 },
+          rollout: { state: 'promoted', words: 'promoted' }, launches: 0, launch_failures: 0, pinned: false },
       ]);
       const t = await text('/image-list?fields=provider,upload_id,external_id,state');
       assert.deepEqual(t.split('\n'), [

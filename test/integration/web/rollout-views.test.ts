@@ -101,18 +101,20 @@ describe('pins, revocations and rollout in the lists, the web and the metrics (S
     const [head, ...rows] = cells(r.stdout);
     assert.deepEqual(head?.slice(-3), ['Rollout', 'Launches', 'Launch Failures']);
     assert.deepEqual(rows.map((c) => [c[1], c[2], ...c.slice(-3)]), [
-      [u.promoted.id, 'cloud-a', 'promoted', '25', '0'],
+      [u.promoted.id, 'cloud-a', 'pinned; promoted', '25', '0'],
       [u.canary.id, 'cloud-a', 'canary 10% 7/20 launches', '7', '1'],
       [u.revoked.id, 'cloud-a', 'revoked: kernel panics', '0', '0'],
-      [u.plain.id, 'cloud-b', 'promoted', '0', '0'],
+      [u.plain.id, 'cloud-b', 'pinned; promoted', '0', '0'],
     ]);
     const json = await env.run('image-list', '--json');
     const doc = JSON.parse(json.stdout) as { uploads: Array<{ id: string; rollout: { state: string; words: string; derived: boolean }; launches: number; launchFailures: number }> };
     const canary = doc.uploads.find((x) => x.id === u.canary.id);
     assert.deepEqual(canary && [canary.rollout, canary.launches, canary.launchFailures],
-      [{ state: 'canary', words: 'canary 10% 7/20 launches', since: u.canary.stateTime, reason: null, derived: true }, 7, 1]);
+      [{ state: 'canary', words: 'canary 10% 7/20 launches', since: u.canary.stateTime, reason: null, derived: true, pinned: false }, 7, 1]);
     const promoted = doc.uploads.find((x) => x.id === u.promoted.id);
     assert.deepEqual(promoted && [promoted.rollout.state, promoted.rollout.derived], ['promoted', false], 'the written decision');
+    assert.deepEqual(doc.uploads.map((x) => [x.id, (x.rollout as { pinned?: boolean } | null)?.pinned]),
+      [[u.promoted.id, true], [u.canary.id, false], [u.revoked.id, false], [u.plain.id, true]], 'the upload each provider\'s pin boots says pinned');
   });
 
   it('nodepool image-status: the pins and the revoked build as columns and lines; --json pins and revocations', async () => {

@@ -40,9 +40,9 @@ describe("Nodepool 11's lists from our records", () => {
     const list = imageList([upload(b, 'cloud-b', '0000000002', { externalId: null, state: 'uploading' }), upload(b, 'cloud-a', '0000000001')]);
     assert.deepEqual(list.rows, [
       { id: '0000000001', upload_id: '0000000001', provider: 'cloud-a', image: 'deb', external_name: 'deb-0000000001', external_id: 'img-0000000001', state: 'ready', age: S,
-        rollout: null, launches: 0, launch_failures: 0 },
+        rollout: null, launches: 0, launch_failures: 0, pinned: false },
       { id: '0000000001', upload_id: '0000000002', provider: 'cloud-b', image: 'deb', external_name: 'deb-0000000002', external_id: null, state: 'uploading', age: S,
-        rollout: null, launches: 0, launch_failures: 0 },
+        rollout: null, launches: 0, launch_failures: 0, pinned: false },
     ]);
   });
 

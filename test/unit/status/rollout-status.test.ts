@@ -76,7 +76,7 @@ describe('rollout in the upload lists (image-list)', () => {
   const uploads = [canary, promoted, revoked, plain, uploading];
 
   it('each upload says where it stands in words, with its launches and failures', () => {
-    assert.deepEqual(uploadRollout(canary, input), { state: 'canary', words: 'canary 10% 7/20 launches', since: canary.stateTime, reason: null, derived: true });
+    assert.deepEqual(uploadRollout(canary, input), { state: 'canary', words: 'canary 10% 7/20 launches', since: canary.stateTime, reason: null, derived: true, pinned: false });
     assert.equal(uploadRollout(promoted, input)?.words, 'promoted');
     assert.equal(uploadRollout(revoked, input)?.words, 'revoked: kernel panics');
     assert.equal(uploadRollout(plain, input)?.words, 'promoted', 'no rollout settings: promoted once ready');
@@ -93,6 +93,17 @@ describe('rollout in the upload lists (image-list)', () => {
     assert.deepEqual(uploadTable([plain], NOW, input).columns, [...UPLOAD_COLUMNS], 'nothing to say about rollout: no rollout columns');
   });
 
+  it('an upload whose build the pin for its provider names says pinned (its own pin over the diskimage-wide one); the columns show for a pin alone', () => {
+    const pin = (provider: string | null, buildId: string): PinRecord => ({ diskimage: 'deb', provider, buildId, since: NOW - HOUR, reason: null });
+    const pinned = { ...input, pins: [pin(null, 'deb-0000000001'), pin('cloud-b', 'deb-0000000002')] };
+    assert.equal(uploadRollout(promoted, pinned)?.words, 'pinned; promoted', 'cloud-a: the diskimage-wide pin names its build');
+    assert.equal(uploadRollout(promoted, pinned)?.pinned, true);
+    assert.equal(uploadRollout(canary, pinned)?.pinned, false, 'cloud-a boots the pinned build, not this one');
+    assert.equal(uploadRollout(plain, pinned)?.words, 'pinned; promoted', "cloud-b's own pin holds there");
+    assert.deepEqual(uploadTable([plain], NOW, pinned).columns, [...UPLOAD_COLUMNS, 'Rollout', 'Launches', 'Launch Failures']);
+    assert.equal(imageList([plain], pinned).rows[0]?.pinned, true);
+  });
+
   it('image-list --json: rollout, launches and launchFailures beside the record', () => {
     const json = imageListJson([canary], [], NOW, input);
     const { age, transfer, rollout, launches, launchFailures, ...rest } = json.uploads[0]!;
@@ -105,7 +116,7 @@ describe('rollout in the upload lists (image-list)', () => {
     const list = imageList([canary, uploading], input);
     assert.deepEqual(list.rows[0], {
       id: '0000000002', upload_id: '0000000004', provider: 'cloud-a', image: 'deb', external_name: 'deb-0000000004', external_id: 'img-0000000004',
-      state: 'ready', age: S - 60, rollout: { state: 'canary', words: 'canary 10% 7/20 launches' }, launches: 7, launch_failures: 1,
+      state: 'ready', age: S - 60, rollout: { state: 'canary', words: 'canary 10% 7/20 launches' }, launches: 7, launch_failures: 1, pinned: false,
     });
     assert.equal(list.rows[1]?.rollout, null);
     const text = nodepoolText(list, 'upload_id,rollout,launches,launch_failures', NOW);
