@@ -60,6 +60,21 @@ async function socketCount(pid: number): Promise<number> {
   return links.filter((l) => l.startsWith('socket:')).length;
 }
 
+/**
+ * The sockets of a process that has settled after its start: the same count over a second
+ * (a daemon answers health before its last Gearman or store connection is open), at most 10 s.
+ */
+async function steadySocketCount(pid: number): Promise<number> {
+  let last = await socketCount(pid);
+  let since = Date.now();
+  for (const until = Date.now() + 10_000; Date.now() < until && Date.now() - since < 1000;) {
+    await new Promise((r) => setTimeout(r, 100));
+    const n = await socketCount(pid);
+    if (n !== last) [last, since] = [n, Date.now()];
+  }
+  return last;
+}
+
 /** Runs the storm in its own process and polls `/health/live` until it ends. */
 async function storm(port: number, logDir: string, name: string): Promise<{ result: StormResult; health: Array<{ ms: number; status: number | null; error: string | null }> }> {
   const logFile = path.join(logDir, `${name}.out`);
@@ -122,7 +137,7 @@ describe('faults: 2,000 concurrent /metrics scrapes', () => {
       const sessions = async (): Promise<string[]> => (await sys.store.listSessions()).filter((s) => s.owner === 'nodepool-server').map((s) => s.id);
       const before = await sessions();
       assert.equal(before.length, 1);
-      const socketsBefore = await socketCount(server.pid);
+      const socketsBefore = await steadySocketCount(server.pid);
       const s = await storm(port, sys.dir, 'storm-client');
       const after = await sessions();
       const log = await readFile(path.join(sys.dir, 'storm-server.log'), 'utf8');
@@ -166,7 +181,7 @@ describe('faults: 2,000 concurrent /metrics scrapes', () => {
         if (!builder.alive()) throw new Error(`nodepool-builder exited; see ${env.dir}/storm-builder.log`);
         return (await probe(port, '/health/live')).status === 200;
       }, { timeoutMs: 30_000, what: 'the builder metrics port', intervalMs: 100 });
-      const socketsBefore = await socketCount(builder.pid);
+      const socketsBefore = await steadySocketCount(builder.pid);
       const s = await storm(port, env.dir, 'storm-client-builder');
       const socketsAfter = await waitFor(async () => {
         const n = await socketCount(builder.pid);
