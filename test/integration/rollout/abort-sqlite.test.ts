@@ -12,14 +12,14 @@ import { after, before, describe, it } from 'node:test';
 import { RequestFailedError } from '../../../lib/client/errors.js';
 import type { NodepoolClient } from '../../../lib/client/nodepool-client.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { stopAllProcesses } from '../../support/processes.js';
-import { cloudProvider, DISKIMAGE, drained, launch, readyUpload, RolloutCloud } from './rollout-env.js';
+import type { LauncherSystem } from '../../support/launcher-system.js';
+import { closeParts, launch, oneProviderSystem, RolloutCloud, type OneProvider } from './rollout-env.js';
 
 /** `abort-on.launch-failures`. */
 const K = 2;
 
 void describe('rollout on SQLite: a canary whose launches fail is revoked after K failures', () => {
+  let parts: OneProvider | undefined;
   let cloud: RolloutCloud;
   let sys: LauncherSystem;
   let client: NodepoolClient;
@@ -29,26 +29,13 @@ void describe('rollout on SQLite: a canary whose launches fail is revoked after 
   const provider = RolloutCloud.unique('abort');
 
   before(async () => {
-    cloud = await RolloutCloud.open();
-    sys = await LauncherSystem.create({
-      labels: [{ name: 'disk' }],
-      providers: [cloudProvider(cloud.nova, provider, {
-        rollout: { canary: 50, 'promote-after': { launches: 1000, age: 0 }, 'abort-on': { 'launch-failures': K } }, launchRetries: 1,
-      })],
-      extra: { 'clouds-file': cloud.nova.cloudsFile, diskimages: [{ name: DISKIMAGE }] },
-    });
-    goodImage = await cloud.bootableImage(`${provider}-good`);
-    previous = await readyUpload(sys.store, provider, goodImage);
-    broken = await readyUpload(sys.store, provider, await cloud.unbootableImage(`${provider}-queued`));
-    await sys.startServer();
-    client = await sys.client();
+    parts = await oneProviderSystem(provider, {
+      rollout: { canary: 50, 'promote-after': { launches: 1000, age: 0 }, 'abort-on': { 'launch-failures': K } }, launchRetries: 1,
+    }, 'unbootable');
+    ({ cloud, sys, client, older: previous, newer: broken } = parts);
+    goodImage = parts.images.get(previous.id) ?? '';
   });
-  after(async () => {
-    if (sys) await drained(cloud, sys, provider).catch((err: unknown) => console.error(`drain: ${String(err)}`));
-    await sys?.stop();
-    await cloud?.close();
-    await stopAllProcesses();
-  });
+  after(() => closeParts(parts, [provider]));
 
   it(`revokes the failing upload after ${K} launch failures, with the reason; every node that comes up runs the previous upload`, async () => {
     let launched = 0;

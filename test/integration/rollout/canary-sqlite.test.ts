@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { NodepoolClient } from '../../../lib/client/nodepool-client.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { stopAllProcesses } from '../../support/processes.js';
-import { cloudProvider, DISKIMAGE, drained, launch, readyUpload, RolloutCloud, type Launched } from './rollout-env.js';
+import type { LauncherSystem } from '../../support/launcher-system.js';
+import { closeParts, cloudProvider, launch, oneProviderSystem, RolloutCloud, type Launched, type OneProvider } from './rollout-env.js';
 
 /** Launches over which the share is measured, and how many at once. */
 const LAUNCHES = 40;
@@ -22,12 +21,13 @@ const AT_ONCE = 10;
 const OUT_OF_REACH = 1000;
 
 void describe('rollout on SQLite: a 50 % canary serves its share, then is promoted after N launches', () => {
+  let parts: OneProvider | undefined;
   let cloud: RolloutCloud;
   let sys: LauncherSystem;
   let client: NodepoolClient;
   let previous: UploadRecord;
   let fresh: UploadRecord;
-  const images = new Map<string, string>();
+  let images: Map<string, string>;
   const provider = RolloutCloud.unique('canary');
   const rollout = (launches: number): Record<string, unknown> => ({ canary: 50, 'promote-after': { launches, age: 0 } });
 
@@ -49,25 +49,10 @@ void describe('rollout on SQLite: a 50 % canary serves its share, then is promot
   }
 
   before(async () => {
-    cloud = await RolloutCloud.open();
-    sys = await LauncherSystem.create({
-      labels: [{ name: 'disk' }],
-      providers: [cloudProvider(cloud.nova, provider, { rollout: rollout(OUT_OF_REACH), maxServers: 2 * AT_ONCE })],
-      extra: { 'clouds-file': cloud.nova.cloudsFile, diskimages: [{ name: DISKIMAGE }] },
-    });
-    const [oldImage, newImage] = await Promise.all([cloud.bootableImage(`${provider}-old`), cloud.bootableImage(`${provider}-new`)]);
-    previous = await readyUpload(sys.store, provider, oldImage);
-    fresh = await readyUpload(sys.store, provider, newImage);
-    images.set(previous.id, oldImage).set(fresh.id, newImage);
-    await sys.startServer();
-    client = await sys.client();
+    parts = await oneProviderSystem(provider, { rollout: rollout(OUT_OF_REACH), maxServers: 2 * AT_ONCE });
+    ({ cloud, sys, client, older: previous, newer: fresh, images } = parts);
   });
-  after(async () => {
-    if (sys) await drained(cloud, sys, provider).catch((err: unknown) => console.error(`drain: ${String(err)}`));
-    await sys?.stop();
-    await cloud?.close();
-    await stopAllProcesses();
-  });
+  after(() => closeParts(parts, [provider]));
 
   let served = 0;
 

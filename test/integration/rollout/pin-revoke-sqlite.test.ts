@@ -10,17 +10,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { NodepoolClient } from '../../../lib/client/nodepool-client.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
-import { LauncherSystem } from '../../support/launcher-system.js';
-import { stopAllProcesses } from '../../support/processes.js';
-import { cloudProvider, DISKIMAGE, drained, launch, readyUpload, RolloutCloud, type Launched } from './rollout-env.js';
+import type { LauncherSystem } from '../../support/launcher-system.js';
+import { closeParts, DISKIMAGE, launch, oneProviderSystem, RolloutCloud, type Launched, type OneProvider } from './rollout-env.js';
 
 void describe('rollout on SQLite: pin and revoke switch what the next launch boots', () => {
+  let parts: OneProvider | undefined;
   let cloud: RolloutCloud;
   let sys: LauncherSystem;
   let client: NodepoolClient;
   let old: UploadRecord;
   let newer: UploadRecord;
-  const images = new Map<string, string>();
+  let images: Map<string, string>;
   const provider = RolloutCloud.unique('pin');
 
   /** One launch; asserts it booted `upload` (record and Nova agree). */
@@ -34,25 +34,10 @@ void describe('rollout on SQLite: pin and revoke switch what the next launch boo
   }
 
   before(async () => {
-    cloud = await RolloutCloud.open();
-    sys = await LauncherSystem.create({
-      labels: [{ name: 'disk' }],
-      providers: [cloudProvider(cloud.nova, provider)],
-      extra: { 'clouds-file': cloud.nova.cloudsFile, diskimages: [{ name: DISKIMAGE }] },
-    });
-    const [oldImage, newImage] = await Promise.all([cloud.bootableImage(`${provider}-old`), cloud.bootableImage(`${provider}-new`)]);
-    old = await readyUpload(sys.store, provider, oldImage);
-    newer = await readyUpload(sys.store, provider, newImage);
-    images.set(old.id, oldImage).set(newer.id, newImage);
-    await sys.startServer();
-    client = await sys.client();
+    parts = await oneProviderSystem(provider);
+    ({ cloud, sys, client, older: old, newer, images } = parts);
   });
-  after(async () => {
-    if (sys) await drained(cloud, sys, provider).catch((err: unknown) => console.error(`drain: ${String(err)}`));
-    await sys?.stop();
-    await cloud?.close();
-    await stopAllProcesses();
-  });
+  after(() => closeParts(parts, [provider]));
 
   it('boots the newest ready upload while nothing is pinned', async () => {
     await boots(newer);

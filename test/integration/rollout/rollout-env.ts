@@ -19,8 +19,9 @@ import { KeystoneSession } from '../../../lib/drivers/openstack/keystone.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import type { NodeRecord, UploadRecord } from '../../../lib/store/models.js';
 import type { Store } from '../../../lib/store/store.js';
-import type { LauncherSystem } from '../../support/launcher-system.js';
+import { LauncherSystem } from '../../support/launcher-system.js';
 import { useNovaCloud, type NovaCloud } from '../../support/openstack-full.js';
+import { stopAllProcesses } from '../../support/processes.js';
 
 /** The diskimage every rollout test boots. */
 export const DISKIMAGE = 'deb';
@@ -167,4 +168,50 @@ export async function drained(cloud: RolloutCloud, sys: LauncherSystem, provider
     }
     return (await cloud.serversOf(provider)) === 0 && (await sys.store.listNodes({ provider })).length === 0;
   }, { timeoutMs: 180_000, what: `no server or node of ${provider} left`, intervalMs: 1000 });
+}
+
+/** A file's parts: the cloud, the launcher system (its server, store and config) and a client. */
+export interface RolloutParts {
+  cloud: RolloutCloud;
+  sys: LauncherSystem;
+  client: NodepoolClient;
+}
+
+/** {@link oneProviderSystem}'s parts and the two ready uploads it wrote (older first), with their Glance images by upload id. */
+export interface OneProvider extends RolloutParts {
+  older: UploadRecord;
+  newer: UploadRecord;
+  images: Map<string, string>;
+}
+
+/**
+ * The set-up most rollout files share: the cloud, a launcher-only nodepool-server on SQLite
+ * whose one provider `provider` (options `o`) boots the diskimage as label `disk`, and ready
+ * uploads of two builds to it, each its own Glance image; `newerImage: 'unbootable'` gives the
+ * newer one an image Nova refuses to boot.
+ */
+export async function oneProviderSystem(provider: string, o: CloudProviderOptions = {}, newerImage: 'bootable' | 'unbootable' = 'bootable'): Promise<OneProvider> {
+  const cloud = await RolloutCloud.open();
+  const sys = await LauncherSystem.create({
+    labels: [{ name: 'disk' }],
+    providers: [cloudProvider(cloud.nova, provider, o)],
+    extra: { 'clouds-file': cloud.nova.cloudsFile, diskimages: [{ name: DISKIMAGE }] },
+  });
+  const [olderImage, newImage] = await Promise.all([cloud.bootableImage(`${provider}-old`),
+    newerImage === 'bootable' ? cloud.bootableImage(`${provider}-new`) : cloud.unbootableImage(`${provider}-queued`)]);
+  const older = await readyUpload(sys.store, provider, olderImage);
+  const newer = await readyUpload(sys.store, provider, newImage);
+  await sys.startServer();
+  return { cloud, sys, client: await sys.client(), older, newer, images: new Map([[older.id, olderImage], [newer.id, newImage]]) };
+}
+
+/** Ends a file: returns and waits out the nodes of `providers`, stops the system, deletes the images, stops every process started. */
+export async function closeParts(parts: Partial<RolloutParts> | undefined, providers: readonly string[]): Promise<void> {
+  const { cloud, sys } = parts ?? {};
+  if (cloud && sys) {
+    for (const p of providers) await drained(cloud, sys, p).catch((err: unknown) => console.error(`drain: ${String(err)}`));
+  }
+  await sys?.stop();
+  await cloud?.close();
+  await stopAllProcesses();
 }
