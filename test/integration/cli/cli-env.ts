@@ -3,17 +3,19 @@
  * test (which plays the server by writing records and status), and the real bin/nodepool.ts
  * run as a child process against them.
  */
+import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../../lib/config/load.js';
 import type { Config } from '../../../lib/config/schema.js';
-import { waitFor } from '../../../lib/lifecycle.js';
+import { Releasers, waitFor } from '../../../lib/lifecycle.js';
 import { openStore } from '../../../lib/store/open-store.js';
 import type { Store } from '../../../lib/store/store.js';
 import type { LoopHealth } from '../../../lib/periodic-loop.js';
-import { startProcess, type TrackedProcess } from '../../support/processes.js';
+import { runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
 import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../lib/status/lifecycle-status.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -173,3 +175,21 @@ providers:
       - name: hosts
         nodes: [{name: host1.example.org, labels: [small]}]
 `;
+
+/**
+ * For a describe block whose tests each want a fresh CLI env with a live server heartbeat:
+ * returns the maker, and after each test closes what it made and checks no process is left.
+ */
+export function heartbeatEnvPerTest(): () => Promise<CliEnv> {
+  const releasers = new Releasers();
+  afterEach(async () => {
+    await releasers.releaseAll();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+  return async () => {
+    const env = await createCliEnv();
+    releasers.add('cli env', () => env.close());
+    await env.heartbeat();
+    return env;
+  };
+}

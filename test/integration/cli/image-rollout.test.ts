@@ -3,26 +3,13 @@
  * real CLI against a SQLite store the test writes as the server would; each prints its sentence,
  * writes the intent, and exits 0, or prints the refusal on stderr with its exit code.
  */
-import { afterEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Releasers } from '../../../lib/lifecycle.js';
 import type { BuildRecord, UploadRecord } from '../../../lib/store/models.js';
-import { runningProcesses } from '../../support/processes.js';
-import { createCliEnv, type CliEnv } from './cli-env.js';
+import { heartbeatEnvPerTest, type CliEnv } from './cli-env.js';
 
 describe('nodepool image-pin, image-unpin, image-revoke, image-unrevoke, image-promote', () => {
-  const releasers = new Releasers();
-  afterEach(async () => {
-    await releasers.releaseAll();
-    assert.deepEqual(runningProcesses().map((p) => p.name), []);
-  });
-
-  async function setup(): Promise<CliEnv> {
-    const env = await createCliEnv();
-    releasers.add('cli env', () => env.close());
-    await env.heartbeat();
-    return env;
-  }
+  const setup = heartbeatEnvPerTest();
 
   /** A ready build of ubuntu-jammy with a ready upload to cloud-a. */
   async function readyBuild(env: CliEnv): Promise<{ build: BuildRecord; upload: UploadRecord }> {
