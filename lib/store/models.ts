@@ -67,6 +67,12 @@ export interface BuildRecord {
   username?: string | null;
   pythonPath?: string | null;
   shellType?: string | null;
+  /**
+   * Where the builder holding the build serves its log over HTTP (issue 25 §2,
+   * `http://<builder>:<port>/build-logs/<id>`); null or absent when the builder serves none.
+   * ZooKeeper: `log_url`, beside Nodepool's fields.
+   */
+  logUrl?: string | null;
 }
 
 /** An upload of a build to one provider. `id` is a 10-digit sequence, unique in the store. */
@@ -139,6 +145,50 @@ export interface RevocationRecord {
   buildId: string;
   since: number;
   reason: string | null;
+}
+
+/** How a write through the web API ended (issue 25 §1). */
+export const AUDIT_RESULTS = ['ok', 'refused', 'denied', 'error'] as const;
+/** `ok`: done; `refused`: the action refused (unknown, wrong state, …); `denied`: no or a bad token, or too weak a role; `error`: it failed. */
+export type AuditResult = (typeof AUDIT_RESULTS)[number];
+
+/**
+ * One entry of the audit trail: every write the web API was asked for, who asked (as the
+ * verified token says; `null` when no token verified), what, when, and how it ended. `id` is a
+ * 10-digit sequence; entries are never changed, and the oldest go past the store's bound.
+ */
+export interface AuditRecord {
+  id: string;
+  time: number;
+  user: string | null;
+  role: string | null;
+  authenticator: string | null;
+  /** The action (`image-build`, `node-hold`, …). */
+  action: string;
+  /** What it names (`ubuntu-jammy`, `0000000012`, `ubuntu-jammy@cloud-a`). */
+  target: string;
+  method: string;
+  path: string;
+  /** The HTTP status answered. */
+  status: number;
+  result: AuditResult;
+  /** The answer's sentence (never a token or secret). */
+  message: string;
+  /** The client's address. */
+  remote: string | null;
+}
+
+/** What {@link AuditRecord} is made from (the store gives `id`). */
+export type NewAuditRecord = Omit<AuditRecord, 'id'>;
+
+/**
+ * An operator's request to retry a diskimage's failed uploads to one provider now, without
+ * waiting out the retry backoff (`POST /api/upload/<id>/retry`, issue 25 §1).
+ */
+export interface UploadRetryRequest {
+  diskimage: string;
+  provider: string;
+  requested: number;
 }
 
 /** An operator's request for a build of a diskimage (`nodepool image-build`). */

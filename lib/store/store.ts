@@ -11,7 +11,7 @@ import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  LaunchResult, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadState,
+  AuditRecord, LaunchResult, NewAuditRecord, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 
 /** Conditional update: apply the patch only while the record is in one of these states. */
@@ -100,6 +100,11 @@ export interface IntentStore {
   listBuildRequests(): Promise<BuildRequest[]>;
   /** Removes the request if it was made at or before `requestedUpTo` (a newer request survives). */
   clearBuildRequest(diskimage: string, requestedUpTo: number): Promise<void>;
+  /** Records (or refreshes) a request to retry `diskimage`'s failed uploads to `provider` now (the backoff is skipped once). */
+  requestUploadRetry(diskimage: string, provider: string): Promise<UploadRetryRequest>;
+  listUploadRetries(): Promise<UploadRetryRequest[]>;
+  /** Removes the request if it was made at or before `requestedUpTo` (a newer request survives). */
+  clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): Promise<void>;
   /** Pauses (or unpauses) a diskimage's builds (`provider` null) or its uploads to one provider. */
   setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Promise<void>;
   listPauses(): Promise<PauseRecord[]>;
@@ -114,6 +119,13 @@ export interface IntentStore {
   setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): Promise<void>;
   /** By diskimage, then build id. */
   listRevocations(): Promise<RevocationRecord[]>;
+  /**
+   * Appends an entry to the audit trail of web writes (issue 25 §1) and returns it with its id.
+   * The store keeps at least the newest {@link AUDIT_KEEP} entries and drops older ones.
+   */
+  recordAudit(entry: NewAuditRecord): Promise<AuditRecord>;
+  /** Audit entries, newest first: at most `limit` (default 100), older than id `before` when given. */
+  listAudit(filter?: { limit?: number; before?: string }): Promise<AuditRecord[]>;
   /** Stores a JSON value the server publishes for the CLI (lifecycle status, heartbeat). */
   putStatus(key: string, value: unknown): Promise<void>;
   getStatus<T = unknown>(key: string): Promise<{ value: T; updated: number } | undefined>;
@@ -274,3 +286,6 @@ export interface StoreOptions {
    */
   readOnly?: boolean;
 }
+
+/** Audit entries every store keeps at least (older ones may go). */
+export const AUDIT_KEEP = 10_000;

@@ -4,16 +4,20 @@
  * PrettyTable text or a JSON list of rows, negotiated as Nodepool does) and our richer lists
  * at `/api/<same name>` (status-views.ts: the CLI's tables with their attention lines, or the
  * CLI's `--json`), `/ready`, `/health/live`, `/health/ready`, Prometheus `/metrics` and the
- * dashboard at `/` (polling `/dashboard.json`). Only GET and HEAD; unknown paths are 404 (`//x`
- * and `/x/` are `/x`). Lists are cached for a second per path, query and format, as Nodepool's
+ * dashboard at `/` (polling `/dashboard.json`). The built-in paths answer only GET and HEAD;
+ * the routes of the web modules (server/web/routes.ts: write API, build logs, console) are asked
+ * first and answer their own methods; unknown paths are 404 (`//x` and `/x/` are `/x`). Only the
+ * built-in reads carry `Access-Control-Allow-Origin: *`. With `tls` it serves HTTPS. Lists are cached for a second per path, query and format, as Nodepool's
  * webapp does, and `/metrics` is rendered at most once a second whatever the number of
  * scrapes; the health endpoints read only memory, and the connections held at once are
  * bounded, so a storm of clients cannot stall the server.
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { coerceError } from '../../lib/errors.js';
 import { AdmissionListener } from '../../lib/http/admission.js';
-import { requestPath } from '../../lib/http/request-path.js';
+import { requestPath, type RequestPath } from '../../lib/http/request-path.js';
 import type { Logger } from '../../lib/log.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import { renderTable } from '../../lib/status/table.js';
@@ -23,7 +27,10 @@ import { readinessReport } from './health.js';
 import { nodepoolFormat, parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
 import { nodepoolText, pythonJson } from '../../lib/status/nodepool-format.js';
 import { NODEPOOL_VIEWS } from './nodepool-views.js';
+import { BodyTooLargeError, MAX_BODY_BYTES, matchRoute, type Answer, type Route, type WebRequest } from './routes.js';
 import { STATUS_VIEWS, type StatusSource } from './status-views.js';
+
+export type { Answer } from './routes.js';
 
 /** Options of {@link WebServer.start}. */
 export interface WebServerOptions {
@@ -44,14 +51,10 @@ export interface WebServerOptions {
   cacheMs?: number;
   /** Connections held at once; more are refused (default: lib/http/admission.ts). */
   maxConnections?: number;
-}
-
-/** A response before it is sent. */
-export interface Answer {
-  status: number;
-  contentType: string;
-  body: string;
-  headers?: Record<string, string>;
+  /** Routes asked before the built-in paths (write API, build logs, console pages). */
+  routes?: readonly Route[];
+  /** Serve HTTPS with this PEM certificate (chain) and key, both file paths (`webapp.tls`). */
+  tls?: { cert: string; key: string };
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -77,7 +80,9 @@ export class WebServer {
 
   /** Listens; resolves once bound. Thrown: the listen error (EADDRINUSE, EACCES, …). */
   static async start(opts: WebServerOptions): Promise<WebServer> {
-    const server = http.createServer();
+    const server: http.Server = opts.tls
+      ? https.createServer({ cert: readFileSync(opts.tls.cert), key: readFileSync(opts.tls.key) })
+      : http.createServer();
     const web = new WebServer(server, opts);
     server.on('request', (req, res) => {
       web.handle(req, res).catch((err: unknown) => opts.log.error('web status could not answer', { url: req.url, error: coerceError(err).message }));
@@ -104,16 +109,26 @@ export class WebServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let answer: Answer;
+    let routed = false;
     try {
-      answer = await this.answer(req);
+      const url = requestPath(req.url);
+      const matched = this.opts.routes ? matchRoute(this.opts.routes, req.method ?? 'GET', url.pathname) : undefined;
+      routed = matched !== undefined;
+      if (matched && 'route' in matched) answer = await matched.route.handle(webRequest(req, url), matched.params);
+      else if (matched) answer = text(405, `method ${req.method ?? ''} not allowed on ${url.pathname}`, { Allow: allowHeader(matched.allowed) });
+      else answer = await this.answer(req);
     } catch (raw) {
-      const err = coerceError(raw);
-      this.opts.log.error('web status request failed', { url: req.url, error: err.message });
-      answer = text(500, `internal error: ${err.message}`);
+      if (raw instanceof BodyTooLargeError) {
+        answer = text(413, raw.message, { Connection: 'close' });
+      } else {
+        const err = coerceError(raw);
+        this.opts.log.error('web status request failed', { url: req.url, error: err.message });
+        answer = text(500, `internal error: ${err.message}`);
+      }
     }
-    const body = Buffer.from(answer.body, 'utf8');
+    const body = typeof answer.body === 'string' ? Buffer.from(answer.body, 'utf8') : answer.body;
     res.writeHead(answer.status, {
-      'Content-Type': answer.contentType, 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*', ...answer.headers,
+      'Content-Type': answer.contentType, 'Content-Length': body.length, ...(routed ? {} : { 'Access-Control-Allow-Origin': '*' }), ...answer.headers,
     });
     if (req.method === 'HEAD' || answer.status === 304) res.end();
     else res.end(body);
@@ -207,6 +222,48 @@ export class WebServer {
     const lines = fields ? [] : view.lines;
     return text(200, renderTable(picked.columns, picked.rows) + lines.map((l) => `${l}\n`).join(''));
   }
+}
+
+/** `Allow` for a path's methods (GET brings HEAD). */
+function allowHeader(methods: readonly string[]): string {
+  return [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
+}
+
+/** A route's view of a request; the body is read on demand, bounded. */
+function webRequest(req: http.IncomingMessage, url: RequestPath): WebRequest {
+  let body: Promise<Buffer> | undefined;
+  return {
+    method: req.method ?? 'GET',
+    url,
+    headers: req.headers,
+    remoteAddress: req.socket.remoteAddress ?? '',
+    body(limit = MAX_BODY_BYTES): Promise<Buffer> {
+      body ??= readBody(req, limit);
+      return body;
+    },
+  };
+}
+
+/** Reads the body up to `limit` bytes; past it, stops reading and rejects (the answer closes the connection). */
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(new BodyTooLargeError(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.pause();
+        reject(new BodyTooLargeError(limit));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
 }
 
 /** Nodepool's list headers: cacheable for `ttlMs` (whole seconds) from `at`. */
