@@ -124,7 +124,7 @@ export function cloudProvider(nova: NovaCloud, name: string, o: CloudProviderOpt
     name, driver: 'openstack', cloud: nova.cloud, 'region-name': nova.region, 'launch-timeout': 120, 'launch-retries': o.launchRetries ?? 3,
     diskimages: [{ name: DISKIMAGE, username: 'debian', ...(o.rollout ? { rollout: o.rollout } : {}) }],
     pools: [{
-      name: 'main', networks: [nova.network.name], 'host-key-checking': false, 'max-servers': o.maxServers ?? 10,
+      name: 'main', networks: [nova.network.name], 'host-key-checking': false, 'auto-floating-ip': false, 'max-servers': o.maxServers ?? 10,
       labels: [{ name: o.label ?? 'disk', diskimage: DISKIMAGE, 'flavor-name': 'm1.tiny' }],
     }],
   };
