@@ -65,3 +65,15 @@ export function checkRolloutPatch(patch: UploadPatch, what: string): void {
   if (!Number.isFinite(r.time)) throw new StoreError(`${what}: rollout time must be a time (epoch ms)`);
   if (r.reason !== null && typeof r.reason !== 'string') throw new StoreError(`${what}: rollout reason must be a string or null`);
 }
+
+/** Thrown: StoreError unless `logUrl` is a string or null (issue 25); answers it. */
+export function checkLogUrl(logUrl: unknown, what: string): string | null {
+  if (logUrl !== null && typeof logUrl !== 'string') throw new StoreError(`${what}: logUrl must be a string or null, got ${typeof logUrl}`);
+  return logUrl;
+}
+
+/** Thrown: StoreError unless `diskimage` and `provider` are non-empty names (an upload retry request names both). */
+export function checkDiskimageProvider(diskimage: string, provider: string, what: string): void {
+  if (typeof diskimage !== 'string' || diskimage === '') throw new StoreError(`${what}: diskimage must be a non-empty name`);
+  if (typeof provider !== 'string' || provider === '') throw new StoreError(`${what}: provider must be a non-empty name`);
+}

@@ -12,6 +12,13 @@ import type { Logger } from '../log.js';
 export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation'] as const;
 export type CorruptKind = (typeof CORRUPT_KINDS)[number];
 
+/**
+ * Kinds of records the store checks and skips (logged once per version) but `listCorrupt` does
+ * not name yet: audit entries age out on their own, and a corrupt upload retry request is
+ * replaced by the next request or cleared once served (issue 25).
+ */
+export type SkippedKind = 'audit' | 'upload-retry';
+
 /** A record that does not parse or validate. */
 export interface CorruptRecord {
   kind: CorruptKind;
@@ -45,7 +52,7 @@ function typeOf(v: unknown): string {
  * field and what it held instead (its type, or for a state its value: states are not secret).
  */
 export class Fields {
-  constructor(private readonly j: Record<string, unknown>, readonly kind: CorruptKind, readonly id: string) {}
+  constructor(private readonly j: Record<string, unknown>, readonly kind: CorruptKind | SkippedKind, readonly id: string) {}
 
   /** Throws a CorruptRecordError with `reason`. */
   fail(reason: string): never {
@@ -129,7 +136,7 @@ export class Fields {
 }
 
 /** Parses a JSON text; a CorruptRecordError naming the record (and `field`) when it does not parse. */
-export function parseJson(text: string, kind: CorruptKind, id: string, field?: string): unknown {
+export function parseJson(text: string, kind: CorruptKind | SkippedKind, id: string, field?: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -170,5 +177,15 @@ export class CorruptLog {
     if (this.seen.size >= MAX_REMEMBERED) this.seen.clear();
     this.seen.add(key);
     this.log.warn('skipping a corrupt record (list it with the CLI, remove it with the ordinary delete command)', { ...rec });
+  }
+
+  /** Logs a skipped record of a kind `listCorrupt` does not name, once per version. */
+  reportSkipped(err: CorruptRecordError, version: string | number): void {
+    if (!this.log) return;
+    const key = `${err.kind}\u0000${err.recordId}\u0000${String(version)}\u0000${err.reason}`;
+    if (this.seen.has(key)) return;
+    if (this.seen.size >= MAX_REMEMBERED) this.seen.clear();
+    this.seen.add(key);
+    this.log.warn('skipping a corrupt record', { kind: err.kind, id: err.recordId, reason: err.reason });
   }
 }

@@ -78,6 +78,18 @@ export interface ImportCounts {
   revocationsKept?: number;
 }
 
+/** `data` without its builds' log URLs (issue 25: a URL of a running builder, not image data; the file format has none). */
+export function withoutLogUrls(data: ImageData): ImageData {
+  if (!data.builds.some((b) => 'logUrl' in b)) return data;
+  return {
+    ...data,
+    builds: data.builds.map((b) => {
+      const { logUrl: _logUrl, ...rest } = b;
+      return rest;
+    }),
+  };
+}
+
 /** `data`'s pins and revocations, with the keys only when there are any (older files have none). */
 export function withRollout<T extends object>(data: T, pins: PinRecord[], revocations: RevocationRecord[]): T & Pick<ImageData, 'pins' | 'revocations'> {
   return { ...data, ...(pins.length > 0 ? { pins } : {}), ...(revocations.length > 0 ? { revocations } : {}) };

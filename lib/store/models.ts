@@ -243,7 +243,7 @@ export interface NewUpload {
 
 /** Fields of a build that may change. Setting `state` also sets `stateTime` to the store's clock. */
 export type BuildPatch = Partial<Pick<BuildRecord,
-  'state' | 'builderHostname' | 'builderId' | 'formats' | 'files' | 'reason' | 'progress'>>;
+  'state' | 'builderHostname' | 'builderId' | 'formats' | 'files' | 'reason' | 'progress' | 'logUrl'>>;
 
 /** Fields of an upload that may change. Setting `state` also sets `stateTime` to the store's clock. */
 export type UploadPatch = Partial<Pick<UploadRecord,

@@ -11,7 +11,8 @@ import type { ImageData, ImportCounts } from './image-data.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  LaunchResult, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadState,
+  AuditRecord, LaunchResult, NewAuditRecord, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch,
+  UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 import type {
   BuildFilter, ExpectState, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
@@ -35,6 +36,9 @@ export interface IntentTable {
   requestBuild(diskimage: string): Maybe<BuildRequest>;
   listBuildRequests(): Maybe<BuildRequest[]>;
   clearBuildRequest(diskimage: string, requestedUpTo: number): Maybe<void>;
+  requestUploadRetry(diskimage: string, provider: string): Maybe<UploadRetryRequest>;
+  listUploadRetries(): Maybe<UploadRetryRequest[]>;
+  clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): Maybe<void>;
   setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Maybe<void>;
   listPauses(): Maybe<PauseRecord[]>;
   setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Maybe<void>;
@@ -43,6 +47,12 @@ export interface IntentTable {
   listRevocations(): Maybe<RevocationRecord[]>;
   putStatus(key: string, value: unknown): Maybe<void>;
   getStatus<T = unknown>(key: string): Maybe<{ value: T; updated: number } | undefined>;
+}
+
+/** The audit trail of web writes (issue 25): as IntentStore.recordAudit and listAudit (lib/store/store.ts). */
+export interface AuditTable {
+  record(entry: NewAuditRecord): Maybe<AuditRecord>;
+  list(filter?: { limit?: number; before?: string }): Maybe<AuditRecord[]>;
 }
 
 /** Sessions and launcher registrations (closing and reaping are the backend's own: they reach other records). */
@@ -79,6 +89,7 @@ export interface StoreBackend {
   readonly nodes: RecordTable<NodeRecord, NewNode, NodePatch, NodeState, NodeFilter>;
   readonly requests: RecordTable<NodeRequestRecord, NewNodeRequest, NodeRequestPatch, RequestState, RequestFilter>;
   readonly intents: IntentTable;
+  readonly audit: AuditTable;
   readonly sessions: SessionTable;
   readonly locks: LockTable;
   /** Ends a session with its locks, launcher registrations and ephemeral requests. Idempotent. */

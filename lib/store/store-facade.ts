@@ -8,12 +8,13 @@
 import { coerceError, StoreError } from '../errors.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import { sortCorrupt, type CorruptFilter, type CorruptRecord } from './corrupt.js';
-import type { ImageData, ImageDataStore, ImportCounts } from './image-data.js';
+import { withoutLogUrls, type ImageData, type ImageDataStore, type ImportCounts } from './image-data.js';
 import { checkImportInstallation, withInstallation } from './installation.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  LaunchResult, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadState,
+  AuditRecord, LaunchResult, NewAuditRecord, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch,
+  UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 import type { Maybe, StoreBackend } from './store-backend.js';
 import type {
@@ -82,6 +83,26 @@ export class StoreFacade implements Store, ImageDataStore {
 
   clearBuildRequest(diskimage: string, requestedUpTo: number): Promise<void> {
     return this.guard(`clearing the build request of ${diskimage}`, () => this.backend.intents.clearBuildRequest(diskimage, requestedUpTo));
+  }
+
+  requestUploadRetry(diskimage: string, provider: string): Promise<UploadRetryRequest> {
+    return this.guard(`requesting an upload retry of ${diskimage} on ${provider}`, () => this.backend.intents.requestUploadRetry(diskimage, provider));
+  }
+
+  listUploadRetries(): Promise<UploadRetryRequest[]> {
+    return this.guard('listing upload retry requests', () => this.backend.intents.listUploadRetries());
+  }
+
+  clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): Promise<void> {
+    return this.guard(`clearing the upload retry request of ${diskimage} on ${provider}`, () => this.backend.intents.clearUploadRetry(diskimage, provider, requestedUpTo));
+  }
+
+  recordAudit(entry: NewAuditRecord): Promise<AuditRecord> {
+    return this.guard(`recording an audit entry of ${String(entry.action)}`, () => this.backend.audit.record(entry));
+  }
+
+  listAudit(filter?: { limit?: number; before?: string }): Promise<AuditRecord[]> {
+    return this.guard('listing audit entries', () => this.backend.audit.list(filter));
   }
 
   setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Promise<void> {
@@ -235,9 +256,12 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard(`publishing ${components.length} ${kind} component(s)`, () => this.backend.publishComponents(sessionId, kind, components));
   }
 
-  /** The image records and counters, with the installation id when there is one. */
+  /**
+   * The image records and counters, with the installation id when there is one. Not audit
+   * entries, upload retry requests or builds' log URLs: they belong to the running installation.
+   */
   exportImageData(): Promise<ImageData> {
-    return this.guard('exporting image data', async () => withInstallation(await this.backend.exportImageData(), await this.backend.installationPeek()));
+    return this.guard('exporting image data', async () => withInstallation(withoutLogUrls(await this.backend.exportImageData()), await this.backend.installationPeek()));
   }
 
   /** Refuses data of another installation (lib/store/installation.ts); adopts the data's id when the store has none. */

@@ -13,6 +13,7 @@ import { corruptRecordContract } from './store-corrupt.contract.js';
 import { nodeStoreContract } from './store-nodes.contract.js';
 import { nodepool11StoreContract } from './store-nodepool11.contract.js';
 import { rolloutStoreContract } from './store-rollout.contract.js';
+import { webStoreContract } from './store-web.contract.js';
 
 /**
  * Opens a fresh, empty store on `clock`; `cleanup` closes it and removes what it made.
@@ -71,6 +72,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
     nodepool11StoreContract(harness);
     corruptRecordContract(harness, () => spoil);
     rolloutStoreContract(harness, () => spoil);
+    webStoreContract(harness);
 
     void describe('installation', () => {
       void it('has one installation id: a UUID made on the first ask, the same on every later ask', async () => {

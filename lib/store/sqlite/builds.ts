@@ -10,7 +10,7 @@ import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js
 import type { ExpectState, BuildFilter } from '../store.js';
 import { toJson } from '../to-json.js';
 import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
-import { checkBuildState } from '../checks.js';
+import { checkBuildState, checkLogUrl } from '../checks.js';
 import { buildFromRow, imageFieldsValue, type BuildRow } from './image-rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
 import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
@@ -112,6 +112,7 @@ export class SqliteBuilds {
     if (patch.files !== undefined) set.push(['files', toJson(patch.files, `${what} files`)]);
     if (patch.reason !== undefined) set.push(['reason', patch.reason]);
     if (patch.progress !== undefined) set.push(['progress', toJsonOrNull(patch.progress, `${what} progress`)]);
+    if (patch.logUrl !== undefined) set.push(['log_url', checkLogUrl(patch.logUrl, `updating ${what}`)]);
     if (set.length > 0) {
       this.stmts.get(`UPDATE builds SET ${set.map(([col]) => `${col} = ?`).join(', ')} WHERE id = ?`)
         .run(...set.map(([, v]) => v), id);

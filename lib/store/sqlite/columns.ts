@@ -92,6 +92,23 @@ export function checkedRows<R extends object, T>(rows: readonly R[], map: (r: R)
   return out;
 }
 
+/**
+ * Maps rows of a kind `listCorrupt` does not name (audit entries, upload retry requests) with
+ * `map`, leaving out corrupt ones (logged once per row content).
+ */
+export function skippingCorrupt<R extends object, T>(rows: readonly R[], map: (r: R) => T, log: CorruptLog): T[] {
+  const out: T[] = [];
+  for (const r of rows) {
+    try {
+      out.push(map(r));
+    } catch (err) {
+      if (!(err instanceof CorruptRecordError)) throw err;
+      log.reportSkipped(err, JSON.stringify(r));
+    }
+  }
+  return out;
+}
+
 /** The corrupt ones among `rows`. */
 export function corruptRows<R extends object>(rows: readonly R[], map: (r: R) => unknown,
   where: (r: R) => { diskimage?: string; provider?: string | null } = () => ({})): CorruptRecord[] {

@@ -29,6 +29,8 @@ export interface BuildRow {
   reason: string | null;
   progress: string | null;
   image_fields: string | null;
+  /** Issue 25 (schema 9): the builder's URL of the build's log; NULL: none. */
+  log_url: string | null;
 }
 
 /** A row of `uploads`. */
@@ -87,7 +89,15 @@ export function buildFromRow(r: BuildRow): BuildRecord {
     reason: r.reason,
     progress: progressCol<JobProgress>(c, 'progress'),
     ...imageFieldsCol(c, r.image_fields),
+    ...logUrlCol(c, r.log_url),
   };
+}
+
+/** The `log_url` column as the record holds it: `logUrl` when there is one (absent when NULL). */
+function logUrlCol(c: Columns, v: unknown): Pick<BuildRecord, 'logUrl'> {
+  if (v === null || v === undefined) return {};
+  if (typeof v !== 'string') c.fail(`log_url is ${typeof v}, expected a string`);
+  return { logUrl: v };
 }
 
 /** The `image_fields` column of a build or upload: the fields it holds (each a string or null). */

@@ -1,14 +1,15 @@
 /**
- * Operator intents (build requests, pauses; pins and revocations through rollout-intents.ts)
+ * Operator intents (build requests, upload retry requests, pauses; pins and revocations through rollout-intents.ts)
  * and the server's published status, in SQLite. Each operation is one statement, so none needs
  * an explicit transaction.
  */
 import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
+import { checkDiskimageProvider } from '../checks.js';
 import { CorruptLog, Fields, type CorruptRecord } from '../corrupt.js';
-import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord } from '../models.js';
+import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRetryRequest } from '../models.js';
 import { toJson } from '../to-json.js';
-import { checkedRows, corruptRows, fromJson } from './columns.js';
+import { checkedRows, corruptRows, fromJson, skippingCorrupt } from './columns.js';
 import { pauseFromRow, pauseFromRowLenient, WHOLE_DISKIMAGE, type PauseRow } from './image-rows.js';
 import { SqliteRolloutIntents } from './rollout-intents.js';
 
@@ -17,6 +18,13 @@ function buildRequestFromRow(r: BuildRequest): BuildRequest {
   const f: Fields = new Fields(r as unknown as Record<string, unknown>, 'build-request', r.diskimage);
   if (typeof r.requested !== 'number' || !Number.isFinite(r.requested)) f.fail('requested is not a time');
   return { diskimage: r.diskimage, requested: r.requested };
+}
+
+/** An upload retry request row. Thrown: CorruptRecordError when `requested` is not a time. */
+function uploadRetryFromRow(r: UploadRetryRequest): UploadRetryRequest {
+  const f: Fields = new Fields(r as unknown as Record<string, unknown>, 'upload-retry', `${r.diskimage}/${r.provider}`);
+  if (typeof r.requested !== 'number' || !Number.isFinite(r.requested)) f.fail('requested is not a time');
+  return { diskimage: r.diskimage, provider: r.provider, requested: r.requested };
 }
 
 interface StatusRow {
@@ -29,6 +37,9 @@ export class SqliteIntents {
   private readonly requestStmt: Database.Statement<[string, number], BuildRequest>;
   private readonly listRequestsStmt: Database.Statement<[], BuildRequest>;
   private readonly clearRequestStmt: Database.Statement<[string, number]>;
+  private readonly retryStmt: Database.Statement<[string, string, number], UploadRetryRequest>;
+  private readonly listRetriesStmt: Database.Statement<[], UploadRetryRequest>;
+  private readonly clearRetryStmt: Database.Statement<[string, string, number]>;
   private readonly pauseStmt: Database.Statement<[string, string, number, string | null]>;
   private readonly unpauseStmt: Database.Statement<[string, string]>;
   private readonly listPausesStmt: Database.Statement<[], PauseRow>;
@@ -46,6 +57,12 @@ export class SqliteIntents {
       RETURNING diskimage, requested`);
     this.listRequestsStmt = db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage');
     this.clearRequestStmt = db.prepare<[string, number]>('DELETE FROM build_requests WHERE diskimage = ? AND requested <= ?');
+    this.retryStmt = db.prepare<[string, string, number], UploadRetryRequest>(`
+      INSERT INTO upload_retries (diskimage, provider, requested) VALUES (?, ?, ?)
+      ON CONFLICT (diskimage, provider) DO UPDATE SET requested = excluded.requested
+      RETURNING diskimage, provider, requested`);
+    this.listRetriesStmt = db.prepare<[], UploadRetryRequest>('SELECT diskimage, provider, requested FROM upload_retries ORDER BY diskimage, provider');
+    this.clearRetryStmt = db.prepare<[string, string, number]>('DELETE FROM upload_retries WHERE diskimage = ? AND provider = ? AND requested <= ?');
     // Pausing what is already paused keeps `since` (a corrupt one is replaced); a new reason replaces the old one.
     this.pauseStmt = db.prepare<[string, string, number, string | null]>(`
       INSERT INTO pauses (diskimage, provider, since, reason) VALUES (?, ?, ?, ?)
@@ -74,6 +91,24 @@ export class SqliteIntents {
   /** Removes the request when it was made at or before `requestedUpTo`. */
   clearBuildRequest(diskimage: string, requestedUpTo: number): void {
     this.clearRequestStmt.run(diskimage, requestedUpTo);
+  }
+
+  /** Records (or refreshes) a request to retry `diskimage`'s failed uploads to `provider`; `requested` is now. */
+  requestUploadRetry(diskimage: string, provider: string): UploadRetryRequest {
+    checkDiskimageProvider(diskimage, provider, `requesting an upload retry of ${diskimage} on ${provider}`);
+    const row = this.retryStmt.get(diskimage, provider, this.clock());
+    if (!row) throw new StoreError(`upload retry request for ${diskimage} on ${provider} was not recorded`);
+    return { diskimage: row.diskimage, provider: row.provider, requested: row.requested };
+  }
+
+  /** Every upload retry request, by diskimage then provider; corrupt ones are skipped (and logged). */
+  listUploadRetries(): UploadRetryRequest[] {
+    return skippingCorrupt(this.listRetriesStmt.all(), uploadRetryFromRow, this.corruptLog);
+  }
+
+  /** Removes the request when it was made at or before `requestedUpTo`. */
+  clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): void {
+    this.clearRetryStmt.run(diskimage, provider, requestedUpTo);
   }
 
   /** Pauses or unpauses a diskimage (`provider` null) or its uploads to one provider. */

@@ -229,6 +229,35 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE uploads ADD COLUMN rollout_reason TEXT;
     `,
   },
+  {
+    // Issue 25: the audit trail of web writes (10-digit ids from the `audit` sequence; the
+    // oldest are pruned), each build's log URL, and operators' upload retry requests.
+    version: 9,
+    sql: `
+      CREATE TABLE audit (
+        id TEXT PRIMARY KEY,
+        time INTEGER NOT NULL,
+        user TEXT,
+        role TEXT,
+        authenticator TEXT,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        result TEXT NOT NULL,
+        message TEXT NOT NULL,
+        remote TEXT
+      );
+      ALTER TABLE builds ADD COLUMN log_url TEXT;
+      CREATE TABLE upload_retries (
+        diskimage TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        requested INTEGER NOT NULL,
+        PRIMARY KEY (diskimage, provider)
+      );
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -10,6 +10,7 @@ import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImportCounts } from '../image-data.js';
 import type { StoreBackend } from '../store-backend.js';
 import type { ReapCounts } from '../store.js';
+import { SqliteAudit } from './audit.js';
 import { SqliteBuilds } from './builds.js';
 import { ChangeWatch } from './change-watch.js';
 import { sqliteInstallationId, sqliteInstallationPeek } from './identity.js';
@@ -32,6 +33,7 @@ export class SqliteBackend implements StoreBackend {
   readonly requests: SqliteRequests;
   readonly sessions: SqliteSessions;
   readonly locks: SqliteLocks;
+  readonly audit: SqliteAudit;
   private readonly changes: ChangeWatch;
   private readonly imageData: SqliteImageData;
 
@@ -47,6 +49,7 @@ export class SqliteBackend implements StoreBackend {
     this.requests = new SqliteRequests(db, clock, sequences, corrupt);
     this.sessions = new SqliteSessions(db, clock, corrupt);
     this.locks = new SqliteLocks(db, clock);
+    this.audit = new SqliteAudit(db, sequences, corrupt);
     this.imageData = new SqliteImageData(db, clock);
   }
 

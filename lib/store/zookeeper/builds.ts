@@ -10,7 +10,7 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
-import { checkBuildState } from '../checks.js';
+import { checkBuildState, checkLogUrl } from '../checks.js';
 import type { ExpectState, BuildFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';
@@ -138,7 +138,7 @@ export class ZkBuilds {
         throw new StateConflictError(id, rec.state, `build ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
       }
       const next = applyBuildPatch(rec, patch, now);
-      return mergeJson(cur, buildJson(next));
+      return mergeJson(cur, buildJson(next), ['builder', 'builder_id', 'formats', 'log_url']);
     });
     if (done && wasBuilding && done.json.state !== 'building') await removeContenders(this.ctx.main(), this.ctx.layout.builds(parts.diskimage), (b) => b === id);
     return done ? buildFromJson(id, parts.diskimage, done.json) : undefined;
@@ -203,6 +203,11 @@ function applyBuildPatch(rec: BuildRecord, patch: BuildPatch, now: number): Buil
   if (patch.files !== undefined) next.files = structuredClone(patch.files);
   if (patch.reason !== undefined) next.reason = patch.reason;
   if (patch.progress !== undefined) next.progress = patch.progress === null ? null : { ...patch.progress };
+  if (patch.logUrl !== undefined) {
+    const url = checkLogUrl(patch.logUrl, `updating build ${rec.id}`);
+    if (url === null) delete next.logUrl;
+    else next.logUrl = url;
+  }
   return next;
 }
 

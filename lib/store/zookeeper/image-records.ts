@@ -24,6 +24,8 @@ export function buildJson(b: BuildRecord): Json {
   j.reason = b.reason;
   j.progress = b.progress;
   imageFieldsJson(j, b);
+  // Issue 25: ours, beside Nodepool's fields (Nodepool 11 ignores it); absent when there is none.
+  if (typeof b.logUrl === 'string') j.log_url = b.logUrl;
   return j;
 }
 
@@ -75,7 +77,14 @@ export function buildFromJson(id: string, diskimage: string, j: Json): BuildReco
     reason: f.optStr('reason'),
     progress: progressOf<JobProgress>(f),
     ...imageFieldsOf(f, j),
+    ...logUrlOf(f),
   };
+}
+
+/** A build's `log_url` (issue 25) as the record holds it: `logUrl` when there is one. */
+function logUrlOf(f: Fields): Pick<BuildRecord, 'logUrl'> {
+  const v = f.optStr('log_url');
+  return v === null ? {} : { logUrl: v };
 }
 
 /** An upload's JSON. */

@@ -2,18 +2,20 @@
  * Operator intents and published status in ZooKeeper: Nodepool's
  * `/nodepool/images/<diskimage>/request-build` and `…/pause` (with JSON where Nodepool writes
  * an empty marker; an empty one is read as made at its creation), this project's per-provider
- * pauses under `…/provider-pauses/<provider>`, pins and revocations (rollout-intents.ts), and
- * status values under `/nodepool/status/`.
+ * pauses under `…/provider-pauses/<provider>`, upload retry requests under
+ * `…/upload-retries/<provider>` (`{"requested"}` as a build request), pins and revocations
+ * (rollout-intents.ts), and status values under `/nodepool/status/`.
  */
 import { StoreError, ZooKeeperError } from '../../errors.js';
 import { Fields, type CorruptRecord } from '../corrupt.js';
-import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord } from '../models.js';
+import { checkDiskimageProvider } from '../checks.js';
+import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRetryRequest } from '../models.js';
 import { requestedAtOf } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import type { ZkContext } from './context.js';
 import { pauseFromJson, pauseId, pauseJson } from './image-records.js';
 import {
-  corruptIntents, keepingSince, listIntents, removeIntent, upsert, writeIntent, type IntentPlaces, type IntentReader,
+  cachedIntents, corruptIntents, keepingSince, listIntents, removeIntent, upsert, writeIntent, type IntentPlaces, type IntentReader,
 } from './intent-nodes.js';
 import { decode, decodeRecord, encode, statTime, toMs, toSeconds, type Json } from './records.js';
 import { ZkRolloutIntents } from './rollout-intents.js';
@@ -23,6 +25,12 @@ import type { Entry } from './tree-cache.js';
 export function buildRequestFromJson(diskimage: string, j: Json, ctime: Buffer): BuildRequest {
   const f: Fields = new Fields(j, 'build-request', diskimage);
   return { diskimage, requested: f.optSeconds('requested') ?? statTime(ctime) };
+}
+
+/** An upload retry request's record. Thrown: CorruptRecordError when `requested` is not a time. */
+export function uploadRetryFromJson(diskimage: string, provider: string, j: Json, ctime: Buffer): UploadRetryRequest {
+  const f: Fields = new Fields(j, 'upload-retry', `${diskimage}/${provider}`);
+  return { diskimage, provider, requested: f.optSeconds('requested') ?? statTime(ctime) };
 }
 
 const PAUSES: IntentPlaces = { whole: 'pause', dir: 'provider-pauses' };
@@ -88,8 +96,39 @@ export class ZkIntents {
   }
 
   async clearBuildRequest(diskimage: string, requestedUpTo: number): Promise<void> {
+    await this.clearRequested(this.ctx.layout.requestBuild(diskimage), requestedUpTo, `the build request of ${diskimage}`);
+  }
+
+  async requestUploadRetry(diskimage: string, provider: string): Promise<UploadRetryRequest> {
+    checkDiskimageProvider(diskimage, provider, `requesting an upload retry of ${diskimage} on ${provider}`);
+    const { layout } = this.ctx;
+    const requested = this.ctx.clock();
+    await upsert(this.ctx.main(), layout.uploadRetry(diskimage, provider), encode({ requested: toSeconds(requested) }, `upload retry request of ${diskimage} on ${provider}`),
+      [layout.image(diskimage), layout.uploadRetries(diskimage)]);
+    return { diskimage, provider, requested };
+  }
+
+  /** From the cache, by diskimage then provider; corrupt ones are skipped (and logged once). */
+  async listUploadRetries(): Promise<UploadRetryRequest[]> {
+    await this.ctx.fresh();
+    const out: UploadRetryRequest[] = [];
+    for (const { diskimage, key, entry } of cachedIntents(this.ctx, { dir: 'upload-retries' })) {
+      const { data, stat } = entry;
+      if (key === null || !data || !stat) continue;
+      const rec = memoized(entry, this.ctx.corrupt,
+        () => uploadRetryFromJson(diskimage, key, decodeRecord(data, 'upload-retry', `${diskimage}/${key}`), stat.ctime), { diskimage, provider: key });
+      if (rec) out.push({ ...rec });
+    }
+    return out;
+  }
+
+  async clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): Promise<void> {
+    await this.clearRequested(this.ctx.layout.uploadRetry(diskimage, provider), requestedUpTo, `the upload retry request of ${diskimage} on ${provider}`);
+  }
+
+  /** Removes the request at `path` when it was made at or before `requestedUpTo` (a newer one survives). */
+  private async clearRequested(path: string, requestedUpTo: number, what: string): Promise<void> {
     const client = this.ctx.main();
-    const path = this.ctx.layout.requestBuild(diskimage);
     for (let attempt = 1; attempt <= 50; attempt++) {
       const got = await client.getData(path);
       if (!got || requestedAtOf(got.data, got.stat.ctime) > requestedUpTo) return;
@@ -102,7 +141,7 @@ export class ZkIntents {
         if (err.code !== 'BAD_VERSION' && err.code !== 'CONNECTION_LOSS' && err.code !== 'OPERATION_TIMEOUT') throw err;
       }
     }
-    throw new StoreError(`clearing the build request of ${diskimage}: it kept changing`);
+    throw new StoreError(`clearing ${what}: it kept changing`);
   }
 
   async setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Promise<void> {

@@ -3,7 +3,8 @@
  * `/nodepool/requests`, `/nodepool/requests-lock`, `/nodepool/launchers`, `/nodepool/components`) under the configured
  * chroot, plus this project's own paths beside it (`sessions`, `sequences`, `status`, `locks`,
  * per-provider pauses, and the rollout intents of issue 24: pins and revocations under each
- * diskimage), which Nodepool's readers never look at.
+ * diskimage; issue 25's `audit` trail and upload retry requests under each diskimage), which
+ * Nodepool's readers never look at.
  */
 import { StoreError } from '../../errors.js';
 import { NODE_LOCK_PREFIX, REQUEST_LOCK_PREFIX } from '../lock-names.js';
@@ -43,6 +44,8 @@ export class Layout {
   readonly sequences: string;
   readonly status: string;
   readonly locks: string;
+  /** This project's audit trail of web writes (issue 25): `audit/<10-digit id>`, made at the first entry. */
+  readonly audit: string;
 
   /** `chroot` is '' or an absolute path without a trailing slash. */
   constructor(readonly chroot: string) {
@@ -57,6 +60,7 @@ export class Layout {
     this.sequences = `${this.root}/sequences`;
     this.status = `${this.root}/status`;
     this.locks = `${this.root}/locks`;
+    this.audit = `${this.root}/audit`;
   }
 
   /** Directories that always exist (made when the store opens). */
@@ -94,6 +98,15 @@ export class Layout {
 
   requestBuild(diskimage: string): string {
     return `${this.image(diskimage)}/request-build`;
+  }
+
+  /** This project's upload retry requests of a diskimage (issue 25), one child per provider: `{"requested"}`. */
+  uploadRetries(diskimage: string): string {
+    return `${this.image(diskimage)}/upload-retries`;
+  }
+
+  uploadRetry(diskimage: string, provider: string): string {
+    return `${this.uploadRetries(diskimage)}/${segment(provider, 'provider')}`;
   }
 
   /** Nodepool's runtime pause of a whole diskimage. */

@@ -1,6 +1,6 @@
 /**
  * Which parts of the tree the store's cache keeps, and how: under `images`, the build and
- * upload records, build requests, pauses, pins and revocations (never the `lock` directories,
+ * upload records, build requests, pauses, pins, revocations and upload retry requests (never the `lock` directories,
  * whose contenders come and go); the records under `nodes`, `requests` and `launchers` (not
  * node locks).
  */
@@ -8,9 +8,9 @@ import { UUID_HEX_RE } from '../../images/image-file.js';
 import { SEQ_RE, type Layout } from './layout.js';
 import type { Shape } from './tree-cache.js';
 
-const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses', 'pin', 'provider-pins', 'revocations']);
+const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses', 'pin', 'provider-pins', 'revocations', 'upload-retries']);
 /** Directories under an image with one record per child (a provider, a build id). */
-const INTENT_DIRS = new Set(['provider-pauses', 'provider-pins', 'revocations']);
+const INTENT_DIRS = new Set(['provider-pauses', 'provider-pins', 'revocations', 'upload-retries']);
 const isSeq = (name: string): boolean => SEQ_RE.test(name);
 /** A build's segment: our 10-digit sequence, or a Nodepool 11 `uuid4().hex`. */
 const isBuild = (name: string): boolean => SEQ_RE.test(name) || UUID_HEX_RE.test(name);

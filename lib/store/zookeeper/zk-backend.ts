@@ -11,6 +11,7 @@ import type { ImageData, ImportCounts } from '../image-data.js';
 import { nodeLock } from '../lock-names.js';
 import type { StoreBackend } from '../store-backend.js';
 import type { ReapCounts } from '../store.js';
+import { ZkAudit } from './audit.js';
 import { ZkBuilds } from './builds.js';
 import type { ZkContext } from './context.js';
 import { zkInstallationId, zkInstallationPeek } from './identity.js';
@@ -54,6 +55,7 @@ export class ZkBackend implements StoreBackend {
   readonly requests: ZkRequests;
   readonly sessions: ZkSessions;
   readonly locks: ZkLocks;
+  readonly audit: ZkAudit;
   readonly cache: TreeCache;
   private readonly imageData: ZkImageData;
   private readonly listeners = new Set<() => void>();
@@ -80,6 +82,7 @@ export class ZkBackend implements StoreBackend {
     this.builds = new ZkBuilds(ctx);
     this.uploads = new ZkUploads(ctx, this.builds);
     this.intents = new ZkIntents(ctx);
+    this.audit = new ZkAudit(ctx);
     this.nodes = new ZkNodes(ctx, (id) => this.locks.contender(nodeLock(id)), (id) => this.locks.gone(nodeLock(id)));
     this.sessions = new ZkSessions(ctx, (ttlMs) => this.connect(ttlMs, () => { this.syncNeeded = true; }));
     this.requests = new ZkRequests(ctx, (id, what) => this.sessions.client(id, what));

@@ -1,0 +1,99 @@
+/**
+ * The audit trail of web writes (issue 25 §1), the part every backend shares: checking a stored
+ * entry, reading a list filter, and when to prune. Entries have 10-digit sequence ids; every
+ * {@link AUDIT_PRUNE_EVERY}th entry written drops those more than {@link AUDIT_KEEP} older than it,
+ * so the store keeps between AUDIT_KEEP and AUDIT_KEEP + AUDIT_PRUNE_EVERY entries and no write
+ * scans the whole trail. Pure.
+ */
+import { StoreError } from '../errors.js';
+import { Fields } from './corrupt.js';
+import { AUDIT_RESULTS, type AuditRecord, type AuditResult, type NewAuditRecord } from './models.js';
+import { AUDIT_KEEP } from './store.js';
+
+/** One prune every this many entries written. */
+export const AUDIT_PRUNE_EVERY = 100;
+
+/** How many entries `listAudit` answers when no limit is given. */
+export const AUDIT_DEFAULT_LIMIT = 100;
+
+/** An audit id: a 10-digit sequence. */
+export const AUDIT_ID_RE = /^\d{10}$/;
+
+/** The id of audit entry `seq`. */
+export function formatAuditId(seq: number): string {
+  return String(seq).padStart(10, '0');
+}
+
+/**
+ * The highest sequence to drop once entry `seq` is written, or undefined when this write does
+ * not prune (only every `every`th does, and only past `keep`).
+ */
+export function auditPruneUpTo(seq: number, keep = AUDIT_KEEP, every = AUDIT_PRUNE_EVERY): number | undefined {
+  if (seq % every !== 0 || seq <= keep) return undefined;
+  return seq - keep;
+}
+
+/** A checked `listAudit` filter. */
+export interface AuditQuery {
+  limit: number;
+  /** Only entries with a smaller id (undefined: from the newest). */
+  before: string | undefined;
+}
+
+/** Checks a `listAudit` filter. Thrown: StoreError for a limit that is not a positive integer or a `before` that is not an id. */
+export function auditQuery(filter: { limit?: number; before?: string } = {}): AuditQuery {
+  const limit = filter.limit ?? AUDIT_DEFAULT_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new StoreError(`listing audit entries: limit ${String(limit)} is not a positive integer`);
+  if (filter.before !== undefined && !AUDIT_ID_RE.test(filter.before)) {
+    throw new StoreError(`listing audit entries: before ${JSON.stringify(String(filter.before).slice(0, 40))} is not an audit id (10 digits)`);
+  }
+  return { limit, before: filter.before };
+}
+
+/** Checks a new entry before it is written. Thrown: StoreError naming the bad field. */
+export function checkNewAudit(e: NewAuditRecord): void {
+  const bad = auditProblem(e as unknown as Record<string, unknown>);
+  if (bad) throw new StoreError(`recording an audit entry: ${bad}`);
+}
+
+/** A fresh audit entry from its stored fields (`time` in epoch ms). Thrown: CorruptRecordError naming the field. */
+export function auditFromFields(id: string, j: Record<string, unknown>): AuditRecord {
+  const bad = auditProblem(j);
+  if (bad) new Fields(j, 'audit', id).fail(bad);
+  return {
+    id,
+    time: j.time as number,
+    user: j.user as string | null,
+    role: j.role as string | null,
+    authenticator: j.authenticator as string | null,
+    action: j.action as string,
+    target: j.target as string,
+    method: j.method as string,
+    path: j.path as string,
+    status: j.status as number,
+    result: j.result as AuditResult,
+    message: j.message as string,
+    remote: j.remote as string | null,
+  };
+}
+
+const STRINGS = ['action', 'target', 'method', 'path', 'message'] as const;
+const NULLABLE = ['user', 'role', 'authenticator', 'remote'] as const;
+
+/** What is wrong with an entry's fields, or undefined. */
+function auditProblem(j: Record<string, unknown>): string | undefined {
+  if (typeof j.time !== 'number' || !Number.isFinite(j.time)) return `time is ${describe(j.time)}, expected a time`;
+  for (const k of STRINGS) if (typeof j[k] !== 'string') return `${k} is ${describe(j[k])}, expected a string`;
+  for (const k of NULLABLE) if (j[k] !== null && typeof j[k] !== 'string') return `${k} is ${describe(j[k])}, expected a string or null`;
+  if (!Number.isSafeInteger(j.status)) return `status is ${describe(j.status)}, expected an HTTP status`;
+  if (!(AUDIT_RESULTS as readonly unknown[]).includes(j.result)) {
+    return `result is ${typeof j.result === 'string' ? JSON.stringify(j.result.slice(0, 20)) : describe(j.result)}, expected one of ${AUDIT_RESULTS.join(', ')}`;
+  }
+  return undefined;
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'missing';
+  if (v === null) return 'null';
+  return Array.isArray(v) ? 'a list' : typeof v;
+}

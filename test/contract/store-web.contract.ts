@@ -1,0 +1,158 @@
+/**
+ * The store contract for issue 25: the audit trail of web writes (ids, newest first, paging,
+ * refused malformed entries), each build's log URL (stored, patched, cleared, not exported),
+ * and upload retry requests (as build requests: refreshed, cleared up to a time). Part of
+ * storeContract in store.contract.ts; pruning past AUDIT_KEEP and corrupt entries are tested
+ * per backend under test/unit/store/.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ImageData, ImageDataStore } from '../../lib/store/image-data.js';
+import type { AuditRecord, NewAuditRecord } from '../../lib/store/models.js';
+import type { Store } from '../../lib/store/store.js';
+import { storeError, T0, type StoreHarness } from './store-helpers.js';
+
+/** An audit entry of `action` on `target` (the rest fixed). */
+export function auditEntry(n: number, over: Partial<NewAuditRecord> = {}): NewAuditRecord {
+  return {
+    time: T0 + n, user: 'alice', role: 'admin', authenticator: 'jwt', action: 'image-build', target: `image-${n}`,
+    method: 'POST', path: `/api/image/image-${n}/build`, status: 202, result: 'ok', message: 'build requested', remote: '127.0.0.1', ...over,
+  };
+}
+
+/** Both backends' stores export image data (StoreFacade). */
+const exported = (s: Store): Promise<ImageData> => (s as Store & ImageDataStore).exportImageData();
+
+const idsOf = (list: AuditRecord[]): string[] => list.map((e) => e.id);
+const seq = (from: number, to: number): string[] => {
+  const out: string[] = [];
+  for (let i = from; from <= to ? i <= to : i >= to; i += from <= to ? 1 : -1) out.push(String(i).padStart(10, '0'));
+  return out;
+};
+
+/** Registers the issue 25 cases. */
+export function webStoreContract(h: StoreHarness): void {
+  void describe('audit trail', () => {
+    void it('records entries with 10-digit sequence ids and lists them newest first, as given', async () => {
+      const s = h.store;
+      assert.deepEqual(await s.listAudit(), []);
+      const a = await s.recordAudit(auditEntry(1));
+      const b = await s.recordAudit(auditEntry(2, { user: null, role: null, authenticator: null, result: 'denied', status: 401, message: 'no token', remote: null }));
+      assert.deepEqual(a, { id: '0000000001', ...auditEntry(1) });
+      assert.equal(b.id, '0000000002');
+      assert.deepEqual(await s.listAudit(), [b, a]);
+      const other = await h.openAnother();
+      assert.deepEqual(await other.recordAudit(auditEntry(3)), { id: '0000000003', ...auditEntry(3) }, 'one sequence for every handle');
+      assert.deepEqual(idsOf(await s.listAudit()), seq(3, 1));
+    });
+
+    void it('answers at most 100 by default, `limit` of them when given, and pages with `before`', async () => {
+      const s = h.store;
+      for (let i = 1; i <= 105; i++) await s.recordAudit(auditEntry(i));
+      assert.deepEqual(idsOf(await s.listAudit()), seq(105, 6));
+      assert.deepEqual(idsOf(await s.listAudit({ limit: 3 })), seq(105, 103));
+      assert.deepEqual(idsOf(await s.listAudit({ limit: 3, before: '0000000005' })), seq(4, 2));
+      assert.deepEqual(idsOf(await s.listAudit({ before: '0000000003' })), seq(2, 1));
+      assert.deepEqual(await s.listAudit({ before: '0000000001' }), []);
+      assert.deepEqual((await s.listAudit({ limit: 1 }))[0], { id: '0000000105', ...auditEntry(105) });
+    });
+
+    void it('refuses a malformed entry or filter with StoreError and records nothing', async () => {
+      const s = h.store;
+      await storeError(s.recordAudit(auditEntry(1, { result: 'maybe' as never })));
+      await storeError(s.recordAudit(auditEntry(1, { status: '200' as never })));
+      await storeError(s.recordAudit(auditEntry(1, { time: Number.NaN })));
+      await storeError(s.recordAudit(auditEntry(1, { action: undefined as never })));
+      await storeError(s.listAudit({ limit: 0 }));
+      await storeError(s.listAudit({ before: '../1' }));
+      assert.deepEqual(await s.listAudit(), []);
+      assert.equal((await s.recordAudit(auditEntry(1))).id, '0000000001', 'a refused entry takes no id');
+    });
+
+    void it('leaves audit entries out of the image data export', async () => {
+      await h.store.recordAudit(auditEntry(1));
+      const data = await exported(h.store);
+      assert.equal(JSON.stringify(data).includes('image-build'), false);
+      assert.equal(Object.keys(data).some((k) => /audit/i.test(k)), false);
+    });
+  });
+
+  void describe('build log URLs', () => {
+    const URL_A = 'http://builder-a:8005/build-logs/debian-0000000001';
+
+    void it('has none on a new build, keeps one set by updateBuild through other updates, and drops it when set to null', async () => {
+      const s = h.store;
+      const b = await s.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      assert.equal('logUrl' in b && b.logUrl !== null && b.logUrl !== undefined, false);
+      assert.equal((await s.updateBuild(b.id, { builderHostname: 'builder-a', logUrl: URL_A }))?.logUrl, URL_A);
+      assert.equal((await s.getBuild(b.id))?.logUrl, URL_A);
+      await s.updateBuild(b.id, { state: 'ready' });
+      assert.equal((await s.listBuilds())[0]?.logUrl, URL_A, 'other updates keep it');
+      assert.equal((await h.openAnother().then((o) => o.getBuild(b.id)))?.logUrl, URL_A, 'another handle reads it');
+      const cleared = await s.updateBuild(b.id, { logUrl: null });
+      assert.equal(cleared?.logUrl ?? null, null);
+      assert.equal((await s.getBuild(b.id))?.logUrl ?? null, null);
+    });
+
+    void it('refuses a log URL that is not a string with StoreError and changes nothing', async () => {
+      const b = await h.store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      await storeError(h.store.updateBuild(b.id, { logUrl: 8005 as never }));
+      assert.equal((await h.store.getBuild(b.id))?.logUrl ?? null, null);
+    });
+
+    void it('leaves log URLs out of the image data export (the store keeps them)', async () => {
+      const s = h.store;
+      const b = await s.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      await s.updateBuild(b.id, { logUrl: URL_A, state: 'ready' });
+      const data = await exported(s);
+      assert.equal(data.builds.length, 1);
+      assert.equal('logUrl' in (data.builds[0] ?? {}), false);
+      assert.equal((await s.getBuild(b.id))?.logUrl, URL_A, 'the store keeps it');
+    });
+  });
+
+  void describe('upload retry requests', () => {
+    void it('records a request stamped with the clock, refreshes it on a repeat, and lists by diskimage then provider', async () => {
+      const s = h.store;
+      assert.deepEqual(await s.listUploadRetries(), []);
+      assert.deepEqual(await s.requestUploadRetry('ubuntu', 'cloud-b'), { diskimage: 'ubuntu', provider: 'cloud-b', requested: T0 });
+      h.now = T0 + 5;
+      await s.requestUploadRetry('debian', 'cloud-b');
+      await s.requestUploadRetry('debian', 'cloud-a');
+      h.now = T0 + 9;
+      assert.deepEqual(await s.requestUploadRetry('ubuntu', 'cloud-b'), { diskimage: 'ubuntu', provider: 'cloud-b', requested: T0 + 9 });
+      assert.deepEqual(await s.listUploadRetries(), [
+        { diskimage: 'debian', provider: 'cloud-a', requested: T0 + 5 },
+        { diskimage: 'debian', provider: 'cloud-b', requested: T0 + 5 },
+        { diskimage: 'ubuntu', provider: 'cloud-b', requested: T0 + 9 },
+      ]);
+      assert.deepEqual(await s.listBuildRequests(), [], 'not build requests');
+    });
+
+    void it('clears a request made at or before requestedUpTo, only for that provider', async () => {
+      const s = h.store;
+      const r = await s.requestUploadRetry('debian', 'cloud-a');
+      await s.requestUploadRetry('debian', 'cloud-b');
+      await s.clearUploadRetry('debian', 'cloud-a', r.requested);
+      await s.clearUploadRetry('debian', 'never-requested', r.requested);
+      await s.clearUploadRetry('never-requested', 'cloud-a', r.requested);
+      assert.deepEqual(await s.listUploadRetries(), [{ diskimage: 'debian', provider: 'cloud-b', requested: T0 }]);
+    });
+
+    void it('keeps a newer request when a clear names an older requestedUpTo', async () => {
+      const s = h.store;
+      const seen = await s.requestUploadRetry('debian', 'cloud-a');
+      h.now = T0 + 100;
+      await s.requestUploadRetry('debian', 'cloud-a');
+      await s.clearUploadRetry('debian', 'cloud-a', seen.requested);
+      assert.deepEqual(await s.listUploadRetries(), [{ diskimage: 'debian', provider: 'cloud-a', requested: T0 + 100 }]);
+      assert.deepEqual(await (await h.openAnother()).listUploadRetries(), [{ diskimage: 'debian', provider: 'cloud-a', requested: T0 + 100 }], 'another handle sees it');
+    });
+
+    void it('refuses an empty diskimage or provider with StoreError', async () => {
+      await storeError(h.store.requestUploadRetry('debian', ''));
+      await storeError(h.store.requestUploadRetry('', 'cloud-a'));
+      assert.deepEqual(await h.store.listUploadRetries(), []);
+    });
+  });
+}
