@@ -10,9 +10,11 @@ import {
   bool, checked, defaultsOf, int, list, mapped, object, optional, required, seconds, string,
 } from './schema-kit.js';
 import { tenantResourceLimits } from './tenant-limits.js';
+import { webappSchema } from './webapp-schema.js';
 
 export { BUILDER_KINDS, type DiskimageConfig } from './diskimages.js';
 export type { TenantResourceLimit } from './tenant-limits.js';
+export type { WebappConfig } from './webapp-schema.js';
 
 const gearmanServer = object({
   host: required(string()),
@@ -116,21 +118,6 @@ const launcher = object({
   'session-ttl': optional(seconds({ min: 1, fractions: true }), 30),
 });
 
-/** Where the web status listens unless `webapp.listen-address` says (Nodepool's is 0.0.0.0). */
-const DEFAULT_LISTEN_ADDRESS = '127.0.0.1';
-
-/** `webapp`: `listen-address`, or Nodepool's spelling `listen_address` (both only when equal). */
-const webapp = mapped(checked(object({
-  port: optional(int({ min: 0, max: 65535 }), 8005),
-  'listen-address': optional(string()),
-  /** Nodepool 11's spelling of `listen-address`. */
-  listen_address: optional(string()),
-}), (w, path, p) => {
-  if (w.listenAddress !== undefined && w.listen_address !== undefined && w.listenAddress !== w.listen_address) {
-    p.add(`${path ? `${path}.` : ''}listen_address`, `expected the same address as listen-address (${JSON.stringify(w.listenAddress)}) or only one of the two, got ${JSON.stringify(w.listen_address)}`);
-  }
-}), (w) => ({ port: w.port, listenAddress: w.listenAddress ?? w.listen_address ?? DEFAULT_LISTEN_ADDRESS }));
-
 /** Schema of a whole nodepool.yaml. */
 export const nodepoolSchema = mapped(object({
   'gearman-servers': optional(list(gearmanServer), []),
@@ -157,7 +144,8 @@ export const nodepoolSchema = mapped(object({
   'max-hold-age': optional(int({ min: 0 }), 0),
   'image-lifecycle': optional(imageLifecycle, () => defaultsOf(imageLifecycle)),
   launcher: optional(launcher, () => defaultsOf(launcher)),
-  webapp: optional(webapp, () => defaultsOf(webapp)),
+  /** The web status, its write API's authenticators and TLS (lib/config/webapp-schema.ts). */
+  webapp: optional(webappSchema, () => defaultsOf(webappSchema)),
 }), (c) => ({
   ...c,
   zookeeperServers: c.zookeeperServers.map((s) => ({ ...s, port: s.port ?? zookeeperPortDefault(c.zookeeperTls !== undefined) })),
