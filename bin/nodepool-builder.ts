@@ -3,7 +3,8 @@
  * nodepool-builder: argv → config → logger → NodepoolBuilder (DIB and command diskimages) → signals.
  * SIGHUP or a change of the config file reloads it; the first SIGINT/SIGTERM drains running
  * jobs (up to --shutdown-timeout), a second one aborts them at once. `--metrics-port` serves
- * Prometheus `/metrics` and `/health/live` on webapp.listen-address.
+ * Prometheus `/metrics`, `/health/live` and the build logs (`/build-logs/<build-id>`, whose URL
+ * on `--advertise-host` each build reports to the server) on webapp.listen-address.
  */
 import os from 'node:os';
 import { createRequire } from 'node:module';
@@ -36,7 +37,11 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   })
   .option('metrics-port', {
     requiresArg: true, coerce: numberArgument('--metrics-port', int({ min: 0, max: 65535 })),
-    describe: 'serve Prometheus /metrics and /health/live on this port (on webapp.listen-address; 0: any free port)',
+    describe: 'serve Prometheus /metrics, /health/live and the build logs on this port (on webapp.listen-address; 0: any free port)',
+  })
+  .option('advertise-host', {
+    type: 'string', requiresArg: true,
+    describe: 'host name or address the server reaches --metrics-port at, in build log URLs (default: --hostname)',
   })
   .strict()
   .parseSync();
@@ -69,6 +74,7 @@ if (argv['metrics-port'] !== undefined) {
   try {
     metrics = await BuilderMetricsServer.start({
       builder, imagesDir: () => current.imagesDir, host: config.webapp.listenAddress, port: argv['metrics-port'], log,
+      buildLogs: { dir: () => current.buildLogDir, advertiseHost: argv['advertise-host'] ?? argv.hostname },
     });
   } catch (err) {
     process.stderr.write(`nodepool-builder: --metrics-port ${argv['metrics-port']}: cannot listen on ${config.webapp.listenAddress}: ${(err as Error).message}\n`);

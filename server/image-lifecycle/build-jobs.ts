@@ -1,8 +1,8 @@
 /**
- * The dispatcher's build executors: start or resume `image-build` jobs and record their end,
- * fail builds, mark them lost or found, and delete a build's files (`image-delete`, whole or
- * some formats) or files no record wants. Each carries out one planner action through the
- * {@link DispatchContext}.
+ * The dispatcher's build executors: start or resume `image-build` jobs (recording who runs each
+ * and where it serves its log) and record their end, fail builds, mark them lost or found, and
+ * delete a build's files (`image-delete`, whole or some formats) or files no record wants.
+ * Each carries out one planner action through the {@link DispatchContext}.
  */
 import { parseBuilderClientId } from '../../lib/gearman/client-id.js';
 import { fn } from '../../lib/gearman/functions.js';
@@ -50,8 +50,9 @@ function submitBuild(ctx: DispatchContext, build: BuildRecord): void {
     onData: (data) => {
       const who = parseBuilderIdentity(data);
       if (!who || !live()) return;
-      ctx.log.info('build running', { buildId: build.id, builder: who.hostname });
-      ctx.track(store.updateBuild(build.id, { builderHostname: who.hostname, builderId: who.builderId }, { expectStates: ['building'] }));
+      ctx.log.info('build running', { buildId: build.id, builder: who.hostname, logUrl: who.logUrl });
+      // The log URL is recorded now, so a running build's log can be followed (null: its builder serves none).
+      ctx.track(store.updateBuild(build.id, { builderHostname: who.hostname, builderId: who.builderId, logUrl: who.logUrl }, { expectStates: ['building'] }));
     },
   });
   follow(job.result, {

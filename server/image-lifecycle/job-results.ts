@@ -99,15 +99,37 @@ export function parseUploadComplete(data: Buffer, what: string): UploadOutcome {
   return { externalId: str(o, 'external-id', what), externalName: str(o, 'external-name', what), format: str(o, 'format', what) };
 }
 
+/** Who runs a build, as its WORK_DATA says when it starts. */
+export interface BuilderIdentity {
+  hostname: string;
+  builderId: string;
+  /**
+   * Where that builder serves the build's log (`log-url`, issue 25 §2): null when it serves
+   * none, or when the URL is not http(s) (a builder older than log URLs sends no key: null too).
+   */
+  logUrl: string | null;
+}
+
 /** The builder identity a build job sends as WORK_DATA when it starts; undefined for other data. */
-export function parseBuilderIdentity(data: Buffer): { hostname: string; builderId: string } | undefined {
+export function parseBuilderIdentity(data: Buffer): BuilderIdentity | undefined {
   try {
     const o = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
-    if (typeof o.builder === 'string' && typeof o['builder-id'] === 'string') return { hostname: o.builder, builderId: o['builder-id'] };
+    if (typeof o.builder === 'string' && typeof o['builder-id'] === 'string') return { hostname: o.builder, builderId: o['builder-id'], logUrl: httpUrl(o['log-url']) };
   } catch {
     // Not ours: builders may send other data.
   }
   return undefined;
+}
+
+/** `v` when it is an http(s) URL of at most 2048 characters, else null. */
+function httpUrl(v: unknown): string | null {
+  if (typeof v !== 'string' || v.length > 2048) return null;
+  try {
+    const u = new URL(v);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -91,6 +91,8 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
   private readonly deleteJobs = new Map<string, number>();
   private buildWorker?: GearmanWorker;
   private uploadWorker?: GearmanWorker;
+  /** Where this builder's port serves build logs (`http://host:port/build-logs/`), if it does. */
+  private buildLogBase: string | undefined;
 
   constructor(protected readonly opts: BaseBuilderOptions) {
     super();
@@ -202,6 +204,20 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     };
   }
 
+  /** Whether build `id` runs here now (its log may still grow). */
+  isBuilding(id: string): boolean {
+    return this.building.has(id);
+  }
+
+  /**
+   * Where this builder's port serves build logs (`http://host:port/build-logs/`, the metrics
+   * server sets it once listening), or undefined: builds started from now on report
+   * `<base><build-id>` to the server as their `log-url`.
+   */
+  advertiseBuildLogs(base: string | undefined): void {
+    this.buildLogBase = base;
+  }
+
   inFlight(): number {
     return (this.buildWorker?.inFlight() ?? 0) + (this.uploadWorker?.inFlight() ?? 0);
   }
@@ -269,8 +285,10 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     return reportOutcome(log, async () => {
       const known = new Set(this.config.diskimages.map((d) => d.name));
       const req = parseBuildPayload(job.data, diskimage, known);
-      // Tells the server who runs the build, so it notices when this builder disappears.
-      job.sendData(JSON.stringify({ builder: this.hostname, 'builder-id': this.builderId }));
+      // Tells the server who runs the build, so it notices when this builder disappears, and
+      // where its log is served while it runs and after (issue 25 §2).
+      const logUrl = this.buildLogBase === undefined ? null : `${this.buildLogBase}${encodeURIComponent(req.imageId)}`;
+      job.sendData(JSON.stringify({ builder: this.hostname, 'builder-id': this.builderId, 'log-url': logUrl }));
       const existing = this.local.get(req.imageId);
       if (existing) {
         checkInstallation(existing, req, 'build', this.clientId);

@@ -1,7 +1,9 @@
 /**
  * A builder's metrics port (`nodepool-builder --metrics-port`): Prometheus `/metrics` with what
  * it is doing (builds and uploads running, workers, images held, free space in images-dir,
- * builds and uploads finished) plus the process metrics, and `/health/live`. Read-only. Paths
+ * builds and uploads finished) plus the process metrics, `/health/live`, and with `buildLogs`
+ * its build logs at `/build-logs/<build-id>` (build-log-http.ts), whose URL the builder then
+ * reports to the server with each build it starts. Read-only. Paths
  * read as on the server's web status (`/metrics/` is `/metrics`); concurrent scrapes share one
  * render, reused for a second, and the connections held at once are bounded.
  */
@@ -16,6 +18,7 @@ import type { Logger } from '../../lib/log.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../lib/metrics/process-metrics.js';
 import { SharedRender } from '../../lib/metrics/shared-render.js';
 import type { BaseBuilder } from './base-builder.js';
+import { BUILD_LOG_PATH, serveBuildLog } from './build-log-http.js';
 
 /** Options of {@link BuilderMetricsServer.start}. */
 export interface BuilderMetricsOptions {
@@ -30,6 +33,11 @@ export interface BuilderMetricsOptions {
   maxConnections?: number;
   /** How long one exposition answers later scrapes (default 1000 ms). */
   reuseMs?: number;
+  /**
+   * Serve build logs too: from `dir()` (read at each request), advertised to the server as
+   * `http://<advertiseHost>:<port>/build-logs/<build-id>`. Absent: no logs, no URL.
+   */
+  buildLogs?: { dir: () => string; advertiseHost: string };
 }
 
 export class BuilderMetricsServer {
@@ -42,15 +50,25 @@ export class BuilderMetricsServer {
     const { registry, detach } = builderRegistry(opts);
     const exposition = new SharedRender({ render: () => renderMetrics(registry), ...(opts.reuseMs === undefined ? {} : { ttlMs: opts.reuseMs }) });
     const server = http.createServer((req, res) => {
-      const path = requestPath(req.url).pathname;
+      const url = requestPath(req.url);
+      const path = url.pathname;
       const send = (status: number, type: string, body: string, headers: Record<string, string> = {}): void => {
         res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), ...headers });
         res.end(req.method === 'HEAD' ? undefined : body);
       };
       const plain = 'text/plain; charset=utf-8';
-      if (path !== '/metrics' && path !== '/health/live') return send(404, plain, `not found: ${path}\n`);
+      const logs = opts.buildLogs && path.startsWith(BUILD_LOG_PATH) ? opts.buildLogs : undefined;
+      if (path !== '/metrics' && path !== '/health/live' && !logs) return send(404, plain, `not found: ${path}\n`);
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, plain, 'read-only\n', { Allow: 'GET, HEAD' });
       if (path === '/health/live') return send(200, plain, 'ok\n');
+      if (logs) {
+        serveBuildLog(req, res, url, { dir: logs.dir, isBuilding: (id) => opts.builder.isBuilding(id) }, opts.log).catch((err: unknown) => {
+          opts.log.error('build log could not be served', { path, error: coerceError(err).message });
+          if (!res.headersSent) send(500, plain, `internal error: ${coerceError(err).message}\n`);
+          else res.destroy();
+        });
+        return;
+      }
       exposition.get().then((body) => send(200, METRICS_CONTENT_TYPE, body), (err: unknown) => {
         opts.log.error('builder metrics failed', { error: coerceError(err).message });
         send(500, plain, `internal error: ${coerceError(err).message}\n`);
@@ -66,8 +84,13 @@ export class BuilderMetricsServer {
       detach();
       throw err;
     }
-    const m = new BuilderMetricsServer(listener, detach);
-    opts.log.info('builder metrics listening', { address: `${opts.host}:${m.port}` });
+    const advertised = opts.buildLogs ? buildLogBase(opts.buildLogs.advertiseHost, listener.port) : undefined;
+    const m = new BuilderMetricsServer(listener, () => {
+      detach();
+      if (advertised) opts.builder.advertiseBuildLogs(undefined);
+    });
+    if (advertised) opts.builder.advertiseBuildLogs(advertised);
+    opts.log.info('builder metrics listening', { address: `${opts.host}:${m.port}`, ...(advertised ? { buildLogs: advertised } : {}) });
     return m;
   }
 
@@ -83,6 +106,11 @@ export class BuilderMetricsServer {
     })();
     return this.closing;
   }
+}
+
+/** `http://<host>:<port>/build-logs/` (an IPv6 address in brackets). */
+function buildLogBase(host: string, port: number): string {
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}${BUILD_LOG_PATH}`;
 }
 
 /** The builder's metrics; `detach` stops counting its events. */
