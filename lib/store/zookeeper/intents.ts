@@ -6,7 +6,7 @@
  * `…/upload-retries/<provider>` (`{"requested"}` as a build request), pins and revocations
  * (rollout-intents.ts), and status values under `/nodepool/status/`.
  */
-import { StoreError, ZooKeeperError } from '../../errors.js';
+import { CorruptRecordError, StoreError, ZooKeeperError } from '../../errors.js';
 import { Fields, type CorruptRecord } from '../corrupt.js';
 import { checkDiskimageProvider } from '../checks.js';
 import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRetryRequest } from '../models.js';
@@ -115,9 +115,12 @@ export class ZkIntents {
     for (const { diskimage, key, entry } of cachedIntents(this.ctx, { dir: 'upload-retries' })) {
       const { data, stat } = entry;
       if (key === null || !data || !stat) continue;
-      const rec = memoized(entry, this.ctx.corrupt,
-        () => uploadRetryFromJson(diskimage, key, decodeRecord(data, 'upload-retry', `${diskimage}/${key}`), stat.ctime), { diskimage, provider: key });
-      if (rec) out.push({ ...rec });
+      try {
+        out.push(uploadRetryFromJson(diskimage, key, decodeRecord(data, 'upload-retry', `${diskimage}/${key}`), stat.ctime));
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        this.ctx.corrupt.reportSkipped(err, stat.version);
+      }
     }
     return out;
   }
