@@ -3,12 +3,14 @@
  * with the fake disk-image-create on a real gearmand reports its log URL with the build's
  * WORK_DATA; the log of a running build is followed with offsets while it grows, until
  * complete; chunks are bounded; bad ids, unknown ids and offsets past the end are refused.
+ * `nodepool-builder --metrics-port --advertise-host` reports and serves the same URL.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
 import type { JobResult } from '../../../lib/gearman/types.js';
@@ -17,7 +19,7 @@ import { BUILD_LOG_CHUNK_BYTES } from '../../../workers/builder/build-log-http.j
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
 import { BuilderMetricsServer } from '../../../workers/builder/metrics-server.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
-import { runningProcesses } from '../../support/processes.js';
+import { freePort, runningProcesses, startProcess } from '../../support/processes.js';
 import { createBuilderEnv, fakeDiskimage, inProcessBuilder, testClient, testLogger, type BuilderEnv } from '../../support/builder-env.js';
 
 /** One read of a builder's log URL. */
@@ -165,5 +167,46 @@ describe('builder: build logs over its port', () => {
     assert.equal(job.end?.type, 'complete');
     const started = job.data.find((d) => 'log-url' in d);
     assert.equal(started?.['log-url'], null);
+  });
+});
+
+describe('nodepool-builder --metrics-port --advertise-host', () => {
+  let gearmand: GearmandHandle;
+  let env: BuilderEnv;
+  let client: GearmanClient;
+
+  before(async () => {
+    gearmand = await startGearmand();
+    env = await createBuilderEnv({ gearmanPort: gearmand.port, name: 'logs-bin', diskimages: [fakeDiskimage('deb', { formats: ['qcow2'] }, { FAKE_DIB_SIZE_MIB: '2' })] });
+    client = await testClient(gearmand.port);
+  });
+
+  after(async () => {
+    await client?.stop();
+    await gearmand?.stop();
+    await env?.remove();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('reports http://<advertise-host>:<metrics-port>/build-logs/<id> with the build and serves the log there', async () => {
+    const port = await freePort();
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const p = startProcess('nodepool-builder', process.execPath, [
+      '--import', 'tsx', path.join(root, 'bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-bin',
+      '--metrics-port', String(port), '--advertise-host', '127.0.0.1', '--log-level', 'debug',
+    ], { cwd: root, logFile: path.join(env.dir, 'nodepool-builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
+    try {
+      const job = build(client, 'deb-0000000001');
+      await job.done;
+      assert.equal(job.end?.type, 'complete', `see ${env.dir}/nodepool-builder.log`);
+      const url = `http://127.0.0.1:${port}/build-logs/deb-0000000001`;
+      assert.equal(job.data.find((d) => 'log-url' in d)?.['log-url'], url);
+      const r = await readLog(url);
+      assert.deepEqual([r.status, r.complete], [200, 'true']);
+      assert.deepEqual(r.body, await readFile(path.join(env.config.buildLogDir, 'deb-0000000001.log')));
+    } finally {
+      await p.stop();
+    }
+    assert.equal((await p.exited).code, 0);
   });
 });
