@@ -4,7 +4,8 @@
  * build; the build record gets the builder's log URL as the build starts; the web server with
  * `buildLogModule` answers the running build's log from the builder's port (bytes as in the
  * file, followed as JSON until complete). A builder whose port is closed answers 502 in well
- * under 5 s, one that accepts and never answers 504 within the timeout, each naming the builder.
+ * under 5 s, one that accepts and never answers 504 within the timeout, as does one whose host
+ * never completes the connection (a listener whose accept queue is full), each naming the builder.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,7 +30,7 @@ import { BuilderMetricsServer } from '../../../workers/builder/metrics-server.js
 import { createBuilderEnv, fakeDiskimage, inProcessBuilder, testLogger, type BuilderEnv } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { testImageServices } from '../../support/image-services.js';
-import { runningProcesses } from '../../support/processes.js';
+import { freePort, runningProcesses, startProcess } from '../../support/processes.js';
 
 /** Reads are public: the authenticator is never asked. */
 const NO_AUTH: RequestAuthenticator = {
@@ -208,6 +209,33 @@ describe('web: build logs read through the server from the builder', () => {
     assert.ok(r.ms >= 3500 && r.ms < 6000, `answered after ${r.ms} ms`);
     assert.ok(stalledSockets.size <= 1, 'the proxy does not leave connections behind');
     await waitFor(() => stalledSockets.size === 0, { timeoutMs: 5000, what: 'the stalled connection closed by the proxy' });
+  });
+
+  it('answers 504 within the connect timeout when the builder host never completes the connection', async () => {
+    // A listener that never accepts, with an accept queue of one, taken by `filler`: the kernel
+    // drops the proxy's SYN, as from a host that is overloaded or behind a dropping firewall.
+    const port = await freePort();
+    const ready = path.join(env.dir, 'backlog.ready');
+    const py = startProcess('full-backlog', '/usr/bin/python3', ['-c', [
+      'import socket, sys, time',
+      's = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(0)',
+      'open(sys.argv[2], "w").close()',
+      'time.sleep(120)',
+    ].join('\n'), String(port), ready]);
+    const filler = new net.Socket();
+    try {
+      await waitFor(() => existsSync(ready), { timeoutMs: 10_000, what: 'the never-accepting listener' });
+      await new Promise<void>((resolve, reject) => filler.connect(port, '127.0.0.1', resolve).once('error', reject));
+      const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+      await store.updateBuild(b.id, { builderHostname: 'builder-overloaded', logUrl: `http://127.0.0.1:${port}/build-logs/${b.id}` });
+      const r = await get(`/api/build/${b.id}/log?format=json`);
+      assert.equal(r.status, 504, r.body.toString('utf8'));
+      assert.deepEqual(JSON.parse(r.body.toString('utf8')), { message: `builder builder-overloaded (127.0.0.1:${port}) did not accept a connection within 3 s` });
+      assert.ok(r.ms >= 2500 && r.ms < 5000, `answered after ${r.ms} ms`);
+    } finally {
+      filler.destroy();
+      await py.stop();
+    }
   });
 
   it('answers 502 in well under 5 s, naming the builder, when the builder\'s port is gone', async () => {
