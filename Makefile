@@ -7,13 +7,19 @@ APT_PACKAGES := gearman-job-server gearman-tools qemu-utils openssh-server opens
   python3-diskimage-builder debootstrap sudo kpartx parted e2fsprogs squashfs-tools git curl jq python3-yaml \
   procps util-linux openssl chromium zookeeper python3-kazoo iproute2 qemu-system-x86 genisoimage systemd \
   mariadb-server python3-pymysql rabbitmq-server placement-api nova-api nova-conductor nova-scheduler python3-nova neutron-server
+# What `make run` runs, and only that (a subset of APT_PACKAGES): gearmand; Keystone and Glance
+# under uwsgi on SQLite (no MariaDB, RabbitMQ or Nova); sshd for the static provider; DIB and what
+# it calls; qemu-img; QEMU and genisoimage for the qemu provider's VMs.
+RUN_APT_PACKAGES := gearman-job-server qemu-utils openssh-server openssh-client keystone glance-api uwsgi uwsgi-plugin-python3 \
+  python3-diskimage-builder debootstrap sudo kpartx parted e2fsprogs git curl jq python3-yaml procps util-linux \
+  qemu-system-x86 genisoimage
 NODE_TEST := node --import tsx test/run.ts
 
-.PHONY: help deps apt-deps npm-deps typecheck lint test test-steps test-unit faults bench build pack run clean
+.PHONY: help deps apt-deps npm-deps typecheck lint test test-steps test-unit faults bench build pack run run-deps apt-run-deps clean
 
 help:
 	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
-	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image"
+	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image; serve the console"
 	@echo "make bench  - planner pass at scale, upload vs curl, Gearman round trips, node requests and churn (static slots, loopback Nova)"
 	@echo "make pack   - build and pack nodepool-ts-<version>.tgz, the package operators install (docs/install.md)"
 
@@ -69,8 +75,14 @@ bench: deps
 	node --import tsx bench/cloud-churn.ts
 	node --import tsx bench/cli-startup.ts
 
-run: deps
+run: run-deps
 	node --import tsx scripts/run-quickstart.ts
+
+# The quick start installs only what it runs (RUN_APT_PACKAGES); `make test` installs everything.
+run-deps: apt-run-deps npm-deps
+
+apt-run-deps:
+	@bash scripts/install-apt-deps.sh $(RUN_APT_PACKAGES)
 
 clean:
 	rm -rf dist .run nodepool-ts-*.tgz

@@ -8,10 +8,15 @@
  * `nodepool dib-image-list` and `image-list`, requests static hosts and a VM, logs into the VM
  * over SSH, prints the command that does so, and runs until Ctrl-C, then stops all it started
  * (VMs included). Every run starts afresh (state, images and cloud under .run/quickstart).
+ * nodepool-server serves the operator console on a free 127.0.0.1 port; its write API trusts
+ * a local HS256 authenticator whose secret is made for this run and kept only in the run's
+ * config file (mode 0600). The console's URL and an operator token are printed as soon as it
+ * answers, and again at the end (scripts/quickstart-config.ts).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../lib/config/load.js';
@@ -24,8 +29,11 @@ import { bookwormDibEnv } from '../test/support/debian-mirror.js';
 import { DIB_CMD, qemuImageEnv } from '../test/support/qemu-image.js';
 import { startGearmand } from '../test/support/gearmand.js';
 import { startLoopbackCloud } from '../test/support/openstack.js';
-import { startProcess } from '../test/support/processes.js';
+import { freePort, startProcess } from '../test/support/processes.js';
 import { startSshd } from '../test/support/sshd.js';
+import {
+  consoleLines, consoleToken, consoleUrl, newAuthSecret, quickstartConfigText, withQemuBlock, writeQuickstartConfig,
+} from './quickstart-config.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIR = path.join(ROOT, '.run', 'quickstart');
@@ -56,10 +64,16 @@ function qemuUnavailable(dibUnavailable: string | undefined): string | undefined
   return undefined;
 }
 
-/** The template with the qemu provider's block kept (markers removed) or cut out. Pure. */
-function withQemuBlock(template: string, keep: boolean): string {
-  const block = /^ *# @@QEMU-BEGIN@@.*\n([\s\S]*?)^ *# @@QEMU-END@@.*\n/m;
-  return template.replace(block, keep ? '$1' : '');
+/** The HTTP status of a GET of `url` (5 s at most). */
+function httpStatus(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { timeout: 5000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} in 5 s`)));
+    req.on('error', reject);
+  });
 }
 
 /**
@@ -122,17 +136,19 @@ try {
   }
   const template = withQemuBlock(await readFile(path.join(ROOT, 'config/quickstart.yaml'), 'utf8'), !noQemu);
   const configPath = path.join(DIR, 'nodepool.yaml');
-  await writeFile(configPath, template
-    .replaceAll('@@GEARMAN_PORT@@', String(gearmand.port))
-    .replaceAll('@@ROOT@@', ROOT)
-    .replaceAll('@@DIR@@', DIR)
-    .replaceAll('@@CLOUDS_YAML@@', cloud.cloudsYamlPath)
-    .replaceAll('@@STATIC_NODES@@', JSON.stringify(sshd.addresses.map((a) => ({
+  const webPort = await freePort();
+  await writeQuickstartConfig(configPath, quickstartConfigText(template, {
+    gearmanPort: gearmand.port, root: ROOT, dir: DIR, cloudsYaml: cloud.cloudsYamlPath,
+    staticNodes: sshd.addresses.map((a) => ({
       name: a.host, 'connection-port': a.port, labels: ['static-host'], 'host-key': sshd.hostKey('ed25519'), 'max-parallel-jobs': 2,
-    }))))
-    .replaceAll('@@DIB_CMD@@', dibCmd)
-    .replaceAll('@@DIB_ENV@@', JSON.stringify(whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : qemuImageEnv())));
+    })),
+    dibCmd, dibEnv: whyNot ? { FAKE_DIB_DELAY: '0.3', FAKE_DIB_SIZE_MIB: '64' } : qemuImageEnv(),
+  }, { port: webPort, secret: newAuthSecret() }));
   const config = loadConfig(configPath);
+  const url = consoleUrl(config.webapp.port);
+  const token = await consoleToken(config.webapp.auth);
+  // The token alone on its line, so that selecting the line copies just the token.
+  const sayConsole = (): void => { for (const line of consoleLines({ url, token, configPath })) (line === token ? console.log : say)(line); };
   const vmProvider = config.providers.find((p) => p.driver === 'qemu');
   // Pushed before the daemons, so it runs after their stops.
   if (vmProvider) stops.push(() => removeVms(vmProvider.name));
@@ -146,6 +162,9 @@ try {
   };
   daemon('nodepool-builder', 'bin/nodepool-builder.ts', ['--hostname', 'quickstart-builder']);
   daemon('nodepool-server', 'bin/nodepool-server.ts', ['--hostname', 'quickstart-server']);
+  await waitFor(async () => (await httpStatus(url).catch(() => 0)) === 200, { timeoutMs: 120_000, what: `the console at ${url} to answer 200`, intervalMs: 500 });
+  say('the console answers: watch the build there while this goes on');
+  sayConsole();
 
   const store = await openStore(config);
   stops.push(() => store.close());
@@ -194,6 +213,7 @@ try {
     say(`give it back with: node --import tsx bin/nodepool.ts -c ${configPath} release ${vm.id}`);
   }
   say(`images in ${path.join(DIR, 'images')}; Glance store ${cloud.imagesDir}${vmProvider ? `; VM images in ${path.join(DIR, 'vm-images')}` : ''}; try: node --import tsx bin/nodepool.ts -c ${configPath} image-build debian-bookworm --follow`);
+  sayConsole();
   say('running; press Ctrl-C to stop');
   await new Promise(() => undefined);
 } catch (err) {
