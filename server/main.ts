@@ -4,7 +4,8 @@
  * without them the server is launcher-only; one server at a time runs it, under the store lock `leader:image-lifecycle`), the launcher
  * (providers, pool workers, deleter, cleanup, min-ready) and a heartbeat the CLI reads,
  * refreshed after the passes of those loops with the health of each; the web status
- * (`webapp:`, with Prometheus `/metrics`) and statsd when asked.
+ * (`webapp:`, with Prometheus `/metrics`, the write API, build logs and the console, over HTTPS
+ * with `webapp.tls`) and statsd when asked.
  * Config reloads take effect at the next pass (the web status keeps its first address).
  * Signals, argv and the environment stay in bin/nodepool-server.ts.
  */
@@ -29,7 +30,11 @@ import { fanOut, watchImageLifecycle, type MetricsSink } from './metrics/outcome
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { StatsdReporter } from './metrics/statsd-reporter.js';
 import type { StatusSource } from './web/status-views.js';
-import { WebServer } from './web/web-server.js';
+import type { WebContext } from './web/web-context.js';
+import { webModules } from './web/web-modules.js';
+import { WebServer, type WebServerOptions } from './web/web-server.js';
+import { loadAuthenticators } from '../lib/web-auth/authenticators.js';
+import type { RequestAuthenticator } from '../lib/web-auth/auth-types.js';
 
 /** Options of {@link NodepoolServer.create}. */
 export interface NodepoolServerOptions {
@@ -119,9 +124,15 @@ export class NodepoolServer {
         log.info('sending statsd metrics', { host: opts.statsd.host, port: opts.statsd.port ?? 8125 });
       }
       const sink = fanOut(sinks);
-      const web = opts.webapp ? await startWeb(config, log, {
-        store, config: () => current.config, clock: opts.clock ?? Date.now,
-      }, loops, () => parts.providersStarted, metrics, () => imageLifecycleMode(config)) : undefined;
+      const clock = opts.clock ?? Date.now;
+      const status: StatusSource = { store, config: () => current.config, clock };
+      const webCtx: WebContext = {
+        store, config: () => current.config, auth: await webAuth(config, log), status, loops,
+        started: () => parts.providersStarted, clock, log: log.child({ component: 'web' }),
+      };
+      const modules = opts.webapp ? webModules(webCtx) : undefined;
+      if (modules) releasers.add('web modules', () => modules.stop());
+      const web = modules ? await startWeb(config, webCtx, modules.routes, metrics, () => imageLifecycleMode(config)) : undefined;
       if (web) releasers.add('web status', () => web.stop());
       let lifecycle: ImageLifecycle | undefined;
       if (config.gearmanServers.length > 0) {
@@ -194,19 +205,36 @@ function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher 
   return [...(lifecycle ? [lifecycle.loop.health] : []), ...(launcher?.loopHealth() ?? [])];
 }
 
+/**
+ * The write API's authenticators (`webapp.auth`). Without any, every write answers 403 and the
+ * server says so now; keys that cannot be used are logged and leave the writes refused the
+ * same way (the status, health and metrics are served regardless).
+ */
+async function webAuth(config: Config, log: Logger): Promise<RequestAuthenticator> {
+  const disabled = (): Promise<RequestAuthenticator> => loadAuthenticators([]);
+  try {
+    const auth = await loadAuthenticators(config.webapp.auth);
+    if (!auth.enabled) log.warn('web write API off: webapp.auth names no authenticator, so every write answers 403');
+    else log.info('web write API on', { authenticators: config.webapp.auth.map((a) => `${a.name} (${a.driver})`) });
+    return auth;
+  } catch (err) {
+    log.error('web write API off: an authenticator of webapp.auth cannot be used, so every write answers 403', { error: (err as Error).message });
+    return disabled();
+  }
+}
+
 /** Starts the web status on the configured address; undefined (logged) when it cannot listen there. */
 async function startWeb(
-  config: Config, log: Logger, status: StatusSource, loops: () => LoopHealth[], started: () => boolean, metrics: PrometheusMetrics,
-  imageLifecycle: () => string,
+  config: Config, ctx: WebContext, routes: WebServerOptions['routes'], metrics: PrometheusMetrics, imageLifecycle: () => string,
 ): Promise<WebServer | undefined> {
-  const { listenAddress: host, port } = config.webapp;
+  const { listenAddress: host, port, tls } = config.webapp;
   try {
     return await WebServer.start({
-      host, port, log: log.child({ component: 'web' }), status, loops, started, imageLifecycle,
-      metrics: { contentType: metrics.contentType, render: () => metrics.render() },
+      host, port, log: ctx.log, status: ctx.status, loops: ctx.loops, started: ctx.started, imageLifecycle, routes,
+      metrics: { contentType: metrics.contentType, render: () => metrics.render() }, ...(tls ? { tls } : {}),
     });
   } catch (err) {
-    log.error('web status not served: cannot listen on its address (the server runs on without it)', { address: `${host}:${port}`, error: (err as Error).message });
+    ctx.log.error('web status not served: cannot listen on its address (the server runs on without it)', { address: `${host}:${port}`, error: (err as Error).message });
     return undefined;
   }
 }

@@ -25,7 +25,7 @@ function createServer(sys: LauncherSystem, port: number, statsdPort?: number): P
   const config = loadConfig(sys.configPath);
   const log = testLogger();
   return NodepoolServer.create({
-    config: { ...config, webapp: { port, listenAddress: '127.0.0.1' } }, log, hostname: 'web-test',
+    config: { ...config, webapp: { ...config.webapp, port, listenAddress: '127.0.0.1' } }, log, hostname: 'web-test',
     imageServices: testImageServices(() => config.cloudsFile, log), webapp: true,
     ...(statsdPort ? { statsd: { host: '127.0.0.1', port: statsdPort, gaugeIntervalMs: 100 } } : {}),
   });

@@ -48,7 +48,7 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     const config = loadConfig(sys.serverConfigPath);
     const log = testLogger();
     server = await NodepoolServer.create({
-      config: { ...config, webapp: { port, listenAddress: '127.0.0.1' } }, log, hostname: 'test-server',
+      config: { ...config, webapp: { ...config.webapp, port, listenAddress: '127.0.0.1' } }, log, hostname: 'test-server',
       imageServices: testImageServices(() => config.cloudsFile, log),
       webapp: true, statsd: { host: '127.0.0.1', port: statsd.port, gaugeIntervalMs: 200 },
     });

@@ -1,0 +1,19 @@
+/**
+ * The web modules nodepool-server serves beside its built-in status (issue 25), made from one
+ * {@link WebContext}: the build log route, and (as they join) the write API and the console.
+ * Their routes are asked in this order; `stop` stops each module's timers.
+ */
+import type { Route, WebModule } from './routes.js';
+import { buildLogModule } from './build-logs/build-log-module.js';
+import type { WebContext } from './web-context.js';
+
+/** The modules, and their routes in the order the server asks them. */
+export function webModules(ctx: WebContext): { routes: Route[]; stop: () => Promise<void> } {
+  const modules: WebModule[] = [buildLogModule(ctx)];
+  return {
+    routes: modules.flatMap((m) => m.routes),
+    stop: async () => {
+      await Promise.all(modules.map((m) => m.stop?.()));
+    },
+  };
+}
