@@ -59,7 +59,7 @@ export function parseBuildLogRequest(pathname: string, query: URLSearchParams): 
 export async function serveBuildLog(req: http.IncomingMessage, res: http.ServerResponse, url: { pathname: string; searchParams: URLSearchParams }, source: BuildLogSource, log: Logger): Promise<void> {
   const plain = (status: number, message: string, headers: Record<string, string> = {}): void => {
     const body = `${message}\n`;
-    res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', ...headers });
+    res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', ...headers });
     res.end(req.method === 'HEAD' ? undefined : body);
   };
   const parsed = parseBuildLogRequest(url.pathname, url.searchParams);
@@ -77,7 +77,7 @@ export async function serveBuildLog(req: http.IncomingMessage, res: http.ServerR
   let streaming = false;
   try {
     const { size } = await fh.stat();
-    const headers = { [LOG_SIZE_HEADER]: String(size), [LOG_COMPLETE_HEADER]: String(complete), 'Cache-Control': 'no-store' };
+    const headers = { [LOG_SIZE_HEADER]: String(size), [LOG_COMPLETE_HEADER]: String(complete), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
     if (offset > size) return plain(416, `offset ${offset} is past the end of the log of ${id} (${size} bytes)`, { ...headers, 'Content-Range': `bytes */${size}` });
     const length = Math.min(BUILD_LOG_CHUNK_BYTES, size - offset);
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': length, ...headers });

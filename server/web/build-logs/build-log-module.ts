@@ -67,7 +67,7 @@ export function buildLogModule(ctx: WebContext, opts: BuildLogOptions = {}): Web
         return say(got.status, `builder ${builder} (${url.host}) ${got.why}`);
       }
       const { size, complete } = readLogHeaders(got.headers);
-      const passed: Record<string, string> = { 'Cache-Control': 'no-store' };
+      const passed: Record<string, string> = { ...NO_SNIFF };
       if (size !== undefined) passed[LOG_SIZE_HEADER] = String(size);
       if (complete !== undefined) passed[LOG_COMPLETE_HEADER] = String(complete);
       if (got.status !== 200) {
@@ -88,6 +88,9 @@ export function buildLogModule(ctx: WebContext, opts: BuildLogOptions = {}): Web
   return { routes: [route] };
 }
 
+/** Log text is never to be read as HTML by a browser, and never cached. */
+const NO_SNIFF = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
+
 /** The builder's name for messages: its hostname on the record, else the log URL's host. */
 function builderName(build: BuildRecord): string {
   if (build.builderHostname) return build.builderHostname;
@@ -100,8 +103,8 @@ function builderName(build: BuildRecord): string {
 
 /** Refusals as text, or as `{message}` for the console's JSON reads. */
 function refusal(json: boolean, status: number, message: string, headers: Record<string, string>): Answer {
-  if (json) return { status, contentType: 'application/json; charset=utf-8', body: JSON.stringify({ message }), headers: { 'Cache-Control': 'no-store', ...headers } };
-  return { status, contentType: 'text/plain; charset=utf-8', body: `${message}\n`, headers: { 'Cache-Control': 'no-store', ...headers } };
+  if (json) return { status, contentType: 'application/json; charset=utf-8', body: JSON.stringify({ message }), headers: { ...NO_SNIFF, ...headers } };
+  return { status, contentType: 'text/plain; charset=utf-8', body: `${message}\n`, headers: { ...NO_SNIFF, ...headers } };
 }
 
 /** Why a read is refused, or undefined: nothing is asked without `readRole`. */

@@ -42,6 +42,8 @@ interface Read {
   status: number;
   size: string | null;
   complete: string | null;
+  contentType: string | null;
+  nosniff: boolean;
   body: Buffer;
   ms: number;
 }
@@ -63,7 +65,10 @@ describe('web: build logs read through the server from the builder', () => {
     const t0 = Date.now();
     const res = await fetch(`http://127.0.0.1:${web.port}${p}`, { signal: AbortSignal.timeout(20_000) });
     const body = Buffer.from(await res.arrayBuffer());
-    return { status: res.status, size: res.headers.get('x-log-size'), complete: res.headers.get('x-log-complete'), body, ms: Date.now() - t0 };
+    return {
+      status: res.status, size: res.headers.get('x-log-size'), complete: res.headers.get('x-log-complete'), contentType: res.headers.get('content-type'),
+      nosniff: res.headers.get('x-content-type-options') === 'nosniff', body, ms: Date.now() - t0,
+    };
   };
 
   before(async () => {
@@ -134,6 +139,8 @@ describe('web: build logs read through the server from the builder', () => {
     const raw = await get(`/api/build/${running.id}/log`);
     assert.equal(raw.status, 200, raw.body.toString('utf8'));
     assert.equal(raw.complete, 'false');
+    assert.equal(raw.contentType, 'text/plain; charset=utf-8');
+    assert.ok(raw.nosniff, 'a log is never sniffed as HTML');
     assert.equal(Number(raw.size), raw.body.length);
     assert.deepEqual(raw.body, (await readFile(logFile)).subarray(0, raw.body.length), 'the bytes are the log file\'s');
 
