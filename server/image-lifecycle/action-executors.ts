@@ -21,7 +21,10 @@ export const ACTION_EXECUTORS: { readonly [T in Action['type']]: Executor<T> } =
     ctx.builds.delete(a.buildId);
     return failBuild(ctx, a.buildId, a.reason);
   },
-  'start-upload': (ctx, a) => startUpload(ctx, a.buildId, a.provider, a.imageName),
+  'start-upload': async (ctx, a) => {
+    await startUpload(ctx, a.buildId, a.provider, a.imageName);
+    if (a.servesRetry) await ctx.deps.store.clearUploadRetry(a.servesRetry.diskimage, a.provider, a.servesRetry.requested);
+  },
   'resume-upload': (ctx, a) => resumeUpload(ctx, a.uploadId),
   'fail-upload': (ctx, a) => {
     ctx.uploads.delete(a.uploadId);

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../../lib/config/schema.js';
 import type { DiskimageStatus, UploadTargetStatus } from '../../lib/status/lifecycle-status.js';
-import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from '../../lib/store/models.js';
+import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadRetryRequest } from '../../lib/store/models.js';
 
 /** Everything one planner pass looks at. */
 export interface PlannerSnapshot {
@@ -26,6 +26,11 @@ export interface PlannerSnapshot {
    * retention keeps, and a diskimage whose newest ready build is revoked is built anew. Absent: none.
    */
   revocations?: readonly RevocationRecord[];
+  /**
+   * `store.listUploadRetries()` (issue 25 §1): a request newer than the newest failed upload of
+   * its diskimage and provider skips the retry backoff once. Absent: none.
+   */
+  uploadRetries?: readonly UploadRetryRequest[];
   /**
    * gearmand's `workers`, merged over every gearmand: function name → client ids
    * (`<hostname>:<builder-id>`) registering it. `null` when no gearmand answered: then
@@ -82,8 +87,11 @@ export type Action =
   | { type: 'resume-build'; buildId: string }
   /** Mark a build failed (timed out, its builder disappeared, its diskimage left the config). */
   | { type: 'fail-build'; buildId: string; reason: string }
-  /** Create an upload record and submit `image-upload:<build>` to the provider. */
-  | { type: 'start-upload'; buildId: string; provider: string; imageName: string }
+  /**
+   * Create an upload record and submit `image-upload:<build>` to the provider; then remove the
+   * operator's retry request of the target made up to `servesRetry.requested`.
+   */
+  | { type: 'start-upload'; buildId: string; provider: string; imageName: string; servesRetry?: { diskimage: string; requested: number } }
   /** An `uploading` record without a job here: resubmit with the same unique and upload id. */
   | { type: 'resume-upload'; uploadId: string }
   | { type: 'fail-upload'; uploadId: string; reason: string }

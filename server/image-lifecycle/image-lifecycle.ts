@@ -107,15 +107,16 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     const { store } = this.deps;
     const config = this.deps.config();
     this.installation ??= await store.installationId();
-    const [builds, uploads, buildRequests, pauses, pins, revocations] = await Promise.all([
+    const [builds, uploads, buildRequests, pauses, pins, revocations, uploadRetries] = await Promise.all([
       store.listBuilds(), store.listUploads(), store.listBuildRequests(), store.listPauses(), store.listPins(), store.listRevocations(),
+      store.listUploadRetries(),
     ]);
     const registered = await fetchRegistrations(gearmanAddresses(config), this.log);
     const now = this.clock();
     this.trackAbsence(builds, registered, now);
     if (registered) this.trackUnknownIds(unknownAdvertised(registered, builds), builds.length === 0, now);
     const snapshot: PlannerSnapshot = {
-      now, config, builds, uploads, buildRequests, pauses, pins, revocations, registered,
+      now, config, builds, uploads, buildRequests, pauses, pins, revocations, uploadRetries, registered,
       absentSince: this.absentSince, removedSince: this.removedSince, unknownSince: this.unknownSince, unknownSuspect: this.unknownSuspect,
       inFlight: this.dispatcher.inFlight(),
     };

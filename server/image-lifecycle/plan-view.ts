@@ -75,6 +75,8 @@ export interface UploadPair {
   target: UploadTarget | undefined;
   /** Set by retention: the newest ready upload. */
   newestReady: WorkingUpload | undefined;
+  /** When an operator last asked to retry uploads here now (`POST /api/upload/<id>/retry`), if a request stands. */
+  retryRequested: number | undefined;
 }
 
 /** What {@link PlanView.emit} keeps one action per: a record, or the key of one without a working copy. */
@@ -187,6 +189,10 @@ export class PlanView {
         this.targets.push(pair.target);
       }
     }
+    for (const r of snapshot.uploadRetries ?? []) {
+      const pair = this.pair(r.diskimage, r.provider);
+      pair.retryRequested = Math.max(pair.retryRequested ?? r.requested, r.requested);
+    }
     for (const pr of snapshot.pauses) {
       if (pr.provider === null) this.buildPauses.add(pr.diskimage);
       else this.uploadPauses.add(this.pair(pr.diskimage, pr.provider));
@@ -235,7 +241,7 @@ export class PlanView {
     if (!byProvider) this.pairs.set(diskimage, (byProvider = new Map()));
     let pair = byProvider.get(provider);
     if (!pair) {
-      pair = { diskimage, provider, uploads: [], target: undefined, newestReady: undefined };
+      pair = { diskimage, provider, uploads: [], target: undefined, newestReady: undefined, retryRequested: undefined };
       byProvider.set(provider, pair);
       this.pairList.push(pair);
     }

@@ -3,7 +3,8 @@
  * records, and when the newest ready build of a diskimage is uploaded to a provider; returns
  * one status per image-provider target. An upload in validation counts as in progress: no
  * new upload to its target starts meanwhile. A revoked build is not uploaded anew: the newest
- * ready build no operator revoked is the one a provider gets.
+ * ready build no operator revoked is the one a provider gets. After failures the next upload
+ * waits out the retry backoff, unless an operator asked to retry now after the newest failure.
  */
 import { fn } from '../../lib/gearman/functions.js';
 import { retryDelayMs } from './backoff.js';
@@ -63,7 +64,11 @@ function planTarget(view: PlanView, t: UploadTarget): UploadTargetStatus {
     }
     if (!sinceReady && lastFailed) break;
   }
-  const retryAt = newestFailed ? newestFailed.stateTime + retryDelayMs(failures, view.lifecycle) : null;
+  // An operator's retry request newer than the newest failure skips the backoff (once: it is cleared when the upload starts).
+  const retryRequested = t.pair.retryRequested;
+  const retryNow = newestFailed !== undefined && retryRequested !== undefined && retryRequested > newestFailed.stateTime;
+  const backoffUntil = newestFailed ? newestFailed.stateTime + retryDelayMs(failures, view.lifecycle) : null;
+  const retryAt = retryNow && backoffUntil !== null ? Math.min(backoffUntil, retryRequested) : backoffUntil;
   const status: UploadTargetStatus = {
     diskimage: t.diskimage.name,
     provider: t.provider,
@@ -77,13 +82,17 @@ function planTarget(view: PlanView, t: UploadTarget): UploadTargetStatus {
   const build = view.newestGood(t.diskimage.name);
   if (!build || status.paused || uploading) return status;
   if (uploads.some((u) => u.state === 'ready' && u.build === build)) return status;
-  if (retryAt !== null && view.now < retryAt) return status;
+  if (!retryNow && retryAt !== null && view.now < retryAt) return status;
   const uploadFn = fn.imageUpload(build.rec.id);
   const missing = missingSource(view, build, t);
   if (missing !== null) status.waiting = missing;
   else if (!view.adminReachable) status.waiting = ADMIN_UNREACHABLE;
   else if (!view.isRegistered(uploadFn)) status.waiting = `no builder registers ${uploadFn}`;
-  else view.actions.push({ type: 'start-upload', buildId: build.rec.id, provider: t.provider, imageName: t.imageName });
+  else {
+    // Any standing request is served by this upload (a stale one, older than the newest failure, too).
+    const servesRetry = retryRequested !== undefined ? { servesRetry: { diskimage: t.diskimage.name, requested: retryRequested } } : {};
+    view.actions.push({ type: 'start-upload', buildId: build.rec.id, provider: t.provider, imageName: t.imageName, ...servesRetry });
+  }
   return status;
 }
 
