@@ -13,6 +13,7 @@ import { versionText } from '../lib/build-info.js';
 import type { LoadOptions } from '../lib/config/load.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { createRootLogger } from '../lib/log.js';
+import { ROLES } from '../lib/web-auth/auth-types.js';
 
 /**
  * A command's function, loaded when the command runs: `--help` and each command load only the
@@ -24,6 +25,7 @@ function lazy<M, K extends keyof M>(load: () => Promise<M>, name: K): M[K] exten
 
 // The commands (cli/commands/), each loaded when it runs.
 const configValidate = lazy(() => import('../cli/commands/config-validate.js'), 'configValidate');
+const createAuthToken = lazy(() => import('../cli/commands/create-auth-token.js'), 'createAuthToken');
 const dibImageDelete = lazy(() => import('../cli/commands/dib-image-delete.js'), 'dibImageDelete');
 const dibImageList = lazy(() => import('../cli/commands/dib-image-list.js'), 'dibImageList');
 const imageBuild = lazy(() => import('../cli/commands/image-build.js'), 'imageBuild');
@@ -262,6 +264,14 @@ await yargs(hideBin(process.argv))
     process.exit(process.exitCode);
   })
   .command('config-validate', 'validate the configuration file (and the secure file); warnings on stderr', (y) => y, async (a) => finish(await configValidate(String(a.config), loadOptions(a))))
+  .command('create-auth-token', 'print a bearer token for the web write API, signed with an HS256 authenticator of webapp.auth', (y) => y
+    .option('user', { type: 'string', demandOption: true, requiresArg: true, describe: 'who the token names (its user claim)' })
+    .option('role', { choices: ROLES, demandOption: true, describe: 'read: the console and audit trail; operator: image and node actions; admin: everything' })
+    .option('expires', { ...numberFlag('--expires', int({ min: 1 }), 'seconds the token is valid'), demandOption: true })
+    .option('authenticator', { type: 'string', requiresArg: true, describe: 'the webapp.auth entry to sign with (default: the first HS256 one)' }),
+  async (a) => finish(await createAuthToken({
+    configFile: a.config, load: loadOptions(a), user: String(a.user), role: a.role, expiresS: a.expires, authenticator: str(a.authenticator),
+  })))
   .completion('completion', 'print a bash completion script (zsh when $SHELL is zsh): nodepool completion >> ~/.bashrc')
   .demandCommand(1, NO_COMMAND)
   .strict()

@@ -47,7 +47,7 @@ export const NODEPOOL_COMPLETION: CompletionSpec = {
     'import-image-data': ['file'],
   },
   options: { provider: 'provider', image: 'diskimage', 'build-id': 'build', config: 'file', c: 'file' },
-  valueOptions: new Set(['config', 'c', 'secure', 's', 'provider', 'image', 'build-id', 'upload-id', 'reason', 'timeout', 'expire', 'priority', 'nodes']),
+  valueOptions: new Set(['config', 'c', 'secure', 's', 'provider', 'image', 'build-id', 'upload-id', 'reason', 'timeout', 'expire', 'priority', 'nodes', 'user', 'role', 'expires', 'authenticator']),
 };
 
 /** What the word under the cursor should be: a name of `kind`, written after `prefix` (`--provider=`). */
