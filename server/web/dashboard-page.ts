@@ -1,5 +1,6 @@
 /**
- * The dashboard at `/`: one self-contained HTML page (no framework, no external files) that
+ * The former dashboard: at `/dashboard` where the console (server/web/console/) serves `/`, and
+ * at `/` of a web server without the console. One self-contained HTML page (no framework, no external files) that
  * polls `/dashboard.json` every two seconds and redraws its tables: failing loops, builds,
  * uploads with progress bars and reasons (multi-line ones kept as lines), the upload targets
  * that need attention (validating, failing), pins and revoked builds with each build's and

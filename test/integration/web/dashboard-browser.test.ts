@@ -1,5 +1,5 @@
 /**
- * The dashboard in a real headless Chromium against a running nodepool-server (in-process)
+ * The former dashboard (`/dashboard`; the console serves `/`) in a real headless Chromium against a running nodepool-server (in-process)
  * with a builder, a Glance provider and a static host (real sshd): the page loads while the
  * first build runs, then shows — without being reloaded — the build ready, its upload, and the
  * static node taken in use by a consumer, with its address. A screenshot goes to the test
@@ -61,7 +61,7 @@ describe('the dashboard in headless Chromium', () => {
     const config = loadConfig(sys.configPath);
     const log = testLogger();
     server = await NodepoolServer.create({
-      config: { ...config, webapp: { port, listenAddress: '127.0.0.1' } }, log, hostname: 'dash-server',
+      config: { ...config, webapp: { ...config.webapp, port, listenAddress: '127.0.0.1' } }, log, hostname: 'dash-server',
       imageServices: testImageServices(() => config.cloudsFile, log), webapp: true,
     });
     browser = await HeadlessChromium.start();
@@ -79,9 +79,9 @@ describe('the dashboard in headless Chromium', () => {
   });
 
   it('shows the build, its upload and a node with its address as they appear, refreshing by itself', async () => {
-    const html = await get(port, '/');
+    const html = await get(port, '/dashboard');
     assert.equal(html.headers.get('content-type'), 'text/html; charset=utf-8');
-    const tab = await browser.open(`http://127.0.0.1:${port}/`);
+    const tab = await browser.open(`http://127.0.0.1:${port}/dashboard`);
     const text = (): Promise<string> => browser.evaluate<string>(tab, 'document.body.innerText');
     const first = await waitFor(async () => {
       const t = await text();
