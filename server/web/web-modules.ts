@@ -1,15 +1,16 @@
 /**
  * The web modules nodepool-server serves beside its built-in status (issue 25), made from one
- * {@link WebContext}: the build log route, and (as they join) the write API and the console.
+ * {@link WebContext}: the build log route and the console pages (docs/console.md).
  * Their routes are asked in this order; `stop` stops each module's timers.
  */
 import type { Route, WebModule } from './routes.js';
 import { buildLogModule } from './build-logs/build-log-module.js';
+import { consoleModule } from './console/console-module.js';
 import type { WebContext } from './web-context.js';
 
 /** The modules, and their routes in the order the server asks them. */
 export function webModules(ctx: WebContext): { routes: Route[]; stop: () => Promise<void> } {
-  const modules: WebModule[] = [buildLogModule(ctx)];
+  const modules: WebModule[] = [buildLogModule(ctx), consoleModule(ctx)];
   return {
     routes: modules.flatMap((m) => m.routes),
     stop: async () => {

@@ -4,7 +4,8 @@
  * PrettyTable text or a JSON list of rows, negotiated as Nodepool does) and our richer lists
  * at `/api/<same name>` (status-views.ts: the CLI's tables with their attention lines, or the
  * CLI's `--json`), `/ready`, `/health/live`, `/health/ready`, Prometheus `/metrics` and the
- * dashboard at `/` (polling `/dashboard.json`). The built-in paths answer only GET and HEAD;
+ * dashboard at `/` (polling `/dashboard.json`; the console takes `/` when its module is served,
+ * and the dashboard moves to `/dashboard`). The built-in paths answer only GET and HEAD;
  * the routes of the web modules (server/web/routes.ts: write API, build logs, console) are asked
  * first and answer their own methods; unknown paths are 404 (`//x` and `/x/` are `/x`). Only the
  * built-in reads carry `Access-Control-Allow-Origin: *`. With `tls` it serves HTTPS. Lists are cached for a second per path, query and format, as Nodepool's
