@@ -101,7 +101,7 @@ async function readKeyFile(file: string, path: string): Promise<string> {
   try {
     return await readFile(file, 'utf8');
   } catch (cause) {
-    throw new ConfigError(file, [{ path, message: `cannot read ${file} (${(cause as NodeJS.ErrnoException).code ?? errorText(cause)})` }], { cause });
+    throw new ConfigError(file, [{ path, message: `cannot read the file (${(cause as NodeJS.ErrnoException).code ?? errorText(cause)})` }], { cause });
   }
 }
 
@@ -134,7 +134,7 @@ async function authenticate(loaded: readonly Loaded[], authorization: string | u
 async function verifyWith({ config, key }: Loaded, token: string, currentDate: Date): Promise<AuthOutcome> {
   let payload: JWTPayload;
   try {
-    const verified = await jwtVerify(token, key as Uint8Array, {
+    const options = {
       algorithms: [config.driver],
       issuer: config.issuer,
       audience: config.audience,
@@ -142,7 +142,8 @@ async function verifyWith({ config, key }: Loaded, token: string, currentDate: D
       clockTolerance: config.skew,
       currentDate,
       ...(config.maxValidityTime !== undefined ? { maxTokenAge: config.maxValidityTime } : {}),
-    });
+    };
+    const verified = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options);
     payload = verified.payload;
   } catch (err) {
     return refuse(401, refusalReason(err, config, token));

@@ -181,7 +181,7 @@ describe('loadAuthenticators: RS256 and ES256', () => {
       assert.ok(err instanceof ConfigError);
       assert.equal(err.file, missing);
       assert.equal(err.problems[0]!.path, 'webapp.auth[0].public-key');
-      assert.match(err.message, /ENOENT/);
+      assert.equal(err.message, `${missing}: webapp.auth[0].public-key: cannot read the file (ENOENT)`);
       return true;
     });
     await assert.rejects(loadAuthenticators([auth(), sso({ driver: 'ES256', publicKey: path.join(dir, 'rsa.pem') })]), (err: unknown) => {
