@@ -11,6 +11,7 @@ import { listenAddressProblem, type ListenAddressCheckOptions } from '../../lib/
 import { loadConfig, type LoadOptions } from '../../lib/config/load.js';
 import type { ConfigWarning } from '../../lib/config/schema.js';
 import { ConfigError } from '../../lib/errors.js';
+import { loadAuthenticators } from '../../lib/web-auth/authenticators.js';
 import { EXIT, type CommandResult } from './shared.js';
 
 export type { CommandResult } from './shared.js';
@@ -27,6 +28,8 @@ export async function configValidate(file: string, opts: ListenAddressCheckOptio
     checkGearmanServers(c);
     const address = await listenAddressProblem(c, opts);
     if (address) throw new ConfigError(file, [address]);
+    // The loader is pure: the write API's key files are read here, as the server reads them.
+    await loadAuthenticators(c.webapp.auth);
     const mode = imageLifecycleMode(c);
     const lifecycle = c.diskimages.length > 0 && mode !== 'on' ? `; image lifecycle ${mode}` : '';
     return {

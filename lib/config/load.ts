@@ -98,9 +98,19 @@ export function parseConfig(text: string, file: string, opts: { env?: ConfigEnv;
   const base = path.dirname(path.resolve(file));
   const abs = (p: string): string => path.resolve(base, p);
   const imagesDir = abs(parsed.imagesDir);
+  // The write API's HS256 secrets are scrubbed from logs like the substituted ones.
+  parsed.webapp.auth.forEach((a) => { if (a.secret) secrets.add(a.secret); });
   const config: Config = deepFreeze({
     ...parsed,
     diskimages,
+    // Key and certificate files are relative to the config file, like every other path in it.
+    webapp: {
+      ...parsed.webapp,
+      auth: parsed.webapp.auth.map((a) => ({
+        ...a, ...(a.publicKey !== undefined ? { publicKey: abs(a.publicKey) } : {}), ...(a.jwks !== undefined ? { jwks: abs(a.jwks) } : {}),
+      })),
+      tls: parsed.webapp.tls ? { cert: abs(parsed.webapp.tls.cert), key: abs(parsed.webapp.tls.key) } : undefined,
+    },
     file,
     ...(opts.secure ? { secureFile: opts.secure.file } : {}),
     stateDir: abs(parsed.stateDir),

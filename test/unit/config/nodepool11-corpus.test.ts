@@ -110,7 +110,7 @@ describe('Nodepool 11 corpus: launcher file', () => {
     const c = launcher();
     assert.equal(imageLifecycleMode(c), 'off (launcher-only: no gearman-servers)');
     checkGearmanServers(c);
-    assert.deepEqual(c.webapp, { port: 8005, listenAddress: '127.0.0.1' });
+    assert.deepEqual(c.webapp, { port: 8005, listenAddress: '127.0.0.1', auth: [], tls: undefined });
     assert.deepEqual(c.zookeeperServers.map((s) => s.port), [2281, 2281, 2281]);
     assert.equal(c.zookeeperTimeout, 10);
     assert.equal(c.maxHoldAge, 86400);

@@ -108,3 +108,28 @@ describe('webapp.auth and webapp.tls', () => {
     }
   });
 });
+
+describe('webapp key files', () => {
+  it('reads key and certificate paths relative to the config file; config-validate names a missing key file', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-webapp-'));
+    try {
+      const file = path.join(dir, 'nodepool.yaml');
+      await writeFile(file, doc([
+        '  tls: {cert: tls/web.crt, key: /etc/nodepool/web.key}',
+        '  auth: [{name: sso, driver: RS256, public-key: keys/sso.pem, issuer: i, audience: a}]',
+      ].join('\n')));
+      const c = parseConfig(doc([
+        '  tls: {cert: tls/web.crt, key: /etc/nodepool/web.key}',
+        '  auth: [{name: sso, driver: RS256, public-key: keys/sso.pem, issuer: i, audience: a}]',
+      ].join('\n')), file);
+      assert.equal(c.webapp.auth[0]?.publicKey, path.join(dir, 'keys/sso.pem'));
+      assert.deepEqual(c.webapp.tls, { cert: path.join(dir, 'tls/web.crt'), key: '/etc/nodepool/web.key' });
+      const missing = await configValidate(file);
+      assert.equal(missing.exitCode, 2, missing.stdout);
+      assert.match(missing.stderr, /webapp\.auth\[0\]\.public-key/);
+      assert.ok(missing.stderr.includes(path.join(dir, 'keys/sso.pem')), missing.stderr);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
