@@ -171,8 +171,11 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     for (const path of ['/node-list', '/node-list?node_id=0000000042', '/request-list']) assert.equal((await get(port, path, 'application/json')).body, '[]', path);
   });
 
-  it('serves the dashboard page and the document it polls', async () => {
-    const page = await get(port, '/');
+  it('serves the console at /, the dashboard page at /dashboard and the document it polls', async () => {
+    const overview = await get(port, '/');
+    assert.equal(overview.status, 200);
+    assert.match(overview.body, /<title>Overview · Nodepool<\/title>/);
+    const page = await get(port, '/dashboard');
     assert.equal(page.status, 200);
     assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
     assert.match(page.body, /<table id="uploads"><\/table>/);
@@ -212,7 +215,7 @@ describe('web status and metrics of nodepool-server with an image system', () =>
   });
 
   it('answers 404 for unknown paths, 405 for methods that would write, and HEAD without a body', async () => {
-    for (const path of ['/nope', '/node-list/extra', '/ready.json', '/metrics.json', '/dashboard', '/index.html', '/api/ready', '/api']) assert.equal((await get(port, path)).status, 404, path);
+    for (const path of ['/nope', '/node-list/extra', '/ready.json', '/metrics.json', '/index.html', '/api/ready', '/api']) assert.equal((await get(port, path)).status, 404, path);
     const post = await call(port, '/node-list', { method: 'POST', body: '{}' });
     assert.deepEqual([post.status, post.headers.get('allow')], [405, 'GET, HEAD']);
     assert.equal((await call(port, '/health/ready', { method: 'DELETE' })).status, 405);
