@@ -1,16 +1,18 @@
 /**
  * The web modules nodepool-server serves beside its built-in status (issue 25), made from one
- * {@link WebContext}: the build log route and the console pages (docs/console.md).
+ * {@link WebContext}: the write API (docs/api.md), the build log route (docs/build-logs.md) and
+ * the console pages (docs/console.md).
  * Their routes are asked in this order; `stop` stops each module's timers.
  */
 import type { Route, WebModule } from './routes.js';
+import { apiModule } from './api/api-module.js';
 import { buildLogModule } from './build-logs/build-log-module.js';
 import { consoleModule } from './console/console-module.js';
 import type { WebContext } from './web-context.js';
 
 /** The modules, and their routes in the order the server asks them. */
 export function webModules(ctx: WebContext): { routes: Route[]; stop: () => Promise<void> } {
-  const modules: WebModule[] = [buildLogModule(ctx), consoleModule(ctx)];
+  const modules: WebModule[] = [apiModule(ctx), buildLogModule(ctx), consoleModule(ctx)];
   return {
     routes: modules.flatMap((m) => m.routes),
     stop: async () => {
