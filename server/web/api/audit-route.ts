@@ -1,8 +1,11 @@
 /**
  * `GET /api/audit?limit=&before=`: the audit trail of web writes, newest first, for a token
  * of the `read` role or stronger. `limit` 1 to {@link MAX_AUDIT_LIMIT} (default 100); `before`
- * an entry id, to page to older ones (the answer's `next`).
+ * an entry id, to page to older ones (the answer's `next`). Concurrent reads of the same page
+ * share one store read (each is still authenticated), so a storm of readers costs the store
+ * what one reader does.
  */
+import type { AuditRecord } from '../../../lib/store/models.js';
 import { roleAllows } from '../../../lib/web-auth/auth-types.js';
 import type { Route } from '../routes.js';
 import type { WebContext } from '../web-context.js';
@@ -30,6 +33,16 @@ export function auditQuery(params: URLSearchParams): { ok: true; limit: number; 
 
 /** The route. */
 export function auditRoute(ctx: WebContext): Route {
+  const reading = new Map<string, Promise<AuditRecord[]>>();
+  const read = (limit: number, before: string | undefined): Promise<AuditRecord[]> => {
+    const key = `${limit}:${before ?? ''}`;
+    let p = reading.get(key);
+    if (!p) {
+      p = ctx.store.listAudit({ limit, ...(before !== undefined ? { before } : {}) }).finally(() => reading.delete(key));
+      reading.set(key, p);
+    }
+    return p;
+  };
   return {
     method: 'GET',
     pattern: '/api/audit',
@@ -39,7 +52,7 @@ export function auditRoute(ctx: WebContext): Route {
       if (!roleAllows(auth.identity.role, 'read')) return errorAnswer(403, 'forbidden', 'reading the audit trail needs the read role');
       const q = auditQuery(req.url.searchParams);
       if (!q.ok) return errorAnswer(400, 'bad-request', q.message);
-      const entries = await ctx.store.listAudit({ limit: q.limit, ...(q.before !== undefined ? { before: q.before } : {}) });
+      const entries = await read(q.limit, q.before);
       const next = entries.length === q.limit ? (entries.at(-1)?.id ?? null) : null;
       return jsonAnswer(200, { entries, next });
     },

@@ -40,6 +40,8 @@ export interface ApiEnvOptions {
   /** Configure no authenticator (every write is 403). */
   noAuth?: boolean;
   log?: Logger;
+  /** How long the built-in lists are reused (default 0: every read goes to the store). */
+  cacheMs?: number;
 }
 
 export interface ApiEnv {
@@ -87,7 +89,7 @@ export async function startApiEnv(opts: ApiEnvOptions = {}): Promise<ApiEnv> {
     loops: () => [], started: () => true, clock: () => Date.now(), log,
   };
   const web = await WebServer.start({
-    host: '127.0.0.1', port: 0, log, cacheMs: 0, status: ctx.status, loops: ctx.loops, started: ctx.started, routes: apiModule(ctx).routes,
+    host: '127.0.0.1', port: 0, log, cacheMs: opts.cacheMs ?? 0, status: ctx.status, loops: ctx.loops, started: ctx.started, routes: apiModule(ctx).routes,
   });
   return {
     dir, config, store, web,
