@@ -149,6 +149,31 @@ describe('write API requests', () => {
   });
 });
 
+describe('write API when the store fails', () => {
+  it('answers 500 without the action done, records it as an error and logs it', async () => {
+    const { log, lines } = capturingLog();
+    const env = await startApiEnv({ log });
+    try {
+      const db = new Database(storePath(env.config));
+      try {
+        db.exec("CREATE TRIGGER refuse_retry BEFORE INSERT ON upload_retries BEGIN SELECT RAISE(FAIL, 'retries disk full'); END");
+      } finally {
+        db.close();
+      }
+      const s = await seed(env.store);
+      const res = await env.call('POST', `/api/upload/${s.failedUpload.id}/retry`, { token: await env.token('operator') });
+      assert.equal(res.status, 500);
+      assert.deepEqual([res.json.ok, res.json.error], [false, 'internal']);
+      assert.match(String(res.json.message), /retries disk full/);
+      assert.deepEqual(await env.store.listUploadRetries(), []);
+      assert.deepEqual((await env.store.listAudit()).map((e) => [e.action, e.status, e.result, e.user]), [['upload-retry', 500, 'error', 'operator-user']]);
+      assert.equal(lines.filter((l) => l.includes('write request failed') && l.includes('"level":"error"')).length, 1);
+    } finally {
+      await env.close();
+    }
+  });
+});
+
 describe('write API without webapp.auth', () => {
   it('refuses every write with 403 and records it', async () => {
     const env = await startApiEnv({ noAuth: true });
