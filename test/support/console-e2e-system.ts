@@ -23,14 +23,6 @@ import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
 import { signToken } from '../../lib/web-auth/sign-token.js';
 import { NodepoolServer } from '../../server/main.js';
-import { apiModule } from '../../server/web/api/api-module.js';
-import { buildLogModule } from '../../server/web/build-logs/build-log-module.js';
-import { CLIENT_SCRIPT_PATH } from '../../server/web/console/client-script.js';
-import { consoleModule } from '../../server/web/console/console-module.js';
-import type { WebModule } from '../../server/web/routes.js';
-import type { WebContext } from '../../server/web/web-context.js';
-import { WebServer } from '../../server/web/web-server.js';
-import { loadAuthenticators } from '../../lib/web-auth/authenticators.js';
 import { cloudProvider, DISKIMAGE, RolloutCloud } from '../integration/rollout/rollout-env.js';
 import { fakeDiskimage } from './builder-env.js';
 import { startGearmand, type GearmandHandle } from './gearmand.js';
@@ -72,8 +64,6 @@ export class ConsoleE2eSystem {
     readonly pauseFile: string,
     /** A Keystone session of the demo project (Glance clean-up). */
     private readonly session: KeystoneSession,
-    /** Where the console answers (see {@link serveConsole}). */
-    private readonly web: { port: number; stop(): Promise<void> },
   ) {}
 
   /** Starts every part; on a failure stops what had started and throws. */
@@ -121,8 +111,7 @@ export class ConsoleE2eSystem {
         config, log, hostname: 'server-e2e', webapp: true, imageServices: testImageServices(() => config.cloudsFile, log),
       });
       if (!parts.server.web) throw new Error(`nodepool-server did not serve its webapp on 127.0.0.1:${webPort}`);
-      const web = await serveConsole(parts.server, config, webPort);
-      return new ConsoleE2eSystem(dir, parts.cloud, parts.proxy, parts.gearmand, config, parts.store, builder, parts.server, provider, pauseFile, parts.session, web);
+      return new ConsoleE2eSystem(dir, parts.cloud, parts.proxy, parts.gearmand, config, parts.store, builder, parts.server, provider, pauseFile, parts.session);
     } catch (err) {
       await parts.server?.stop().catch(() => undefined);
       await stopAllProcesses();
@@ -138,7 +127,7 @@ export class ConsoleE2eSystem {
 
   /** The console's URL of `p`. */
   url(p: string): string {
-    return `http://127.0.0.1:${this.web.port}${p}`;
+    return `http://127.0.0.1:${this.config.webapp.port}${p}`;
   }
 
   /** A token of the local authenticator for `user` with role operator (an hour). */
@@ -195,7 +184,6 @@ export class ConsoleE2eSystem {
     }, { timeoutMs: 120_000, what: `no server or node of ${this.provider} left`, intervalMs: 500 }).catch((err: unknown) => console.error(`drain: ${String(err)}`));
     const images = (await this.store.listUploads()).flatMap((u) => (u.externalId ? [u.externalId] : []));
     for (const c of this.clients) await c.close().catch(() => undefined);
-    await this.web.stop();
     await this.server.stop().catch(() => undefined);
     await this.builder.stop();
     await this.gearmand.stop();
@@ -211,31 +199,3 @@ export class ConsoleE2eSystem {
   }
 }
 
-/**
- * nodepool-server's own webapp when it serves the console and the write API (web-modules.ts);
- * until both are wired there, the same modules on a WebServer of this test, made from the
- * server's store, config, authenticators of `webapp.auth` and loop health, as web-modules does.
- */
-async function serveConsole(server: NodepoolServer, config: Config, port: number): Promise<{ port: number; stop(): Promise<void> }> {
-  const probe = async (method: string, p: string): Promise<number> => (await fetch(`http://127.0.0.1:${port}${p}`, { method, signal: AbortSignal.timeout(10_000) })).status;
-  const [pages, api] = await Promise.all([probe('GET', CLIENT_SCRIPT_PATH), probe('POST', '/api/image/none/build')]);
-  if (pages === 200 && api !== 404 && api !== 405) return { port, stop: () => Promise.resolve() };
-  console.error(`nodepool-server does not serve the console (GET ${CLIENT_SCRIPT_PATH}: ${pages}) and the write API (POST /api/image/none/build: ${api}) yet: the test serves them itself`);
-  const log = testLogger().child({ component: 'web' });
-  const store = server.store;
-  const ctx: WebContext = {
-    store, config: () => config, auth: await loadAuthenticators(config.webapp.auth), status: { store, config: () => config, clock: () => Date.now() },
-    loops: () => server.loopHealth(), started: () => true, clock: () => Date.now(), log,
-  };
-  const modules: WebModule[] = [buildLogModule(ctx), apiModule(ctx), consoleModule(ctx)];
-  const web = await WebServer.start({
-    host: '127.0.0.1', port: 0, log, status: ctx.status, loops: ctx.loops, started: ctx.started, routes: modules.flatMap((m) => m.routes),
-  });
-  return {
-    port: web.port,
-    stop: async () => {
-      await web.stop();
-      await Promise.all(modules.map((m) => m.stop?.()));
-    },
-  };
-}
