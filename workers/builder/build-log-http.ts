@@ -11,14 +11,9 @@ import path from 'node:path';
 import { coerceError } from '../../lib/errors.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
+import { BUILD_LOG_CHUNK_BYTES, BUILD_LOG_PATH, LOG_COMPLETE_HEADER, LOG_SIZE_HEADER, parseOffset } from '../../lib/http/build-log-protocol.js';
 
-/** The path prefix of build logs on a builder's port. */
-export const BUILD_LOG_PATH = '/build-logs/';
-/** The most bytes one answer carries; a reader follows with `offset`. */
-export const BUILD_LOG_CHUNK_BYTES = 256 * 1024;
-/** Response headers: the log's size in bytes when answered, and whether its build has ended. */
-export const LOG_SIZE_HEADER = 'X-Log-Size';
-export const LOG_COMPLETE_HEADER = 'X-Log-Complete';
+export { BUILD_LOG_CHUNK_BYTES, BUILD_LOG_PATH } from '../../lib/http/build-log-protocol.js';
 
 /** What serving a build log needs from the builder. */
 export interface BuildLogSource {
@@ -47,8 +42,8 @@ export function parseBuildLogRequest(pathname: string, query: URLSearchParams): 
     return { ok: false, status: 400, message: coerceError(err).message.replace(/^invalid image id/, 'invalid build id') };
   }
   const raw = query.get('offset');
-  const offset = raw === null || raw === '' ? 0 : /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(offset)) return { ok: false, status: 400, message: `offset must be a byte offset (a non-negative integer), got ${JSON.stringify(raw?.slice(0, 40))}` };
+  const offset = parseOffset(raw);
+  if (offset === undefined) return { ok: false, status: 400, message: `offset must be a byte offset (a non-negative integer), got ${JSON.stringify(raw?.slice(0, 40))}` };
   return { ok: true, id, offset };
 }
 

@@ -3,19 +3,12 @@
  * answers with, and a chunk of log bytes as the console's JSON `{offset, next, size, complete,
  * text}`, cut at a UTF-8 character boundary so that following `next` never splits a character.
  */
+import { BUILD_LOG_CHUNK_BYTES, LOG_COMPLETE_HEADER, LOG_SIZE_HEADER } from '../../../lib/http/build-log-protocol.js';
 
-/** Response headers the builder sends and the proxy passes on (workers/builder/build-log-http.ts). */
-export const LOG_SIZE_HEADER = 'X-Log-Size';
-export const LOG_COMPLETE_HEADER = 'X-Log-Complete';
-/** The most log bytes one answer carries (the builder's chunk is 256 KiB; a little slack for an older or other builder). */
-export const MAX_LOG_CHUNK_BYTES = 256 * 1024;
+export { LOG_COMPLETE_HEADER, LOG_SIZE_HEADER, parseOffset } from '../../../lib/http/build-log-protocol.js';
 
-/** `?offset=N` as a byte offset (absent or empty: 0), or undefined when it is not one. */
-export function parseOffset(raw: string | null): number | undefined {
-  if (raw === null || raw === '') return 0;
-  if (!/^\d{1,15}$/.test(raw)) return undefined;
-  return Number(raw);
-}
+/** The most log bytes one answer carries (the builder's chunk). */
+export const MAX_LOG_CHUNK_BYTES = BUILD_LOG_CHUNK_BYTES;
 
 /** What the builder's headers say: the log's size and whether its build has ended (undefined when absent or malformed). */
 export interface LogHeaders {
