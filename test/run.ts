@@ -84,7 +84,7 @@ function localImports(file: string, seen = new Set<string>()): Set<string> {
 }
 
 /** Load tests whose figures are latencies: run alone, after every other file. */
-const RUN_ALONE = ['test/faults/metrics-scrape-storm.test.ts'];
+const RUN_ALONE = ['test/faults/metrics-scrape-storm.test.ts', 'test/faults/api-read-storm.test.ts'];
 const runsAlone = (f: string): boolean => RUN_ALONE.some((a) => path.resolve(f) === path.resolve(a));
 
 const before = watchedPids();
