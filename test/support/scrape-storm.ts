@@ -2,8 +2,9 @@
  * A scrape storm as its own process (so the storm's CPU does not slow the test process that
  * times the health endpoint meanwhile): `node --import tsx test/support/scrape-storm.ts
  * <port> <path> <count>` opens `count` connections to 127.0.0.1:<port> at once, each asking
- * GET <path> (no keep-alive, each bounded by 60 s), and prints one JSON line: answers by
- * status, connection errors by code, and how long the whole storm took.
+ * GET <path> (no keep-alive, each bounded by 60 s; with `STORM_AUTHORIZATION` in the environment,
+ * sent as each request's `Authorization` header), and prints one JSON line: answers by status,
+ * connection errors by code, and how long the whole storm took.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -20,13 +21,13 @@ export interface StormResult {
   ms: number;
 }
 
-/** Sends `count` concurrent GETs and waits for every one to end. */
-export async function scrapeStorm(port: number, urlPath: string, count: number): Promise<StormResult> {
+/** Sends `count` concurrent GETs (each with `headers`) and waits for every one to end. */
+export async function scrapeStorm(port: number, urlPath: string, count: number, headers: Record<string, string> = {}): Promise<StormResult> {
   const statuses: Record<string, number> = {};
   const errors: Record<string, number> = {};
   const t0 = Date.now();
   await Promise.all(Array.from({ length: count }, () => new Promise<void>((resolve) => {
-    const req = http.get({ host: '127.0.0.1', port, path: urlPath, agent: false, timeout: 60_000 }, (res) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, agent: false, timeout: 60_000, headers }, (res) => {
       res.resume();
       res.on('end', () => {
         statuses[res.statusCode ?? 0] = (statuses[res.statusCode ?? 0] ?? 0) + 1;
@@ -52,6 +53,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.stderr.write('usage: node --import tsx test/support/scrape-storm.ts <port> <path> <count>\n');
     process.exit(2);
   }
-  const result = await scrapeStorm(Number(port), urlPath, Number(count));
+  const authorization = process.env.STORM_AUTHORIZATION;
+  const result = await scrapeStorm(Number(port), urlPath, Number(count), authorization ? { Authorization: authorization } : {});
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
