@@ -126,13 +126,12 @@ export class NodepoolServer {
       const sink = fanOut(sinks);
       const clock = opts.clock ?? Date.now;
       const status: StatusSource = { store, config: () => current.config, clock };
-      const webCtx: WebContext = {
+      const modules = opts.webapp ? webModules({
         store, config: () => current.config, auth: await webAuth(config, log), status, loops,
         started: () => parts.providersStarted, clock, log: log.child({ component: 'web' }),
-      };
-      const modules = opts.webapp ? webModules(webCtx) : undefined;
+      }) : undefined;
       if (modules) releasers.add('web modules', () => modules.stop());
-      const web = modules ? await startWeb(config, webCtx, modules.routes, metrics, () => imageLifecycleMode(config)) : undefined;
+      const web = modules ? await startWeb(config, modules.ctx, modules.routes, metrics, () => imageLifecycleMode(config)) : undefined;
       if (web) releasers.add('web status', () => web.stop());
       let lifecycle: ImageLifecycle | undefined;
       if (config.gearmanServers.length > 0) {
@@ -206,21 +205,15 @@ function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher 
 }
 
 /**
- * The write API's authenticators (`webapp.auth`). Without any, every write answers 403 and the
- * server says so now; keys that cannot be used are logged and leave the writes refused the
- * same way (the status, health and metrics are served regardless).
+ * The write API's authenticators (`webapp.auth`), their key files read now: a file that cannot
+ * be used fails the start with a ConfigError naming it and its key. Without any, every write
+ * answers 403 and the server says so now.
  */
 async function webAuth(config: Config, log: Logger): Promise<RequestAuthenticator> {
-  const disabled = (): Promise<RequestAuthenticator> => loadAuthenticators([]);
-  try {
-    const auth = await loadAuthenticators(config.webapp.auth);
-    if (!auth.enabled) log.warn('web write API off: webapp.auth names no authenticator, so every write answers 403');
-    else log.info('web write API on', { authenticators: config.webapp.auth.map((a) => `${a.name} (${a.driver})`) });
-    return auth;
-  } catch (err) {
-    log.error('web write API off: an authenticator of webapp.auth cannot be used, so every write answers 403', { error: (err as Error).message });
-    return disabled();
-  }
+  const auth = await loadAuthenticators(config.webapp.auth);
+  if (!auth.enabled) log.warn('web write API off: webapp.auth names no authenticator, so every write answers 403');
+  else log.info('web write API on', { authenticators: config.webapp.auth.map((a) => `${a.name} (${a.driver})`) });
+  return auth;
 }
 
 /** Starts the web status on the configured address; undefined (logged) when it cannot listen there. */

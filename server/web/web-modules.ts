@@ -11,9 +11,10 @@ import { consoleModule } from './console/console-module.js';
 import type { WebContext } from './web-context.js';
 
 /** The modules, and their routes in the order the server asks them. */
-export function webModules(ctx: WebContext): { routes: Route[]; stop: () => Promise<void> } {
+export function webModules(ctx: WebContext): { ctx: WebContext; routes: Route[]; stop: () => Promise<void> } {
   const modules: WebModule[] = [apiModule(ctx), buildLogModule(ctx), consoleModule(ctx)];
   return {
+    ctx,
     routes: modules.flatMap((m) => m.routes),
     stop: async () => {
       await Promise.all(modules.map((m) => m.stop?.()));
