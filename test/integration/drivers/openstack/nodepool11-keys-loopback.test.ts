@@ -43,10 +43,15 @@ class CloudReader {
     return { status: res.status, body: (res.body ? JSON.parse(res.body) : {}) as Json };
   }
 
-  /** Nova's server (admin view: `OS-EXT-SRV-ATTR:user_data`), or undefined when gone. */
+  /**
+   * Nova's server (admin view: `OS-EXT-SRV-ATTR:user_data`), or undefined when gone: 404, or
+   * (for a moment after the delete, while nova-compute finishes) still listed with `vm_state`
+   * `deleted`, as the admin sees it.
+   */
   async server(id: string): Promise<Json | undefined> {
     const r = await this.call('compute', `/servers/${id}`, 'GET', undefined, [200, 404]);
-    return r.status === 404 ? undefined : (r.body.server as Json);
+    const server = r.status === 404 ? undefined : (r.body.server as Json);
+    return server?.['OS-EXT-STS:vm_state'] === 'deleted' ? undefined : server;
   }
 
   /** The floating IPs bound to the server's ports, as Neutron lists them. */
