@@ -5,6 +5,7 @@
  * launchers to fulfil them, accepts the nodes (in-use), and hands them back (used) or holds
  * them. No process state: bin/ passes the config, logger and signals.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { splitNodeset, type NodesetPart } from './nodeset.js';
 import { pollUntil } from '../lifecycle.js';
@@ -23,6 +24,9 @@ import { SessionKeeper } from './session-keeper.js';
 import { nodeLock } from '../store/lock-names.js';
 
 export type { RequestOptions } from './client-options.js';
+
+/** How long {@link NodepoolClient.accept} waits for a fulfilled request's node to be unlocked by its launcher. */
+export const ACCEPT_LOCK_WAIT_MS = 10_000;
 
 /** Common options of {@link NodepoolClient.open}. */
 interface ClientBaseOptions {
@@ -154,7 +158,7 @@ export class NodepoolClient {
     const taken: NodeRecord[] = [];
     try {
       for (const id of request.nodes) {
-        if (!(await this.store.tryLock(nodeLock(id), this.sessionId))) throw new NodeLockedError(id);
+        if (!(await this.lockNode(id))) throw new NodeLockedError(id);
         locked.push(id);
         const node = await this.store.updateNode(id, acceptPatch(this.sessionId, keepLocked), { expectStates: ['ready'] });
         if (!node) throw new NodeNotFoundError(id);
@@ -169,6 +173,20 @@ export class NodepoolClient {
     await this.store.deleteRequest(request.id);
     this.log.info('nodes accepted', { request: request.id, nodes: request.nodes, keepLocked });
     return taken;
+  }
+
+  /**
+   * Locks node `id` for this session, waiting up to {@link ACCEPT_LOCK_WAIT_MS}: the launcher
+   * marks a request fulfilled and then releases its nodes' locks (as Nodepool does, and Zuul
+   * waits on the lock likewise), so a consumer quick off the mark may find a node still locked.
+   */
+  private async lockNode(id: string): Promise<boolean> {
+    const deadline = Date.now() + ACCEPT_LOCK_WAIT_MS;
+    for (let pause = 25; ; pause = Math.min(pause * 2, 400)) {
+      if (await this.store.tryLock(nodeLock(id), this.sessionId)) return true;
+      if (Date.now() + pause > deadline) return false;
+      await delay(pause);
+    }
   }
 
   /**

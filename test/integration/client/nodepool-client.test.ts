@@ -1,5 +1,6 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as delay } from 'node:timers/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -154,6 +155,18 @@ describe('NodepoolClient against a SQLite store', () => {
     assert.equal((await launcher.getNode(a!.id))?.state, 'ready');
     assert.equal((await launcher.getLock(`node:${a!.id}`))?.live ?? false, false);
     assert.ok(await launcher.getRequest(r.id), 'the request stays for another try');
+  });
+
+  it('accept waits for the launcher to release a fulfilled node it still holds (Nodepool fulfils, then unlocks)', async () => {
+    const { launcher, client } = await setup();
+    const other = await launcher.openSession({ owner: 'launchers', hostname: 'h', pid: 1, ttlMs: 30_000 });
+    const r = await client.request(['small']);
+    const [node] = await fulfil(launcher, r);
+    assert.ok(await launcher.tryLock(`node:${node!.id}`, other.id), 'the launcher still holds the node');
+    const released = delay(300).then(() => launcher.unlock(`node:${node!.id}`, other.id));
+    const [taken] = await client.accept((await launcher.getRequest(r.id))!);
+    assert.ok(await released, 'the launcher released it meanwhile');
+    assert.deepEqual([taken?.id, taken?.state], [node!.id, 'in-use']);
   });
 
   it('a nodeset served in parts is given back whole when accepting a later part fails', async () => {
