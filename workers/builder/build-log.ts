@@ -1,14 +1,51 @@
 /**
- * One log file per build, `<build-log-dir>/<id>.log`, holding DIB's whole output; the
- * newest `retention` logs per diskimage are kept (Nodepool `_getBuildLog`).
+ * One log file per build, `<build-log-dir>/<id>.log`, holding DIB's whole output with every
+ * secret the process knows (the secure file's env-vars, the config's substituted secrets)
+ * replaced, line by line, before it reaches the file: the builder serves its logs over HTTP
+ * (build-log-http.ts). The newest `retention` logs per diskimage are kept (Nodepool
+ * `_getBuildLog`).
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import { StringDecoder } from 'node:string_decoder';
 import { IMAGE_ID_RE } from '../../lib/images/image-file.js';
+import { processSecrets, type SecretRegistry } from '../../lib/redact.js';
+
+/** A line longer than this is scrubbed and written in parts. */
+const MAX_PENDING_CHARS = 64 * 1024;
+
+/** Passes text on a whole line at a time (so no secret is split between two scrubs), each secret replaced. */
+export class ScrubbedLines extends Transform {
+  private pending = '';
+  private readonly decoder = new StringDecoder('utf8');
+
+  constructor(private readonly secrets: SecretRegistry = processSecrets) {
+    super();
+  }
+
+  override _transform(chunk: Buffer | string, _encoding: BufferEncoding, done: TransformCallback): void {
+    const text = this.pending + (typeof chunk === 'string' ? chunk : this.decoder.write(chunk));
+    const cut = text.lastIndexOf('\n') + 1;
+    const whole = text.length - cut > MAX_PENDING_CHARS ? text.length : cut;
+    this.pending = text.slice(whole);
+    done(null, whole > 0 ? this.secrets.scrub(text.slice(0, whole)) : undefined);
+  }
+
+  override _flush(done: TransformCallback): void {
+    const rest = this.pending + this.decoder.end();
+    done(null, rest ? this.secrets.scrub(rest) : undefined);
+  }
+}
 
 export class BuildLog {
-  private constructor(readonly path: string, private readonly stream: WriteStream) {}
+  private readonly input = new ScrubbedLines();
+
+  private constructor(readonly path: string, private readonly stream: WriteStream) {
+    this.input.pipe(stream);
+  }
 
   /** Opens (appends to) the log of build `id`, after pruning old logs of its diskimage. */
   static async open(dir: string, id: string, diskimage: string, retention: number): Promise<BuildLog> {
@@ -20,18 +57,20 @@ export class BuildLog {
     return new BuildLog(file, stream);
   }
 
-  /** The writable end that child stdout/stderr are piped into. */
+  /** The writable end that child stdout/stderr are piped into (scrubbed on the way to the file). */
   get writable(): NodeJS.WritableStream {
-    return this.stream;
+    return this.input;
   }
 
   line(text: string): void {
-    this.stream.write(`${new Date().toISOString()} | nodepool-builder | ${text}\n`);
+    this.input.write(`${new Date().toISOString()} | nodepool-builder | ${text}\n`);
   }
 
+  /** Writes what is pending and closes the file. */
   async close(): Promise<void> {
     if (this.stream.closed) return;
-    await new Promise<void>((resolve) => this.stream.end(resolve));
+    this.input.end();
+    await finished(this.stream);
   }
 
   /** The last `maxBytes` of the log, for failure messages. */
