@@ -171,21 +171,22 @@ export class CorruptLog {
 
   /** Logs `rec` at warn unless this version of it was logged already. */
   report(rec: CorruptRecord, version: string | number): void {
-    if (!this.log) return;
-    const key = `${rec.kind}\u0000${rec.id}\u0000${String(version)}\u0000${rec.reason}`;
-    if (this.seen.has(key)) return;
-    if (this.seen.size >= MAX_REMEMBERED) this.seen.clear();
-    this.seen.add(key);
+    if (!this.log || !this.firstTime(rec.kind, rec.id, version, rec.reason)) return;
     this.log.warn('skipping a corrupt record (list it with the CLI, remove it with the ordinary delete command)', { ...rec });
   }
 
   /** Logs a skipped record of a kind `listCorrupt` does not name, once per version. */
   reportSkipped(err: CorruptRecordError, version: string | number): void {
-    if (!this.log) return;
-    const key = `${err.kind}\u0000${err.recordId}\u0000${String(version)}\u0000${err.reason}`;
-    if (this.seen.has(key)) return;
+    if (!this.log || !this.firstTime(err.kind, err.recordId, version, err.reason)) return;
+    this.log.warn('skipping a corrupt record', { kind: err.kind, id: err.recordId, reason: err.reason });
+  }
+
+  /** Whether this version of the record is reported for the first time (remembered from now on). */
+  private firstTime(kind: string, id: string, version: string | number, reason: string): boolean {
+    const key = `${kind}\u0000${id}\u0000${String(version)}\u0000${reason}`;
+    if (this.seen.has(key)) return false;
     if (this.seen.size >= MAX_REMEMBERED) this.seen.clear();
     this.seen.add(key);
-    this.log.warn('skipping a corrupt record', { kind: err.kind, id: err.recordId, reason: err.reason });
+    return true;
   }
 }

@@ -80,16 +80,7 @@ export function progressCol<T>(c: Columns, col: string): T | null {
  */
 export function checkedRows<R extends object, T>(rows: readonly R[], map: (r: R) => T, log: CorruptLog,
   where: (r: R) => { diskimage?: string; provider?: string | null } = () => ({})): T[] {
-  const out: T[] = [];
-  for (const r of rows) {
-    try {
-      out.push(map(r));
-    } catch (err) {
-      if (!(err instanceof CorruptRecordError)) throw err;
-      log.report(corruptOf(err, where(r)), JSON.stringify(r));
-    }
-  }
-  return out;
+  return mapSkipping(rows, map, (err, r) => log.report(corruptOf(err, where(r)), JSON.stringify(r)));
 }
 
 /**
@@ -97,13 +88,18 @@ export function checkedRows<R extends object, T>(rows: readonly R[], map: (r: R)
  * `map`, leaving out corrupt ones (logged once per row content).
  */
 export function skippingCorrupt<R extends object, T>(rows: readonly R[], map: (r: R) => T, log: CorruptLog): T[] {
+  return mapSkipping(rows, map, (err, r) => log.reportSkipped(err, JSON.stringify(r)));
+}
+
+/** Maps `rows`, handing each row that is a corrupt record to `onCorrupt` instead. */
+function mapSkipping<R, T>(rows: readonly R[], map: (r: R) => T, onCorrupt: (err: CorruptRecordError, r: R) => void): T[] {
   const out: T[] = [];
   for (const r of rows) {
     try {
       out.push(map(r));
     } catch (err) {
       if (!(err instanceof CorruptRecordError)) throw err;
-      log.reportSkipped(err, JSON.stringify(r));
+      onCorrupt(err, r);
     }
   }
   return out;
