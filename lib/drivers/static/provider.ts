@@ -31,6 +31,13 @@ export interface StaticProviderOptions {
    */
   keyReuseMs?: number;
   /**
+   * A slot refill does not connect to a host that answered this recently (a scan, a refill's
+   * connect or the liveness check at hand-out; default 2 s, 0: always connect). Under churn a
+   * host's slots come back many times a second and each connect costs the host a fork of sshd;
+   * the hand-out check itself always connects.
+   */
+  answerReuseMs?: number;
+  /**
    * A sync reuses host keys scanned this recently (one TCP connect per host instead of a key
    * exchange). Default: half the launcher's cleanup-interval, so only the cleanup pass that
    * follows the start-up sync at once reuses them; every periodic pass scans afresh.
@@ -50,6 +57,7 @@ export class StaticProvider implements Provider {
   private stopping: Promise<void> | undefined;
   private readonly keyReuseMs: number;
   private readonly syncKeyReuseMs: number;
+  private readonly answerReuseMs: number;
   private readonly probing = new Map<string, ReturnType<typeof tcpProbe>>();
   /** Record ids (with their slots) per host id, from the last sync plus registrations and deletions since (see recordsOf). */
   private readonly known = new Map<string, Map<string, number | null>>();
@@ -64,6 +72,7 @@ export class StaticProvider implements Provider {
     this.scanner = new HostScanner({ signal: this.abort.signal, concurrency: opts.scanConcurrency, retryMs: opts.scanRetryMs });
     this.keyReuseMs = opts.keyReuseMs ?? 60_000;
     this.syncKeyReuseMs = opts.syncKeyReuseMs ?? ctx.config.launcher.cleanupInterval * 500;
+    this.answerReuseMs = opts.answerReuseMs ?? 2000;
   }
 
   /** Registers the configured hosts (see {@link cleanupLeakedResources}). */
@@ -115,7 +124,7 @@ export class StaticProvider implements Provider {
       // Told of a node that is still there (its slot still taken): nothing to register.
       if (await this.ctx.store.getNode(node.id)) return;
       this.known.get(host.id)?.delete(node.id);
-      const scan = await this.scanner.recheck(host, this.keyReuseMs);
+      const scan = await this.scanner.recheck(host, this.keyReuseMs, this.answerReuseMs);
       const accepted = acceptScan(host, scan);
       if (!accepted.ok) {
         this.logProblem(accepted.kind, `${accepted.message} (slot of deleted node ${node.id} stays free until the next cleanup pass)`, host.id);
@@ -144,15 +153,18 @@ export class StaticProvider implements Provider {
   /**
    * Whether a host answers a TCP connect now (its configured name and connection port, which
    * its records carry as interface ip and port). Concurrent checks of one host share one connect
-   * (each connect costs sshd a fork and exec). No answer is remembered: a host that stopped
-   * is never handed out on an old answer.
+   * (each connect costs sshd a fork and exec). No answer is reused here: a host that stopped
+   * is never handed out on an old answer (a slot refill may reuse it, see answerReuseMs).
    */
   hostAnswers(host: StaticHost): ReturnType<typeof tcpProbe> {
     // host-key-checking off: Nodepool assumes the host is live and does not connect.
     if (!host.node.hostKeyChecking) return Promise.resolve({ ok: true });
     let probe = this.probing.get(host.id);
     if (!probe) {
-      probe = tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000).finally(() => this.probing.delete(host.id));
+      probe = tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000).then((answer) => {
+        this.scanner.answered(host.id, answer.ok);
+        return answer;
+      }).finally(() => this.probing.delete(host.id));
       this.probing.set(host.id, probe);
     }
     return probe;

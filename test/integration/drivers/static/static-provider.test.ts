@@ -213,4 +213,33 @@ describe('static provider', () => {
     await logged('a key exchange of the later pass', /\[preauth\]/, scanned + 1);
     assert.equal((await nodes()).length, 2, 'nothing registered twice');
   });
+
+  it('refills a returned slot without connecting when its host answered moments ago; with answerReuseMs 0 it connects', async () => {
+    const s = await sshd('127.0.0.11');
+    const hosts = [{ name: s.host, port: s.port, maxParallelJobs: 2 }];
+    const connects = (): number => s.readLog().split('\n').filter((l) => /kex_exchange_identification/.test(l)).length;
+    const connected = (atLeast: number): Promise<number> =>
+      waitFor(() => (connects() >= atLeast ? connects() : undefined), { timeoutMs: 10_000, what: `sshd to log ${atLeast} bare connect(s)`, intervalMs: 20 });
+    const returnOne = async (p: StaticProvider): Promise<void> => {
+      const [node] = await nodes(['ready']);
+      assert.ok(node);
+      const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['small'], requestor: 'test' }));
+      assert.equal(await handler.checkReusableNode(node), true, 'the hand-out check connects and the host answers');
+      await env.store.updateNode(node.id, { state: 'used' });
+      await deleteLikeTheLauncher(p, node);
+      assert.equal((await nodes(['ready'])).length, 2, 'the slot is registered again');
+    };
+    const { p } = await provider(hosts);
+    await returnOne(p);
+    await connected(1);
+    await new Promise((r) => setTimeout(r, 300)); // sshd logs a connect once the client has left
+    assert.equal(connects(), 1, 'the refill reused the hand-out check\'s answer: no second connect');
+
+    const { config, provider: pc } = env.config(hosts);
+    const strict = new StaticProvider(pc, env.ctx(config), { answerReuseMs: 0 });
+    env.track(strict);
+    await strict.start();
+    await returnOne(strict);
+    await connected(3);
+  });
 });
