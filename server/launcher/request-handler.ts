@@ -96,20 +96,23 @@ export class NodeRequestHandler {
         // now applies only if it is still requested, and it is marked pending only if it is still
         // requested (a conditional write); else it was taken or ended meanwhile and is left alone.
         if (reason) return await this.decline(reason);
-        // A driver that only reuses nodes takes ready ones while the request is being marked
-        // pending (one round trip less per request): taking a node has no effect outside the store
-        // and is undone (deallocated, unlocked) when the request turns out not to be ours.
-        // Launching drivers (cloud side effects) and min-ready requests (which may decline while
+        // A driver that only reuses nodes takes ready ones first: taking a node has no effect
+        // outside the store and is undone (deallocated, unlocked) when the request turns out not
+        // to be ours. When that fills it, the request goes from requested to fulfilled in one
+        // conditional write, never marked pending (one write, and one read by every watcher,
+        // less per request under churn; Zuul waits for fulfilled or failed only). Launching
+        // drivers (cloud side effects) and min-ready requests (which may decline while
         // filling) mark it pending first.
-        const early = !this.driver.canLaunch && this.request.reuse && this.request.requestor !== MIN_READY_REQUESTOR;
-        const [marked, reused] = await Promise.allSettled([this.markPending(), early ? this.reuseAll() : Promise.resolve()]);
-        if (marked.status === 'fulfilled' && marked.value) this.request = marked.value;
-        if (marked.status === 'rejected') throw marked.reason;
-        if (!marked.value) {
-          await this.releaseNodes(true);
-          return await this.finish();
+        const early = !this.driver.canLaunch && this.request.reuse && this.request.requestor !== MIN_READY_REQUESTOR && this.request.state === 'requested';
+        if (early) await this.reuseAll();
+        if (!early || this.slots.includes(null)) {
+          const marked = await this.markPending();
+          if (!marked) {
+            await this.releaseNodes(true);
+            return await this.finish();
+          }
+          this.request = marked;
         }
-        if (reused.status === 'rejected') throw reused.reason;
       }
       await this.fillNodeSet();
     } catch (err) {
@@ -316,12 +319,15 @@ export class NodeRequestHandler {
     // (undefined) gives its nodes back. One in another state was ended or taken over meanwhile
     // (another handler may have fulfilled it with these very nodes): its nodes are only unlocked.
     let fulfilled: NodeRequestRecord | undefined;
+    // Still requested when filled at once from ready nodes (see run), else pending.
+    const was = this.request.state === 'requested' ? 'requested' : 'pending';
     try {
-      fulfilled = await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: ['pending'] });
+      fulfilled = await store.updateRequest(this.request.id, { state: 'fulfilled', nodes, reason: null }, { expectStates: [was] });
     } catch (err) {
       if (!(err instanceof StateConflictError)) throw err;
-      this.log.warn('request no longer pending when its nodes were ready; leaving it', { state: err.actualState });
-      await Promise.all([this.releaseNodes(false), this.finish()]);
+      this.log.warn(`request no longer ${was} when its nodes were ready; leaving it`, { state: err.actualState });
+      // Never ours when it was taken before we marked it: the nodes we allocated go back.
+      await Promise.all([this.releaseNodes(was === 'requested'), this.finish()]);
       return true;
     }
     if (!fulfilled) {

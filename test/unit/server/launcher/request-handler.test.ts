@@ -71,6 +71,31 @@ void describe('NodeRequestHandler', () => {
     await store.deleteNode(node.id);
   });
 
+  void it('fulfils a request filled at once from ready nodes without marking it pending first', async () => {
+    const node = await store.createNode({ state: 'ready', provider: 'p', pool: 'main', labels: ['small'] });
+    const req = await store.createRequest({ labels: ['small'], requestor: 'zuul' });
+    const h = await handlerFor(req);
+    await h.run();
+    assert.equal((await store.getRequest(req.id))?.state, 'requested', 'no pending write while its node was taken');
+    assert.equal(await h.poll(), true);
+    assert.equal((await store.getRequest(req.id))?.state, 'fulfilled');
+    await store.deleteNode(node.id);
+  });
+
+  void it('marks a request pending while it waits for a slot, then fulfils it', async () => {
+    const req = await store.createRequest({ labels: ['small'], requestor: 'zuul' });
+    const h = await handlerFor(req);
+    await h.run();
+    assert.equal((await store.getRequest(req.id))?.state, 'pending');
+    assert.equal(await h.poll(), false, 'no ready node yet');
+    const node = await store.createNode({ state: 'ready', provider: 'p', pool: 'main', labels: ['small'] });
+    await h.run();
+    assert.equal(await h.poll(), true);
+    const done = await store.getRequest(req.id);
+    assert.deepEqual([done?.state, done?.nodes], ['fulfilled', [node.id]]);
+    await store.deleteNode(node.id);
+  });
+
   void it('leaves a listed request that is no longer requested as it is, and gives back the node it took meanwhile', async () => {
     const node = await store.createNode({ state: 'ready', provider: 'p', pool: 'main', labels: ['small'] });
     const listed = await store.createRequest({ labels: ['small'], requestor: 'zuul' });
@@ -78,7 +103,7 @@ void describe('NodeRequestHandler', () => {
     await store.updateRequest(listed.id, { state: 'pending' });
     const h = await handlerFor(listed);
     await h.run();
-    assert.equal(h.done, true);
+    assert.equal(await h.poll(), true, 'done: the fulfilling write expected it still requested');
     const after = await store.getRequest(listed.id);
     assert.equal(after?.state, 'pending');
     assert.deepEqual(after?.declinedBy, [], 'not declined: it was not ours');
