@@ -65,7 +65,9 @@ export interface Provider {
   cleanupNode(node: NodeRecord): Promise<void>;
   /**
    * True when cleanupNode has nothing to delete (static: the host stays): the deleter then
-   * removes the record without marking it `deleting` first (nothing can be left half-deleted).
+   * removes the record without marking it `deleting` first (nothing can be left half-deleted),
+   * in one store step without taking its lock when nobody holds it (Store.deleteNodeIfIdle;
+   * cleanupNode is then not called), and tells nodeDeleted.
    */
   readonly cleanupFree?: boolean;
   /** Periodic: removes resources no record knows; static: re-registers missing hosts. */

@@ -15,7 +15,7 @@ import type {
   UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 import type {
-  BuildFilter, ExpectState, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
+  BuildFilter, ExpectState, IdleDelete, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
 } from './store.js';
 
 /** A value now or later. */
@@ -86,7 +86,10 @@ export interface StoreBackend {
     /** As UploadStore.recordLaunch (lib/store/store.ts). */
     recordLaunch(id: string, result: LaunchResult): Maybe<UploadRecord | undefined>;
   };
-  readonly nodes: RecordTable<NodeRecord, NewNode, NodePatch, NodeState, NodeFilter>;
+  readonly nodes: RecordTable<NodeRecord, NewNode, NodePatch, NodeState, NodeFilter> & {
+    /** As NodeStore.deleteNodeIfIdle (lib/store/store.ts). */
+    deleteIfIdle(seen: NodeRecord): Maybe<IdleDelete>;
+  };
   readonly requests: RecordTable<NodeRequestRecord, NewNodeRequest, NodeRequestPatch, RequestState, RequestFilter>;
   readonly intents: IntentTable;
   readonly audit: AuditTable;

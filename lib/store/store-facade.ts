@@ -18,7 +18,7 @@ import type {
 } from './models.js';
 import type { Maybe, StoreBackend } from './store-backend.js';
 import type {
-  BuildFilter, ExpectState, LockOptions, NewSession, NodeFilter, ReapCounts, RequestFilter, Store, UploadFilter,
+  BuildFilter, ExpectState, IdleDelete, LockOptions, NewSession, NodeFilter, ReapCounts, RequestFilter, Store, UploadFilter,
 } from './store.js';
 
 /** A {@link Store} (with image data export and import) over one backend. */
@@ -166,6 +166,10 @@ export class StoreFacade implements Store, ImageDataStore {
 
   deleteNode(id: string): Promise<boolean> {
     return this.guard(`deleting node ${id}`, () => this.backend.nodes.delete(id));
+  }
+
+  deleteNodeIfIdle(seen: NodeRecord): Promise<IdleDelete> {
+    return this.guard(`deleting node ${seen.id}`, () => this.backend.nodes.deleteIfIdle(seen));
   }
 
   async createRequest(input: NewNodeRequest): Promise<NodeRequestRecord> {

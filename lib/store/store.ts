@@ -150,7 +150,17 @@ export interface NodeStore {
   updateNode(id: string, patch: NodePatch, opts?: ExpectState<NodeState>): Promise<NodeRecord | undefined>;
   /** Removes a node record (and its lock); false when there was none. */
   deleteNode(id: string): Promise<boolean>;
+  /**
+   * Removes a node record in one step without taking its lock, when no live session holds
+   * that lock and the record is still as `seen` (a copy listNodes or getNode returned): the
+   * deleter's path for a node whose removal cleans up nothing elsewhere (static). `deleted`, or
+   * why not: `locked` (someone holds it), `changed` (written since), `gone`.
+   */
+  deleteNodeIfIdle(seen: NodeRecord): Promise<IdleDelete>;
 }
+
+/** What {@link NodeStore.deleteNodeIfIdle} did. */
+export type IdleDelete = 'deleted' | 'locked' | 'changed' | 'gone';
 
 /** Node requests. */
 export interface NodeRequestStore {

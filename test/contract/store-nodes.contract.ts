@@ -333,6 +333,35 @@ export function nodeStoreContract(h: StoreHarness): void {
       assert.deepEqual(await h.store.listLocks('zzz'), []);
     });
 
+    void it('deletes an idle node still as seen in one step, and refuses one locked, changed or gone', async () => {
+      const a = await session(1);
+      const b = await session(2);
+      const n = await h.store.createNode({ state: 'used', provider: 'static-a', pool: 'main', labels: ['small'] });
+      const listed = (await h.store.listNodes({ states: ['used'] })).find((x) => x.id === n.id);
+      assert.ok(listed);
+      assert.equal(await h.store.deleteNodeIfIdle(listed), 'deleted');
+      assert.equal(await h.store.getNode(n.id), undefined);
+      assert.equal(await h.store.deleteNodeIfIdle(listed), 'gone');
+
+      const m = await h.store.createNode({ state: 'in-use', provider: 'static-a', pool: 'main', labels: ['small'] });
+      const seen = await h.store.getNode(m.id);
+      assert.ok(seen);
+      await h.store.updateNode(m.id, { state: 'used' });
+      assert.equal(await h.store.deleteNodeIfIdle(seen), 'changed', 'written since it was seen');
+      const used = await h.store.getNode(m.id);
+      assert.ok(used);
+      assert.equal(await h.store.tryLock(`node:${m.id}`, a.id), true);
+      assert.equal(await h.store.deleteNodeIfIdle(used), 'locked');
+      assert.equal((await h.store.getNode(m.id))?.state, 'used', 'a locked node stays');
+      assert.equal(await h.store.unlock(`node:${m.id}`, a.id), true);
+      assert.equal(await h.store.tryLock(`node:${m.id}`, b.id), true);
+      await h.lapse(b.id);
+      await h.store.renewSession(a.id);
+      assert.equal(await h.store.deleteNodeIfIdle(used), 'deleted', 'a lapsed session holds no lock');
+      assert.equal(await h.store.getLock(`node:${m.id}`), undefined, 'its lock went with it');
+      assert.deepEqual(await h.store.listNodes(), []);
+    });
+
     void it('removes the lock of a node or request when the record is deleted', async () => {
       const s = await session();
       const n = await h.store.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });

@@ -3,12 +3,13 @@
  * Node ids come from one store-wide sequence, allocated in the inserting transaction; one
  * table of columns ({@link NODE_COLUMNS}) drives both inserts and patches.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { nodeLock } from '../lock-names.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
-import type { ExpectState, NodeFilter } from '../store.js';
+import type { ExpectState, IdleDelete, NodeFilter } from '../store.js';
 import { checkStringList } from '../checks.js';
 import { checkedRows, corruptRows, placeholders } from './columns.js';
 import { checkNodeState } from '../checks.js';
@@ -42,6 +43,8 @@ export class SqliteNodes {
   private readonly createTx: (input: NewNode) => NodeRecord;
   private readonly updateTx: (id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => NodeRecord | undefined;
   private readonly deleteTx: (id: string) => boolean;
+  private readonly liveLockStmt: Database.Statement<[string, number], { live: number }>;
+  private readonly deleteIdleTx: (seen: NodeRecord) => IdleDelete;
 
   constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
     private readonly corruptLog = new CorruptLog(undefined)) {
@@ -56,6 +59,9 @@ export class SqliteNodes {
     this.createTx = immediate(db, (input: NewNode) => this.createNow(input));
     this.updateTx = immediate(db, (id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => this.updateNow(id, patch, expect));
     this.deleteTx = immediate(db, (id: string) => this.deleteNow(id));
+    this.liveLockStmt = db.prepare<[string, number], { live: number }>(`SELECT 1 AS live FROM locks l JOIN sessions s ON s.id = l.session_id
+      WHERE l.resource = ? AND ? - s.renewed <= s.ttl_ms`);
+    this.deleteIdleTx = immediate(db, (seen: NodeRecord) => this.deleteIdleNow(seen));
   }
 
   /** Creates a node with the next node id; fields NewNode leaves out start empty. */
@@ -136,6 +142,21 @@ export class SqliteNodes {
         .run(...set.map(([, v]) => v), id);
     }
     return this.mustGet(id);
+  }
+
+  /** As NodeStore.deleteNodeIfIdle: the record compared and removed in one transaction. */
+  deleteIfIdle(seen: NodeRecord): IdleDelete {
+    return this.deleteIdleTx(seen);
+  }
+
+  private deleteIdleNow(seen: NodeRecord): IdleDelete {
+    const row = this.getStmt.get(seen.id);
+    if (!row) return 'gone';
+    if (!isDeepStrictEqual(nodeFromRow(row), seen)) return 'changed';
+    // A lock of a lapsed session is stale (the next tryLock would take it over): no holder.
+    if (this.liveLockStmt.get(nodeLock(seen.id), this.clock())) return 'locked';
+    this.deleteNow(seen.id);
+    return 'deleted';
   }
 
   private deleteNow(id: string): boolean {

@@ -6,12 +6,13 @@
  * fills it in. An update under this handle's lock may write at the version of a read made
  * under that lock, guarded by its lock contender (see guardedRead).
  */
+import { isDeepStrictEqual } from 'node:util';
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import { checkStringList } from '../checks.js';
 import { checkNodeState } from '../checks.js';
-import type { ExpectState, NodeFilter } from '../store.js';
+import type { ExpectState, IdleDelete, NodeFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
@@ -175,6 +176,54 @@ export class ZkNodes {
     // What we wrote under the same lock is as good as the read it was based on.
     if (first) this.keep(path, encode(done.json, what), done.stat, first.tick);
     return nodeFromJson(id, done.json);
+  }
+
+  /**
+   * As NodeStore.deleteNodeIfIdle, at the version the watched cache holds for `seen` (no read,
+   * no lock: one round trip): the lock directory and the node go in one transaction. A
+   * contender below the directory fails it with NOT_EMPTY (locked), a write since with
+   * BAD_VERSION (changed). A node whose lock directory is missing goes alone, and a directory
+   * made meanwhile fails that with NOT_EMPTY. A cache behind the server only means a refusal.
+   */
+  async deleteIfIdle(seen: NodeRecord): Promise<IdleDelete> {
+    let path: string;
+    try {
+      path = this.ctx.layout.node(seen.id);
+    } catch {
+      return 'gone';
+    }
+    const client = this.ctx.main();
+    // The cache's copy when it is the one seen (the deleter's list came from it), else a read.
+    const entry = this.ctx.cache.get(path);
+    const cached = entry?.data && entry.data.length > 0 ? entry : undefined;
+    const asSeen = (data: Buffer): boolean => isDeepStrictEqual(nodeFromJson(seen.id, decodeRecord(data, 'node', seen.id)), seen);
+    let version = cached?.stat && cached.data && asSeen(cached.data) ? cached.stat.version : undefined;
+    if (version === undefined) {
+      const got = await client.getData(path);
+      if (!got || got.data.length === 0) return 'gone';
+      if (!asSeen(got.data)) return 'changed';
+      version = got.stat.version;
+    }
+    const lockDir = `${path}/${LOCK_DIR}`;
+    const node: Op = { op: 'remove', path, version };
+    for (const ops of [[{ op: 'remove', path: lockDir, version: -1 }, node], [node]] satisfies Op[][]) {
+      try {
+        await client.multi(ops, `deleting node ${seen.id}`);
+        this.reads.delete(path);
+        this.lockGone(seen.id);
+        return 'deleted';
+      } catch (err) {
+        if (!(err instanceof ZooKeeperError)) throw err;
+        if (err.code === 'NO_NODE' && err.path === lockDir) continue;
+        if (err.code === 'NO_NODE') return 'gone';
+        if (err.code === 'NOT_EMPTY') return 'locked';
+        if (err.code === 'BAD_VERSION') return 'changed';
+        // Lost mid-transaction: it applied if the node is gone now.
+        if (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT') return await client.exists(path) ? 'changed' : 'deleted';
+        throw err;
+      }
+    }
+    return 'changed';
   }
 
   /**
