@@ -117,11 +117,13 @@ export async function removeTreeOps(client: ZkClient, path: string): Promise<Op[
 /**
  * Removes `path` with everything below it in one transaction; false when it did not exist.
  * Tried first as a leaf (most records have no children: no listing); a child there, or one
- * created meanwhile, fails the transaction (NOT_EMPTY) and the tree is read again.
+ * created meanwhile, fails the transaction (NOT_EMPTY) and the tree is read again. `extra`
+ * adds what goes with it, told the attempt (0: the leaf try).
  */
-export async function removeTree(client: ZkClient, path: string, what: string, extra: (ops: Op[]) => Promise<Op[]> = async (o) => o): Promise<boolean> {
+export async function removeTree(client: ZkClient, path: string, what: string,
+  extra: (ops: Op[], attempt: number) => Promise<Op[]> = async (o) => o): Promise<boolean> {
   for (let attempt = 0; attempt <= MAX_ATTEMPTS; attempt++) {
-    const ops = await extra(attempt === 0 ? [{ op: 'remove', path, version: -1 }] : await removeTreeOps(client, path));
+    const ops = await extra(attempt === 0 ? [{ op: 'remove', path, version: -1 }] : await removeTreeOps(client, path), attempt);
     if (ops.length === 0) return false;
     try {
       await client.multi(ops, what);

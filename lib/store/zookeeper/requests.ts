@@ -21,7 +21,7 @@ import { copyRequest, newRequestJson, requestFromJson, requestJson } from './nod
 import { decodeRecord, encode, ownerOf, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { ZkClient } from './zk-client.js';
-import { MODE, type Stat } from './zk-library.js';
+import { MODE, type Op, type Stat } from './zk-library.js';
 
 /** Priority of a request that names none. */
 export const DEFAULT_REQUEST_PRIORITY = 100;
@@ -196,7 +196,12 @@ export class ZkRequests {
     const { layout } = this.ctx;
     const lockPath = `${layout.requestsLock}/${id}`;
     this.known.delete(layout.request(id));
-    return removeTree(client, layout.request(id), `deleting node request ${id}`, async (ops) => (ops.length ? [...await removeTreeOps(client, lockPath), ...ops] : ops));
+    // Its lock directory goes with it: first tried as an empty leaf (its handler has unlocked,
+    // the usual case: no listing), then read when that fails (missing, or a contender there).
+    return removeTree(client, layout.request(id), `deleting node request ${id}`, async (ops, attempt) => {
+      if (ops.length === 0) return ops;
+      return [...attempt === 0 ? [{ op: 'remove', path: lockPath, version: -1 } satisfies Op] : await removeTreeOps(client, lockPath), ...ops];
+    });
   }
 }
 
