@@ -72,7 +72,7 @@ export interface Provider {
   readonly cleanupFree?: boolean;
   /** Periodic: removes resources no record knows; static: re-registers missing hosts. */
   cleanupLeakedResources(): Promise<void>;
-  /** Called after a node record of this provider was deleted (static re-registers the slot). */
+  /** Called only after a node record of this provider was deleted (static re-registers the slot without reading it again). */
   nodeDeleted(node: NodeRecord): Promise<void>;
   /** Whether the label's prerequisites (an image) exist here; no quota checks. */
   labelReady(label: string): Promise<boolean>;

@@ -121,8 +121,8 @@ export class StaticProvider implements Provider {
     return this.track(async () => {
       const host = node.provider === this.name ? this.hostOf(node) : undefined;
       if (!host) return;
-      // Told of a node that is still there (its slot still taken): nothing to register.
-      if (await this.ctx.store.getNode(node.id)) return;
+      // Told only once the record is gone (the deleter's two ways both delete it first): not
+      // read again (on ZooKeeper a round trip per returned node).
       this.known.get(host.id)?.delete(node.id);
       const scan = await this.scanner.recheck(host, this.keyReuseMs, this.answerReuseMs);
       const accepted = acceptScan(host, scan);
