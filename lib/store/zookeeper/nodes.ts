@@ -63,7 +63,8 @@ export class ZkNodes {
         // The node's lock directory is made with it (kazoo's lock recipe makes it when missing,
         // so it is harmless): the first lock of a new node is then two requests in one round
         // trip like any other, instead of failing on the missing directory and making it.
-        if (!existing) return { value: v, ops: [{ op: 'create', path, data }, { op: 'create', path: `${path}/${LOCK_DIR}` }] satisfies Op[] };
+        // The watching cache keeps what we wrote (no read back: a node record uses no stat).
+        if (!existing) return { value: v, ops: [{ op: 'create', path, data, known: true }, { op: 'create', path: `${path}/${LOCK_DIR}` }] satisfies Op[] };
         if (existing.data.length === 0) return { value: v, ops: [{ op: 'set', path, data, version: existing.stat.version }] satisfies Op[] };
         v += 1;
       }

@@ -189,7 +189,10 @@ export class TreeCache {
     else if (ev.type === EVENT.dataChanged) this.changed(ev.path);
   };
 
-  /** A znode appeared: kept when its parent is kept and lists it (lock contenders are not). */
+  /**
+   * A znode appeared: kept when its parent is kept and lists it (lock contenders are not); read,
+   * unless it is our own create of known data on its way (its reply tells, as for a write).
+   */
   private created(path: string): void {
     const gen = this.generation;
     if (this.roots.includes(path)) {
@@ -206,7 +209,13 @@ export class TreeCache {
     pe.children.add(name);
     pe.listed = undefined;
     this.entries.set(path, {});
-    this.load(path, ++this.lastTicket, gen);
+    const ticket = ++this.lastTicket;
+    // Our own create of a record whose data we know (Op `known`): its reply fills the entry in.
+    if (this.writing.has(path) && !this.held.has(path) && !this.shape(path)?.children) {
+      this.track(ticket, new Promise<void>((release) => this.held.set(path, { ticket, release })));
+    } else {
+      this.load(path, ticket, gen);
+    }
     this.onChange();
   }
 

@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import { ZooKeeperClosedError, ZooKeeperError } from '../../errors.js';
 import {
-  coalesceWrites, cutSocket, exactVersion, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
+  coalesceWrites, createdStat, cutSocket, exactVersion, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
 } from './zk-library.js';
 import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
 
@@ -250,10 +250,12 @@ export class ZkClient extends EventEmitter {
   multi(ops: readonly Op[], what: string): Promise<OpResult[]> {
     return this.call(what, undefined, (cb) => {
       const observer = this.writeObserver;
-      const sets = ops.flatMap((o, i) => (o.op === 'set' ? [{ i, path: o.path, data: o.data }] : []));
+      // Sets, and creates whose data is known (their stat a stand-in, see Op), told to the observer.
+      const sets = ops.flatMap((o, i) => (o.op === 'set' ? [{ i, path: o.path, data: o.data, created: false }]
+        : o.op === 'create' && o.known && !(o.mode ?? MODE.persistent) ? [{ i, path: o.path, data: o.data ?? Buffer.alloc(0), created: true }] : []));
       const tell = (results?: Array<{ stat?: Stat }>): void => {
         for (const s of sets) {
-          const stat = results?.[s.i]?.stat;
+          const stat = results ? s.created ? createdStat(s.data.length) : results[s.i]?.stat : undefined;
           observer?.done(s.path, stat ? { data: s.data, stat } : undefined);
         }
       };

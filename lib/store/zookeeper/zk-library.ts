@@ -27,10 +27,24 @@ export type Stat = zookeeper.Stat;
 
 /** One operation of a {@link ZkClient.multi} transaction. */
 export type Op =
-  | { op: 'create'; path: string; data?: Buffer; mode?: number }
+  /**
+   * `known`: a plain (not sequential) create whose data a watching cache of this client may
+   * keep without reading it back; its stat is then a stand-in (version 0, the rest zero) until
+   * the next change is read, so only for records that use nothing of the stat but the version.
+   */
+  | { op: 'create'; path: string; data?: Buffer; mode?: number; known?: boolean }
   | { op: 'set'; path: string; data: Buffer; version: number }
   | { op: 'check'; path: string; version: number }
   | { op: 'remove'; path: string; version: number };
+
+/** The stat a znode has when just created, as far as the cache uses one: version 0, zero zxids and times. */
+export function createdStat(dataLength: number): Stat {
+  const zero = (): Buffer => Buffer.alloc(8);
+  return {
+    czxid: zero(), mzxid: zero(), ctime: zero(), mtime: zero(), version: 0, cversion: 0, aversion: 0,
+    ephemeralOwner: zero(), dataLength, numChildren: 0, pzxid: zero(),
+  };
+}
 
 /** What one operation of a {@link ZkClient.multi} transaction gave back. */
 export interface OpResult {

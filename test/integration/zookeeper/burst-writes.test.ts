@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../../../lib/lifecycle.js';
 import { nodeLock, requestLock } from '../../../lib/store/lock-names.js';
 import { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
 import { runningProcesses } from '../../support/processes.js';
@@ -72,6 +73,32 @@ void describe('ZooKeeper burst short cuts', () => {
       assert.equal(await a.unlock(nodeLock(node.id), sa.id), true);
     } finally {
       await a.close();
+    }
+  });
+
+  void it('keeps a node it created in its cache without reading it back, and reads another handle\'s change of it', async () => {
+    const chroot = `/t-${randomUUID()}`;
+    const a = await open(chroot);
+    const b = await open(chroot);
+    try {
+      const first = await a.createNode({ state: 'ready', provider: 'p', pool: 'main', labels: ['x'] }); // the counter is read once
+      assert.equal(await a.deleteNode(first.id), true);
+      await a.listNodes();
+      const reads = a.readCount();
+      const node = await a.createNode({ state: 'ready', provider: 'p', pool: 'main', labels: ['x'], hostname: 'h1' });
+      assert.deepEqual(await a.listNodes(), [node], 'listed as created');
+      assert.equal(a.readCount() - reads, 0, 'our own create is not read back');
+      // Its stand-in stat has the real version: an idle delete at it goes through once seen as is.
+      await b.updateNode(node.id, { state: 'used' });
+      const used = await waitFor(async () => (await a.listNodes())[0]?.state === 'used' ? (await a.listNodes())[0] : undefined,
+        { timeoutMs: 5000, what: 'the other handle\'s write in the cache' });
+      assert.ok(a.readCount() - reads >= 1, 'a change by another handle is read');
+      assert.equal(await a.deleteNodeIfIdle(node), 'changed', 'the copy from before the write');
+      assert.equal(await a.deleteNodeIfIdle(used), 'deleted');
+      assert.equal(await b.getNode(node.id), undefined);
+    } finally {
+      await a.close();
+      await b.close();
     }
   });
 
