@@ -5,7 +5,6 @@
  * launchers to fulfil them, accepts the nodes (in-use), and hands them back (used) or holds
  * them. No process state: bin/ passes the config, logger and signals.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { splitNodeset, type NodesetPart } from './nodeset.js';
 import { pollUntil } from '../lifecycle.js';
@@ -181,12 +180,9 @@ export class NodepoolClient {
    * waits on the lock likewise), so a consumer quick off the mark may find a node still locked.
    */
   private async lockNode(id: string): Promise<boolean> {
-    const deadline = Date.now() + ACCEPT_LOCK_WAIT_MS;
-    for (let pause = 25; ; pause = Math.min(pause * 2, 400)) {
-      if (await this.store.tryLock(nodeLock(id), this.sessionId)) return true;
-      if (Date.now() + pause > deadline) return false;
-      await delay(pause);
-    }
+    const taken = await pollUntil(async () => (await this.store.tryLock(nodeLock(id), this.sessionId)) || undefined,
+      { timeoutMs: ACCEPT_LOCK_WAIT_MS, intervalMs: (n) => Math.min(25 * 2 ** n, 400) });
+    return taken === true;
   }
 
   /**

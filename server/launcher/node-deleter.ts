@@ -211,14 +211,12 @@ export class NodeDeleter {
    * A node whose provider cleans up nothing (static) goes in one store step when nobody holds
    * its lock and it is still as listed (no lock taken, no read: on ZooKeeper one round trip
    * instead of four). True when that settled it; false leaves it to the way through the lock
-   * (locked, changed since the list, or the store failed).
+   * (locked, changed since the list, or the store failed). The pass that queued the node gave
+   * this very record its verdict already.
    */
   private async deleteIdle(node: NodeRecord, provider: Provider, log: Logger): Promise<boolean> {
-    const { store } = this.deps;
     try {
-      const live = node.state !== 'in-use' || node.consumerSession === null || await store.isSessionLive(node.consumerSession);
-      if (deleterVerdictWithValidation(node, live) !== 'delete') return false;
-      const outcome = await store.deleteNodeIfIdle(node);
+      const outcome = await this.deps.store.deleteNodeIfIdle(node);
       if (outcome === 'gone') return true;
       if (outcome !== 'deleted') return false;
     } catch {

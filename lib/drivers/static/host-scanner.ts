@@ -59,12 +59,8 @@ export class HostScanner {
     if (Date.now() - (this.lastAnswer.get(host.id) ?? -Infinity) < answerReuseMs) return { ok: true, keys: last.keys };
     const probe = await tcpProbe(host.node.name, host.node.connectionPort, host.node.timeout * 1000, this.opts.signal);
     this.opts.signal.throwIfAborted();
-    if (probe.ok) {
-      this.lastAnswer.set(host.id, Date.now());
-      return { ok: true, keys: last.keys };
-    }
-    this.lastAnswer.delete(host.id);
-    return this.scan(host);
+    this.answered(host.id, probe.ok);
+    return probe.ok ? { ok: true, keys: last.keys } : this.scan(host);
   }
 
   /**
@@ -84,7 +80,7 @@ export class HostScanner {
     return out;
   }
 
-  /** Tells of a connect to the host made elsewhere (the liveness check at hand-out) and whether it answered. */
+  /** Records whether the host answered a connect or scan just now (also one made elsewhere: the liveness check at hand-out). */
   answered(hostId: string, ok: boolean): void {
     if (ok) this.lastAnswer.set(hostId, Date.now());
     else this.lastAnswer.delete(hostId);
@@ -100,11 +96,11 @@ export class HostScanner {
       }
       const keys = await keyscan(name, port, common);
       this.lastKeys.set(host.id, { keys, at: Date.now() });
-      this.lastAnswer.set(host.id, Date.now());
+      this.answered(host.id, true);
       return { ok: true, keys };
     } catch (err) {
       this.lastKeys.delete(host.id);
-      this.lastAnswer.delete(host.id);
+      this.answered(host.id, false);
       if (this.opts.signal.aborted) throw err;
       return { ok: false, reason: err instanceof HostScanError ? err.detail : coerceError(err).message };
     }

@@ -43,11 +43,12 @@ export class SqliteNodes {
   private readonly createTx: (input: NewNode) => NodeRecord;
   private readonly updateTx: (id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => NodeRecord | undefined;
   private readonly deleteTx: (id: string) => boolean;
-  private readonly liveLockStmt: Database.Statement<[string, number], { live: number }>;
   private readonly deleteIdleTx: (seen: NodeRecord) => IdleDelete;
 
   constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
-    private readonly corruptLog = new CorruptLog(undefined)) {
+    private readonly corruptLog = new CorruptLog(undefined),
+    /** Whether a live session holds the lock of `resource` (SqliteLocks.get's `live`). */
+    private readonly lockHeld: (resource: string) => boolean = () => false) {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], NodeRow>('SELECT * FROM nodes WHERE id = ?');
     const columns = FIELDS.map((f) => NODE_COLUMNS[f][0]);
@@ -59,8 +60,6 @@ export class SqliteNodes {
     this.createTx = immediate(db, (input: NewNode) => this.createNow(input));
     this.updateTx = immediate(db, (id: string, patch: NodePatch, expect: readonly NodeState[] | undefined) => this.updateNow(id, patch, expect));
     this.deleteTx = immediate(db, (id: string) => this.deleteNow(id));
-    this.liveLockStmt = db.prepare<[string, number], { live: number }>(`SELECT 1 AS live FROM locks l JOIN sessions s ON s.id = l.session_id
-      WHERE l.resource = ? AND ? - s.renewed <= s.ttl_ms`);
     this.deleteIdleTx = immediate(db, (seen: NodeRecord) => this.deleteIdleNow(seen));
   }
 
@@ -154,7 +153,7 @@ export class SqliteNodes {
     if (!row) return 'gone';
     if (!isDeepStrictEqual(nodeFromRow(row), seen)) return 'changed';
     // A lock of a lapsed session is stale (the next tryLock would take it over): no holder.
-    if (this.liveLockStmt.get(nodeLock(seen.id), this.clock())) return 'locked';
+    if (this.lockHeld(nodeLock(seen.id))) return 'locked';
     this.deleteNow(seen.id);
     return 'deleted';
   }

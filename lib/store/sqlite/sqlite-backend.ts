@@ -45,7 +45,7 @@ export class SqliteBackend implements StoreBackend {
     this.intents = new SqliteIntents(db, clock, corrupt, () => this.changes.notify());
     this.builds = new SqliteBuilds(db, clock, sequences, corrupt, (diskimage, upTo) => this.intents.clearBuildRequest(diskimage, upTo));
     this.uploads = new SqliteUploads(db, clock, sequences, corrupt, () => this.changes.notify());
-    this.nodes = new SqliteNodes(db, clock, sequences, corrupt);
+    this.nodes = new SqliteNodes(db, clock, sequences, corrupt, (resource) => this.locks.get(resource)?.live === true);
     this.requests = new SqliteRequests(db, clock, sequences, corrupt);
     this.sessions = new SqliteSessions(db, clock, corrupt);
     this.locks = new SqliteLocks(db, clock);

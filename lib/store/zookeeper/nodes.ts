@@ -196,13 +196,15 @@ export class ZkNodes {
     const client = this.ctx.main();
     // The cache's copy when it is the one seen (the deleter's list came from it), else a read.
     const entry = this.ctx.cache.get(path);
-    const cached = entry?.data && entry.data.length > 0 ? entry : undefined;
-    const asSeen = (data: Buffer): boolean => isDeepStrictEqual(nodeFromJson(seen.id, decodeRecord(data, 'node', seen.id)), seen);
-    let version = cached?.stat && cached.data && asSeen(cached.data) ? cached.stat.version : undefined;
+    const data = entry?.data;
+    const cached = entry?.stat && data && data.length > 0
+      ? memoized(entry, this.ctx.corrupt, () => nodeFromJson(seen.id, decodeRecord(data, 'node', seen.id)))
+      : undefined;
+    let version = cached && isDeepStrictEqual(cached, seen) ? entry?.stat?.version : undefined;
     if (version === undefined) {
       const got = await client.getData(path);
       if (!got || got.data.length === 0) return 'gone';
-      if (!asSeen(got.data)) return 'changed';
+      if (!isDeepStrictEqual(nodeFromJson(seen.id, decodeRecord(got.data, 'node', seen.id)), seen)) return 'changed';
       version = got.stat.version;
     }
     const lockDir = `${path}/${LOCK_DIR}`;

@@ -251,11 +251,17 @@ export class ZkClient extends EventEmitter {
     return this.call(what, undefined, (cb) => {
       const observer = this.writeObserver;
       // Sets, and creates whose data is known (their stat a stand-in, see Op), told to the observer.
-      const sets = ops.flatMap((o, i) => (o.op === 'set' ? [{ i, path: o.path, data: o.data, created: false }]
-        : o.op === 'create' && o.known && !(o.mode ?? MODE.persistent) ? [{ i, path: o.path, data: o.data ?? Buffer.alloc(0), created: true }] : []));
+      const sets = ops.flatMap((o, i) => {
+        if (o.op === 'set') return [{ i, path: o.path, data: o.data, created: false }];
+        if (o.op === 'create' && o.known && (o.mode ?? MODE.persistent) === MODE.persistent) {
+          return [{ i, path: o.path, data: o.data ?? Buffer.alloc(0), created: true }];
+        }
+        return [];
+      });
       const tell = (results?: Array<{ stat?: Stat }>): void => {
         for (const s of sets) {
-          const stat = results ? s.created ? createdStat(s.data.length) : results[s.i]?.stat : undefined;
+          let stat: Stat | undefined;
+          if (results) stat = s.created ? createdStat(s.data.length) : results[s.i]?.stat;
           observer?.done(s.path, stat ? { data: s.data, stat } : undefined);
         }
       };
