@@ -121,6 +121,9 @@ async function startCloud(what: string, script: string, info: string, timeoutMs:
 
 const DURATION_REPORTER = path.resolve('test/support/duration-reporter.mjs');
 let runs = 0;
+const runStarted = Date.now();
+/** Each `node --test` run: what it ran and when (s from the start), printed last to show where a run's time went. */
+const timeline: string[] = [];
 
 /** The slowest files of the run (their top-level tests' summed durations), a line each. */
 function slowestFiles(count: number): string[] {
@@ -136,16 +139,21 @@ function slowestFiles(count: number): string[] {
     .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${path.relative(process.cwd(), file)}`);
 }
 
-/** Runs `node --test` over `group`; resolves with its exit code. */
-function runTests(group: string[], concurrency: number): Promise<number> {
+/** Runs `node --test` over `group` (`what` names it in the timeline); resolves with its exit code. */
+function runTests(what: string, group: string[], concurrency: number): Promise<number> {
   if (group.length === 0) return Promise.resolve(0);
+  const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
+  const from = at();
   const runner = spawn(process.execPath, [
     '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
     `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout',
     `--test-reporter=${DURATION_REPORTER}`, `--test-reporter-destination=${path.join(tmp, `durations-${++runs}.jsonl`)}`,
     ...group,
   ], { stdio: 'inherit', env });
-  return new Promise((resolve) => runner.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  return new Promise((resolve) => runner.once('exit', (code, signal) => {
+    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)`);
+    resolve(code ?? (signal ? 1 : 0));
+  }));
 }
 
 /** Reports files that cannot run because a cloud did not start; resolves with exit code 1. */
@@ -196,21 +204,21 @@ async function main(): Promise<number> {
     const failed = await vmsReady;
     if (failed) return notRun(vmQueue.splice(0), failed);
     let code = 0;
-    for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests([f], 1));
+    for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests(path.relative(process.cwd(), f), [f], 1));
     return code;
   };
   const codes = await Promise.all([
-    runTests(plain, 2).then(async (code) => {
+    runTests('the files that need no cloud', plain, 2).then(async (code) => {
       const failed = await keystoneUp;
-      return Math.max(code, failed ? notRun(withCloud, failed) : await runTests(withCloud, 2));
+      return Math.max(code, failed ? notRun(withCloud, failed) : await runTests('the files that use Keystone + Glance', withCloud, 2));
     }).then(async (code) => Math.max(code, await vmLane())),
     // The files that boot only servers start once the clouds are up; the VM files follow, by
     // when the bootable image (minutes of real DIB) has been built beside the first ones.
-    Promise.all([keystone, nova]).then(() => runTests(serialServers, 1), (err: Error) => notRun(serialServers, err))
+    Promise.all([keystone, nova]).then(() => runTests('the files that boot Nova servers', serialServers, 1), (err: Error) => notRun(serialServers, err))
       .then(async (code) => Math.max(code, await vmLane())),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
-  return Math.max(...codes, await runTests(alone, 1));
+  return Math.max(...codes, await runTests('the load tests, alone', alone, 1));
 }
 
 async function stopCloud(cloud: ReturnType<typeof spawn>): Promise<void> {
@@ -230,6 +238,7 @@ try {
 } finally {
   const slowest = slowestFiles(15);
   if (slowest.length) console.log(`# slowest test files:\n${slowest.join('\n')}`);
+  if (timeline.length) console.log(`# where the time went:\n${timeline.join('\n')}`);
   await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });
 }
