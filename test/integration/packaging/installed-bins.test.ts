@@ -1,14 +1,14 @@
 /**
  * The package as operators install it: `npm pack` (prepack builds dist/), `npm install -g` of
- * the tarball into a temporary prefix (dependencies from the npm registry, better-sqlite3
- * built by its install script), then the installed bins, run from outside the checkout, against
+ * the tarball into a temporary prefix (dependencies from the npm registry, better-sqlite3's
+ * binding placed by its install script from a local prebuild, see localPrebuild), then the installed bins, run from outside the checkout, against
  * a real gearmand and the fake DIB: config-validate, a build, dib-image-list, SIGHUP reloads,
  * `--version`; and the systemd units checked by `systemd-analyze verify` against those bins.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { access, cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +24,23 @@ const FAKE_DIB = path.join(REPO, 'test/fixtures/bin/fake-dib');
 const BINS = ['nodepool', 'nodepool-server', 'nodepool-builder'] as const;
 /** What the tarball may hold: compiled code, examples, docs, units, README, licence. */
 const SHIPPED = /^(dist\/(bin|cli|lib|server|workers)\/.+\.js|dist\/build-info\.json|config\/[^/]+\.yaml|config\/elements\/[^/]+\/[^/]+|docs\/.+\.(md|png)|contrib\/systemd\/[^/]+\.service|README\.md|LICENSE|package\.json)$/;
+
+/**
+ * better-sqlite3's binding as a prebuild in `<dir>/prebuilds`, where its install script
+ * (prebuild-install) takes it from `$npm_config_better_sqlite3_local_prebuilds` instead of
+ * downloading it from GitHub, which this machine cannot reach (it would compile SQLite instead,
+ * minutes of CPU): packed from the checkout's own copy, which `npm ci` built here. When the
+ * registry resolves another version, the file does not match and the script compiles as before.
+ */
+async function localPrebuild(dir: string): Promise<string> {
+  const mod = path.join(REPO, 'node_modules', 'better-sqlite3');
+  const { version } = JSON.parse(await readFile(path.join(mod, 'package.json'), 'utf8')) as { version: string };
+  const out = path.join(dir, 'prebuilds');
+  await mkdir(out, { recursive: true });
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  await run('tar', ['-czf', path.join(out, name), '-C', mod, 'build/Release/better_sqlite3.node']);
+  return out;
+}
 
 interface PackReport {
   filename: string;
@@ -59,10 +76,13 @@ describe('the installed package', () => {
     t = Date.now();
     // --allow-scripts: npm 11 warns about (and with strict-allow-scripts refuses) dependency install scripts
     // not allowed; better-sqlite3's builds its native binding.
+    const prebuilds = await localPrebuild(tmp);
     await run('npm', ['install', '--global', '--prefix', prefix, '--allow-scripts=better-sqlite3', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', path.join(tmp, pack.filename)], {
-      cwd: tmp, timeout: 300_000, maxBuffer: 16 * 1024 * 1024,
+      cwd: tmp, timeout: 300_000, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds },
     });
-    console.log(`npm install -g of the tarball: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    // node-gyp leaves its object files beside the binding; a prebuild has none.
+    const compiled = await access(path.join(prefix, 'lib', 'node_modules', 'nodepool-ts', 'node_modules', 'better-sqlite3', 'build', 'Release', 'obj')).then(() => true, () => false);
+    console.log(`npm install -g of the tarball: ${((Date.now() - t) / 1000).toFixed(1)} s (better-sqlite3 ${compiled ? 'compiled' : 'from the local prebuild'})`);
   });
 
   after(async () => {
