@@ -39,6 +39,10 @@ export const ACTION_EXECUTORS: { readonly [T in Action['type']]: Executor<T> } =
   'mark-found': (ctx, a) => markFound(ctx, a.buildId, a.holders),
   'delete-stray': (ctx, a) => deleteStray(ctx, a.imageId, a.holders),
   'clear-request': async (ctx, a) => { await ctx.deps.store.clearBuildRequest(a.diskimage, a.requested); },
+  'forget-revocation': async (ctx, a) => {
+    await ctx.deps.store.setRevocation(a.diskimage, a.buildId, false);
+    ctx.log.info('revocation removed: the build and its uploads are gone', { diskimage: a.diskimage, build: a.buildId });
+  },
 };
 
 /** Carries out `action` with its type's executor. */

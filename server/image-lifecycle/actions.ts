@@ -122,7 +122,9 @@ export type Action =
   /** Builders advertise an id the store does not want: submit `image-delete:<id>`. */
   | { type: 'delete-stray'; imageId: string; holders: string[] }
   /** Remove a request the server will not act on (paused or unknown diskimage) or has served. */
-  | { type: 'clear-request'; diskimage: string; requested: number };
+  | { type: 'clear-request'; diskimage: string; requested: number }
+  /** Remove the revocation of a build the store holds no record of, nor any upload of (revocations.ts). */
+  | { type: 'forget-revocation'; diskimage: string; buildId: string };
 
 /** The planner's answer. */
 export interface Plan {

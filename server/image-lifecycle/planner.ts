@@ -5,8 +5,8 @@
  *
  * The rules run in this order on one working view, so each sees the decisions before it:
  * building builds (fail or resume), reconciliation with what builders advertise (lost,
- * found, strays), new builds and requests, uploads, deletion and retention, then local files
- * freed after upload (`delete-after-upload`). A record
+ * found, strays), new builds and requests, uploads, deletion and retention, local files
+ * freed after upload (`delete-after-upload`), then revocations of builds gone. A record
  * gets at most one action per pass.
  */
 import type { Plan, PlannerSnapshot } from './actions.js';
@@ -15,6 +15,7 @@ import { planLocalFiles } from './local-files.js';
 import { PlanView } from './plan-view.js';
 import { reconcile } from './reconcile.js';
 import { retention } from './retention.js';
+import { forgetRevocations } from './revocations.js';
 import { planUploads } from './uploads.js';
 
 /** Decides one pass of the image lifecycle. */
@@ -26,5 +27,6 @@ export function plan(snapshot: PlannerSnapshot): Plan {
   const targets = planUploads(view);
   retention(view);
   planLocalFiles(view);
+  forgetRevocations(view);
   return { actions: view.actions, diskimages, targets, removals: view.removals, held: view.held };
 }

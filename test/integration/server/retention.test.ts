@@ -98,4 +98,14 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete, rev
     await sys.passes(3);
     assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [previous, newest, replacement]);
   });
+
+  it('deletes the revoked build once two good builds are newer, then forgets its revocation', async () => {
+    const [, revoked, replacement] = (await sys.store.listBuilds()).map((b) => b.id) as [string, string, string];
+    const r = await run(process.execPath, ['--import', 'tsx', 'bin/nodepool.ts', '-c', sys.serverConfigPath, 'image-build', 'deb']);
+    assert.match(r.stdout, /requested/);
+    const s = await sys.waitForState('two good builds kept, the revoked and the older one deleted', (x) =>
+      x.builds.length === 2 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'), 90_000);
+    assert.equal(s.builds[0]?.id, replacement);
+    await waitFor(async () => (await sys.store.listRevocations()).length === 0, { timeoutMs: 30_000, what: `the revocation of ${revoked} removed` });
+  });
 });

@@ -156,6 +156,7 @@ function recordOf(a: Action): string | undefined {
     case 'delete-stray': return `build:${a.imageId}`;
     case 'resume-upload': case 'fail-upload': case 'delete-upload': case 'fail-validation': case 'skip-validation': return `upload:${a.uploadId}`;
     case 'clear-request': return `request:${a.diskimage}:${a.requested}`;
+    case 'forget-revocation': return `revocation:${a.buildId}`;
   }
 }
 
