@@ -86,6 +86,11 @@ const imageLifecycle = checked(object({
    */
   'stray-grace': optional(seconds({ min: 0 }), 3600),
   /**
+   * How long a lost build (no builder advertises its files) is kept for its builder to come
+   * back (a reboot) before it is deleted, once none of its uploads is left either.
+   */
+  'lost-grace': optional(seconds({ min: 0 }), 3600),
+  /**
    * Delete unknown image files even when they look like another installation's or a lost
    * store's (most of what builders advertise is unknown, or the store has no builds at all).
    * Off: the server refuses, logs why and shows it in the lifecycle status.

@@ -2,7 +2,8 @@
  * Planner rule 5: deletion and retention. Per image-provider the two newest good ready uploads
  * are kept (ready means validated where the target has `validate:`; one in validation is not
  * counted), per diskimage the two newest good ready builds; everything else goes, uploads first
- * (a build is deleted only once the snapshot holds none of its uploads). Nothing in progress
+ * (a build is deleted only once the snapshot holds none of its uploads), a lost build once it
+ * has been lost for `lost-grace`. Nothing in progress
  * is deleted, and nothing whose delete is already in flight is asked for again. Records of a
  * diskimage or image-provider that left the config wait `config-removal-grace` first.
  *
@@ -19,6 +20,14 @@ import { isGoodBuild, isGoodUpload, isPinnedUpload, type PlanView, type UploadPa
 
 /** Ready builds kept per diskimage, and ready uploads kept per image-provider. */
 export const KEEP = 2;
+
+/**
+ * Whether a build has been lost for `lost-grace`, long enough to be given up: a builder back
+ * within it (a reboot, a restart under load) finds its builds again instead of building them anew.
+ */
+function lostLongEnough(view: PlanView, b: WorkingBuild): boolean {
+  return view.now - b.stateTime >= view.lifecycle.lostGrace * 1000;
+}
 
 /** Builds to delete once their uploads are gone, with the reason. */
 function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
@@ -46,7 +55,7 @@ function retiredBuilds(view: PlanView): Map<WorkingBuild, string> {
         // Two good newer builds exist: this one goes, good or revoked.
         if (good >= KEEP) retire(b, 'retention');
         if (isGoodBuild(b)) good++;
-      } else if (b.state === 'lost') retire(b, 'lost and no longer needed');
+      } else if (b.state === 'lost' && lostLongEnough(view, b)) retire(b, 'lost and no longer needed');
       else if (b.state === 'deleting') retire(b, 'resuming deletion');
       else if (b.state === 'failed' && newestReady) retire(b, `failed, superseded by ${newestReady.rec.id}`);
       else if (b.state === 'failed' && ++failed > keepFailed) retire(b, `failed, older than the newest ${keepFailed} failures`);

@@ -104,7 +104,7 @@ export class FaultSystem {
         'zookeeper-timeout': opts.zookeeper.sessionTimeoutS,
       } : {}),
       'clouds-file': proxy.cloudsYamlPath,
-      'image-lifecycle': { interval: 1, 'retry-delay': 1, 'max-retry-delay': 4, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2 },
+      'image-lifecycle': { interval: 1, 'retry-delay': 1, 'max-retry-delay': 4, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2, 'lost-grace': 120 },
       launcher: { 'session-ttl': 3 },
       diskimages,
       providers: [providerEntry],

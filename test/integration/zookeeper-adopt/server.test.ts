@@ -148,7 +148,7 @@ void describe('nodepool-server adopting a Nodepool 11 ZooKeeper tree', () => {
         'clouds-file': nova.cloudsFile,
         'gearman-servers': [{ host: '127.0.0.1', port: gearmand.port }],
         diskimages: [fakeDiskimage('deb')],
-        'image-lifecycle': { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'leak-check-interval': 0 },
+        'image-lifecycle': { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'leak-check-interval': 0, 'lost-grace': 2 },
       },
     });
     builder = inProcessBuilder({ config: loadConfig(sys.configPath) } as BuilderEnv, { hostname: 'builder-a' });

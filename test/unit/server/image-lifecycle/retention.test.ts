@@ -96,8 +96,19 @@ table('rule 5: deletion and retention', [
     actions: [],
   },
   {
-    name: 'deletes a lost build without uploads',
-    builds: [build('a', 1), build('a', 2, 'lost')], uploads: [upload(1, 'a', 1)],
+    name: 'deletes a lost build without uploads once it has been lost for lost-grace',
+    builds: [build('a', 1), build('a', 2, 'lost', { stateTime: ago(3600) })], uploads: [upload(1, 'a', 1)],
+    actions: [deleteBuild(A2, 'lost and no longer needed')],
+  },
+  {
+    name: 'keeps a lost build without uploads within lost-grace (its builder may come back)',
+    builds: [build('a', 1), build('a', 2, 'lost', { stateTime: ago(3599) })], uploads: [upload(1, 'a', 1)],
+    actions: [],
+  },
+  {
+    name: 'honours a shorter lost-grace',
+    config: config({ lifecycle: { 'lost-grace': 60 } }),
+    builds: [build('a', 1), build('a', 2, 'lost', { stateTime: ago(60) })], uploads: [upload(1, 'a', 1)],
     actions: [deleteBuild(A2, 'lost and no longer needed')],
   },
   {
@@ -107,7 +118,7 @@ table('rule 5: deletion and retention', [
   },
   {
     name: 'deletes the failed uploads of a lost build, newest failures too',
-    builds: [build('a', 1), build('a', 2, 'lost')], uploads: [upload(1, 'a', 1), upload(2, 'a', 2, 'p1', 'failed', { stateTime: ago(30) })],
+    builds: [build('a', 1), build('a', 2, 'lost', { stateTime: ago(3600) })], uploads: [upload(1, 'a', 1), upload(2, 'a', 2, 'p1', 'failed', { stateTime: ago(30) })],
     actions: [deleteUpload(2, `build ${A2} is deleted: lost and no longer needed`)],
   },
   {
