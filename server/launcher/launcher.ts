@@ -6,7 +6,7 @@
  * in). A config reload restarts only the providers whose config changed (value equality) and
  * stops removed ones.
  */
-import { providerRollouts } from '../../lib/config/rollout-config.js';
+import { providerInputs, type ProviderInputs } from '../../lib/config/provider-inputs.js';
 import type { Config } from '../../lib/config/schema.js';
 import { configEquals, poolPriority } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
@@ -50,8 +50,8 @@ export interface LauncherDeps {
 
 interface Running {
   config: ProviderConfig;
-  /** The top-level diskimages' `rollout:` it started with (rollout-config.ts): a change restarts it too. */
-  rollouts: ReturnType<typeof providerRollouts>;
+  /** What it read of the config beyond its entry when it started (rollouts, diskimage node keys): a change restarts it too. */
+  inputs: ProviderInputs;
   provider: Provider;
   pools: PoolInfo[];
   workers: PoolWorker[];
@@ -191,7 +191,7 @@ export class Launcher {
     }
     for (const [name, r] of [...this.running]) {
       const next = wanted.get(name);
-      if (next && configEquals(next, r.config) && configEquals(providerRollouts(config, name), r.rollouts)) continue;
+      if (next && configEquals(next, r.config) && configEquals(providerInputs(config, name), r.inputs)) continue;
       this.log.info(next ? 'provider config changed: restarting it' : 'provider removed: stopping it', { provider: name });
       await this.stopProvider(name);
     }
@@ -210,7 +210,7 @@ export class Launcher {
       ...(this.deps.onLeak ? { onLeak: (resource: string, count: number) => this.deps.onLeak?.(pc.name, resource, count) } : {}),
     });
     const pools = providerPools(pc);
-    const entry: Running = { config: pc, rollouts: providerRollouts(config, pc.name), provider, pools, workers: [], validation: undefined };
+    const entry: Running = { config: pc, inputs: providerInputs(config, pc.name), provider, pools, workers: [], validation: undefined };
     this.running.set(pc.name, entry);
     try {
       await provider.start();

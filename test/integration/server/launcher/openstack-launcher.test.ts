@@ -3,7 +3,8 @@
  * beside a static provider with a real sshd: the full image-to-node flow (fake-dib builder →
  * Glance upload → min-ready boot from it → request → release → server deleted in Nova),
  * `nodepool delete --now` of a cloud node, a
- * nodeset across static and openstack, a live provider config change, Nova failing every
+ * nodeset across static and openstack, a live provider config change and a live top-level
+ * diskimage change (the node keys it gives), Nova failing every
  * boot, and a server killed with -9 while requests are pending.
  */
 import assert from 'node:assert/strict';
@@ -151,6 +152,21 @@ void describe('launcher: openstack beside static, with a builder', () => {
     const [node] = await client.requestNodes(['cloud-tiny'], { timeoutMs: 60_000 });
     assert.equal(node?.resources?.ram, 2048, 'booted with m1.small after the reload');
     await client.release(node.id);
+  });
+
+  it('picks up a top-level diskimage\'s python-path and shell-type live (the next node of it records them)', async () => {
+    const ready = (ns: NodeRecord[]) => ns.filter((n) => n.labels.includes('disk') && n.state === 'ready' && n.allocatedTo === null);
+    const [old] = ready(await sys.waitForNodes('a ready disk node', (ns) => ready(ns).length > 0, 90_000));
+    assert.equal(old?.pythonPath, 'auto', 'Nodepool\'s default before the change');
+    await sys.rewrite((p) => ({
+      ...p, extra: { ...p.extra, diskimages: [{ ...fakeDiskimage('deb'), 'python-path': '/usr/bin/python3', 'shell-type': 'sh' }] },
+    }));
+    const r = await startCli(sys.configPath, ['delete', old.id, '--now']).result;
+    assert.equal(r.code, 0, r.stderr);
+    const next = ready(await sys.waitForNodes('min-ready topped up again', (ns) => ready(ns).some((n) => n.id !== old.id), 90_000)).find((n) => n.id !== old.id);
+    assert.equal(next?.pythonPath, '/usr/bin/python3');
+    assert.equal(next?.shellType, 'sh');
+    assert.equal(next?.username, 'debian', 'the provider diskimage\'s username still wins');
   });
 
   it('fails a request with the reason when Nova fails every boot, after the retries, leaving no server', async () => {
