@@ -6,7 +6,8 @@
  * refreshed after the passes of those loops with the health of each; the web status
  * (`webapp:`, with Prometheus `/metrics`, the write API, build logs and the console, over HTTPS
  * with `webapp.tls`) and statsd when asked.
- * Config reloads take effect at the next pass (the web status keeps its first address).
+ * Config reloads take effect at the next pass (the web status keeps its first address; the write
+ * API's authenticators and their key files are loaded again at once).
  * Signals, argv and the environment stay in bin/nodepool-server.ts.
  */
 import os from 'node:os';
@@ -35,6 +36,7 @@ import { webModules } from './web/web-modules.js';
 import { WebServer, type WebServerOptions } from './web/web-server.js';
 import { loadAuthenticators } from '../lib/web-auth/authenticators.js';
 import type { RequestAuthenticator } from '../lib/web-auth/auth-types.js';
+import { ReloadableAuthenticator } from '../lib/web-auth/reloadable.js';
 
 /** Options of {@link NodepoolServer.create}. */
 export interface NodepoolServerOptions {
@@ -62,6 +64,8 @@ export interface NodepoolServerOptions {
 export class NodepoolServer {
   private releasers = new Releasers();
   private stopping: Promise<void> | undefined;
+  /** The write API's authenticators, loaded again at every reconfigure; undefined without the webapp. */
+  private auth: ReloadableAuthenticator | undefined;
 
   private constructor(
     /** Shared with the services, which read the config through it at every pass. */
@@ -126,8 +130,9 @@ export class NodepoolServer {
       const sink = fanOut(sinks);
       const clock = opts.clock ?? Date.now;
       const status: StatusSource = { store, config: () => current.config, clock };
-      const modules = opts.webapp ? webModules({
-        store, config: () => current.config, auth: await webAuth(config, log), status, loops,
+      const auth = opts.webapp ? new ReloadableAuthenticator(await webAuth(config, log)) : undefined;
+      const modules = opts.webapp && auth ? webModules({
+        store, config: () => current.config, auth, status, loops,
         started: () => parts.providersStarted, clock, log: log.child({ component: 'web' }),
       }) : undefined;
       if (modules) releasers.add('web modules', () => modules.stop());
@@ -168,6 +173,7 @@ export class NodepoolServer {
       const server = new NodepoolServer(current, store, lifecycle, launcher, session, metrics, web, log);
       self.server = server;
       server.releasers = releasers;
+      server.auth = auth;
       await heartbeat.write();
       // Without gearman-servers (a Nodepool 11 launcher file) the server only launches, from
       // the uploads other servers or builders made; it says so here, in /health/ready and in `nodepool info`.
@@ -185,6 +191,11 @@ export class NodepoolServer {
   /** Applies a reloaded config; the next pass uses it. */
   reconfigure(config: Config): void {
     this.current.config = config;
+    // Key files are read again even when webapp.auth is unchanged: a rotated key takes effect.
+    this.auth?.reload(config.webapp.auth).then(
+      () => this.log.info('web write API authenticators reloaded', { authenticators: config.webapp.auth.map((a) => `${a.name} (${a.driver})`) }),
+      (err: Error) => this.log.error('web write API authenticators not reloaded: the ones before stay', { error: err.message }),
+    );
     this.launcher.reconfigure().catch((err: Error) => {
       this.log.error('reconfiguring the launcher failed; its providers run on as before', { error: err.message });
     });

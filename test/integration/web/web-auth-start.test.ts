@@ -2,13 +2,15 @@
  * nodepool-server's start with `webapp.auth` (server/main.ts): an authenticator whose key file
  * cannot be used fails the start with a ConfigError naming the file and its key (nothing left
  * running); with a local HS256 authenticator the server's own web port takes an operator's
- * write; without `webapp.auth` the same write answers 403 and says why.
+ * write, and after a reload with a rotated secret refuses the old token and takes the new one;
+ * without `webapp.auth` the same write answers 403 and says why.
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../../lib/config/load.js';
+import { waitFor } from '../../../lib/lifecycle.js';
 import { ConfigError } from '../../../lib/errors.js';
 import { signToken } from '../../../lib/web-auth/sign-token.js';
 import { NodepoolServer } from '../../../server/main.js';
@@ -72,6 +74,27 @@ void describe('nodepool-server start with webapp.auth', () => {
     assert.deepEqual((await s.store.listPauses()).map((p) => [p.diskimage, p.provider, p.reason]), [['deb', null, 'start test']]);
     const [entry] = (await s.store.listAudit()).slice(0, 1);
     assert.deepEqual([entry?.user, entry?.action, entry?.result], ['alice', 'image-pause', 'ok']);
+  });
+
+  void it('takes a rotated secret on reload: the old token is refused, the new one taken', async () => {
+    const { port, sys, server } = await start([LOCAL]);
+    const s = await server();
+    const pause = (token: string) => call(port, '/api/image/deb/pause', {
+      method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ reason: 'reload test' }),
+    });
+    const oldToken = await signToken(loadConfig(sys.configPath).webapp.auth[0]!, { user: 'alice', role: 'operator', expiresInS: 60 });
+    assert.equal((await pause(oldToken)).status, 200);
+    const ROTATED = `${SECRET}-rotated`;
+    const reload = async (auth: unknown[]): Promise<void> => {
+      await sys.rewrite((p) => ({ ...p, extra: { ...p.extra, webapp: { ...(p.extra?.webapp as object), auth } } }));
+      s.reconfigure(loadConfig(sys.configPath));
+    };
+    await reload([{ ...LOCAL, secret: ROTATED }]);
+    const newToken = await signToken(loadConfig(sys.configPath).webapp.auth[0]!, { user: 'bob', role: 'operator', expiresInS: 60 });
+    await waitFor(async () => (await pause(newToken)).status === 200, { timeoutMs: 10_000, what: 'the rotated secret taken' });
+    const refused = await pause(oldToken);
+    assert.equal(refused.status, 401, refused.body);
+    assert.ok(!refused.body.includes(SECRET));
   });
 
   void it('answers every write 403 without webapp.auth', async () => {
