@@ -131,7 +131,7 @@ export class NodepoolServer {
       const clock = opts.clock ?? Date.now;
       const status: StatusSource = { store, config: () => current.config, clock };
       const auth = opts.webapp ? new ReloadableAuthenticator(await webAuth(config, log)) : undefined;
-      const modules = opts.webapp && auth ? webModules({
+      const modules = auth ? webModules({
         store, config: () => current.config, auth, status, loops,
         started: () => parts.providersStarted, clock, log: log.child({ component: 'web' }),
       }) : undefined;
@@ -193,7 +193,7 @@ export class NodepoolServer {
     this.current.config = config;
     // Key files are read again even when webapp.auth is unchanged: a rotated key takes effect.
     this.auth?.reload(config.webapp.auth).then(
-      () => this.log.info('web write API authenticators reloaded', { authenticators: config.webapp.auth.map((a) => `${a.name} (${a.driver})`) }),
+      () => this.log.info('web write API authenticators reloaded', { authenticators: authenticatorNames(config) }),
       (err: Error) => this.log.error('web write API authenticators not reloaded: the ones before stay', { error: err.message }),
     );
     this.launcher.reconfigure().catch((err: Error) => {
@@ -223,8 +223,13 @@ function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher 
 async function webAuth(config: Config, log: Logger): Promise<RequestAuthenticator> {
   const auth = await loadAuthenticators(config.webapp.auth);
   if (!auth.enabled) log.warn('web write API off: webapp.auth names no authenticator, so every write answers 403');
-  else log.info('web write API on', { authenticators: config.webapp.auth.map((a) => `${a.name} (${a.driver})`) });
+  else log.info('web write API on', { authenticators: authenticatorNames(config) });
   return auth;
+}
+
+/** `local (HS256)`, … : how logs name the authenticators of `webapp.auth` (never their keys). */
+function authenticatorNames(config: Config): string[] {
+  return config.webapp.auth.map((a) => `${a.name} (${a.driver})`);
 }
 
 /** Starts the web status on the configured address; undefined (logged) when it cannot listen there. */

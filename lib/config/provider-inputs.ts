@@ -26,8 +26,8 @@ export interface ProviderInputs {
 export function providerInputs(config: NodepoolConfig, provider: string): ProviderInputs {
   const p = config.providers.find((x) => x.name === provider);
   const nodeKeys: Record<string, DiskimageNodeKeys> = {};
-  for (const d of config.diskimages) {
-    if (p && imageTarget(p, d.name)) nodeKeys[d.name] = { username: d.username, pythonPath: d.pythonPath, shellType: d.shellType ?? null };
+  for (const d of p ? config.diskimages.filter((x) => imageTarget(p, x.name)) : []) {
+    nodeKeys[d.name] = { username: d.username, pythonPath: d.pythonPath, shellType: d.shellType ?? null };
   }
   return { rollouts: providerRollouts(config, provider), nodeKeys };
 }

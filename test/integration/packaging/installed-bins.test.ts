@@ -1,9 +1,10 @@
 /**
  * The package as operators install it: `npm pack` (prepack builds dist/), `npm install -g` of
  * the tarball into a temporary prefix (dependencies from the npm registry, better-sqlite3's
- * binding placed by its install script from a local prebuild, see localPrebuild), then the installed bins, run from outside the checkout, against
- * a real gearmand and the fake DIB: config-validate, a build, dib-image-list, SIGHUP reloads,
- * `--version`; and the systemd units checked by `systemd-analyze verify` against those bins.
+ * binding placed by its install script from a local prebuild, see localPrebuild), then the
+ * installed bins, run from outside the checkout, against a real gearmand and the fake DIB:
+ * config-validate, a build, dib-image-list, SIGHUP reloads, `--version`; and the systemd units
+ * checked by `systemd-analyze verify` against those bins.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
