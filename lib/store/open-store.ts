@@ -43,11 +43,35 @@ export async function openStore(config: StoreConfig, opts: StoreOptions = {}): P
     });
   }
   try {
-    await mkdir(config.stateDir, { recursive: true, mode: 0o750 });
+    await makeDirs(config.stateDir, 0o750);
   } catch (cause) {
     throw new StoreError(`creating state-dir ${config.stateDir}: ${coerceError(cause).message}`, { cause });
   }
   return SqliteStore.open(storePath(config), opts);
+}
+
+/**
+ * `mkdir -p`, one level at a time. Not `mkdir(dir, { recursive: true })`: Node 20's recursive
+ * mkdir never settles (it spins) under a file system that answers ENOENT for a directory whose
+ * parent exists, as /proc does, so a state-dir under /proc hung every command (issue 31 §10).
+ */
+async function makeDirs(dir: string, mode: number): Promise<void> {
+  try {
+    await mkdir(dir, { mode });
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return;
+    const parent = path.dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw err;
+  }
+  await makeDirs(path.dirname(dir), mode);
+  try {
+    // ENOENT again, with the parent there: this file system makes no directory here (/proc).
+    await mkdir(dir, { mode });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
 }
 
 async function readTls(files: NonNullable<Config['zookeeperTls']>, configFile: string): Promise<TlsMaterial> {
