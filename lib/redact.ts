@@ -30,24 +30,32 @@ export function isSecretPath(path: string): boolean {
   return last !== undefined && isSecretKey(last);
 }
 
-/** A JSON value with the values of secret keys replaced (deeply; objects under such keys are walked). Pure. */
-export function redactJson(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redactJson);
-  if (typeof value !== 'object' || value === null) return value;
+/**
+ * A JSON value with the values of secret keys replaced (deeply; objects under such keys are
+ * walked). A list under a secret key (`passwords: ["a", "b"]`) has each of its scalars
+ * replaced, and the mappings in it walked. Pure.
+ */
+export function redactJson(value: unknown, underSecretKey = false): unknown {
+  if (Array.isArray(value)) return value.map((v) => redactJson(v, underSecretKey));
+  if (typeof value !== 'object' || value === null) return underSecretKey && value !== null ? REDACTED : value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    out[k] = isSecretKey(k) && (typeof v !== 'object' || v === null) ? REDACTED : redactJson(v);
+    out[k] = isSecretKey(k) && (typeof v !== 'object' || v === null) ? REDACTED : redactJson(v, isSecretKey(k));
   }
   return out;
 }
 
 /**
  * `password: x`, `"password": "x"`, `password=x`, `X-Auth-Token: x`, `Bearer x` in any text
- * (a truncated JSON body, a form, an echoed request): the value, up to a quote or a separator.
- * A value that opens a mapping or list is left, as its own keys are matched in turn.
+ * (a truncated JSON body, a form, an echoed request): the value, up to its closing quote; a
+ * list of plain values (`passwords: [a, b]`) whole; an unquoted value up to the end of the
+ * line, a separator (`,;&}]`) or the next `key=`/`key:` (so `password: hunter two` loses both
+ * words). A value that opens a mapping, or a list of mappings, is left, as its own keys are
+ * matched in turn.
  */
+const UNQUOTED_VALUE = `[^\\s,;&{}\\[\\]"'](?:[^\\r\\n,;&}\\]"']*?[^\\s,;&}\\]"'])?(?=\\s+[\\w.-]+\\s*[:=]|\\s*(?:[\\r\\n,;&}\\]"']|$))`;
 const KEY_VALUE = new RegExp(
-  `(["']?)([\\w.-]*(?:${SECRET_WORD})[\\w.-]*)\\1(\\s*[:=]\\s*)(?!(?:Bearer|Basic|Negotiate)\\s)("(?:[^"\\\\]|\\\\.)*"?|'[^']*'?|[^\\s,;&{}\\[\\]"'][^\\s,;&}\\]"']*)`,
+  `(["']?)([\\w.-]*(?:${SECRET_WORD})[\\w.-]*)\\1(\\s*[:=]\\s*)(?!(?:Bearer|Basic|Negotiate)\\s)("(?:[^"\\\\]|\\\\.)*"?|'[^']*'?|\\[(?!\\s*[[{])[^\\[\\]{}\\r\\n]*\\]?|${UNQUOTED_VALUE})`,
   'gi',
 );
 const BEARER = /\b(Bearer|Basic|Negotiate)\s+[\w\-.~+/=]+/g;
@@ -57,16 +65,24 @@ export function redactKeyValues(text: string, replacement = REDACTED): string {
   return text
     .replace(BEARER, (_m, scheme: string) => `${scheme} ${replacement}`)
     .replace(KEY_VALUE, (_m, q: string, key: string, sep: string, value: string) => {
+      if (value.startsWith('[')) return `${q}${key}${q}${sep}[${replacement}]`;
       const quote = value.startsWith('"') ? '"' : value.startsWith("'") ? "'" : '';
       return `${q}${key}${q}${sep}${quote}${replacement}${quote}`;
     });
 }
 
-/** Shortest string taken as a secret to scrub (a shorter one would blank common words). */
+/**
+ * Shortest string scrubbed wherever it appears. A shorter secret (a 3-character password) is
+ * kept too, but replaced only as the value of a secret key (`password: abc`, `"token": "abc"`,
+ * `passwd=abc`): scrubbed everywhere, `abc` would blank it out of ordinary words and numbers.
+ */
 export const MIN_SECRET_LENGTH = 4;
 
 /** Most short-lived secrets (tokens) a registry keeps; beyond it the oldest go (a token is renewed hourly for months). */
 const MAX_TRANSIENT = 256;
+
+/** A secret key, its separator and an opening quote, then the value (for secrets under {@link MIN_SECRET_LENGTH}). */
+const SHORT_IN_CONTEXT = new RegExp(`(["']?[\\w.-]*(?:${SECRET_WORD})[\\w.-]*["']?\\s*[:=]\\s*)(["']?)([^\\s,;&}\\]"']{1,${MIN_SECRET_LENGTH - 1}})(?=$|[\\s,;&}\\]"'])`, 'gi');
 
 /**
  * The secret strings one process knows (passwords from its clouds.yaml, tokens Keystone gave
@@ -79,17 +95,22 @@ export class SecretRegistry {
   private readonly pinned = new Set<string>();
   /** Short-lived ones (tokens), oldest first, at most {@link MAX_TRANSIENT}. */
   private readonly transient = new Set<string>();
+  /** Secrets under {@link MIN_SECRET_LENGTH}: replaced as a secret key's value only. */
+  private readonly short = new Set<string>();
   private pattern: RegExp | undefined;
 
   /**
-   * Adds a secret (a number is taken as its decimal text); values shorter than
-   * {@link MIN_SECRET_LENGTH} are ignored. `transient` secrets (tokens) are forgotten oldest
-   * first once there are many; the others are kept.
+   * Adds a secret (a number is taken as its decimal text). Values shorter than
+   * {@link MIN_SECRET_LENGTH} are replaced only as the value of a secret key. `transient`
+   * secrets (tokens) are forgotten oldest first once there are many; the others are kept.
    */
   add(value: unknown, opts: { transient?: boolean } = {}): void {
     if (typeof value !== 'string' && typeof value !== 'number') return;
     const text = String(value);
-    if (text.length < MIN_SECRET_LENGTH) return;
+    if (text.length < MIN_SECRET_LENGTH) {
+      if (text.trim() !== '') this.short.add(text);
+      return;
+    }
     const into = opts.transient ? this.transient : this.pinned;
     // The forms a secret takes inside JSON, a URL or a form as well as the plain one.
     for (const form of new Set([text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)])) {
@@ -104,14 +125,23 @@ export class SecretRegistry {
 
   /** How many secret forms are known. */
   get size(): number {
-    return this.pinned.size + this.transient.size;
+    return this.pinned.size + this.transient.size + this.short.size;
   }
 
-  /** `text` with every known secret replaced by `replacement` ({@link REDACTED} unless given). */
+  /**
+   * `text` with every known secret replaced by `replacement` ({@link REDACTED} unless given);
+   * one under {@link MIN_SECRET_LENGTH} only where it is a secret key's value.
+   */
   scrub(text: string, replacement = REDACTED): string {
-    if (this.size === 0) return text;
-    this.pattern ??= new RegExp([...this.pinned, ...this.transient].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
-    return text.replace(this.pattern, () => replacement);
+    let out = text;
+    if (this.pinned.size + this.transient.size > 0) {
+      this.pattern ??= new RegExp([...this.pinned, ...this.transient].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
+      out = out.replace(this.pattern, () => replacement);
+    }
+    if (this.short.size > 0) {
+      out = out.replace(SHORT_IN_CONTEXT, (m, head: string, quote: string, value: string) => (this.short.has(value) ? `${head}${quote}${replacement}` : m));
+    }
+    return out;
   }
 
   /**
@@ -126,6 +156,7 @@ export class SecretRegistry {
   clear(): void {
     this.pinned.clear();
     this.transient.clear();
+    this.short.clear();
     this.pattern = undefined;
   }
 }

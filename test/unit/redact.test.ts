@@ -51,6 +51,34 @@ describe('redaction of secrets', () => {
     assert.equal(s.scrub('12345678'), '12345678');
   });
 
+  it('replaces an unquoted value with spaces to the end of the line or the next key', () => {
+    assert.equal(redactKeyValues('password: hunter two\nusername: u'), 'password: <redacted>\nusername: u');
+    assert.equal(redactKeyValues('password=hunter two user=u'), 'password=<redacted> user=u');
+    assert.equal(redactKeyValues('auth: {password: hunter two, user: u}'), 'auth: {password: <redacted>, user: u}');
+    assert.equal(redactKeyValues('token: a b c'), 'token: <redacted>');
+    assert.ok(!redactKeyValues('secret = correct horse battery staple ; x=1').includes('horse'));
+  });
+
+  it('replaces the strings of a list under a secret key, in JSON and in text', () => {
+    assert.deepEqual(redactJson({ passwords: ['a-pw', 'b-pw'], tokens: [['t1'], { user: 'u', token: 't2' }], names: ['x'] }),
+      { passwords: [REDACTED, REDACTED], tokens: [[REDACTED], { user: 'u', token: REDACTED }], names: ['x'] });
+    assert.equal(redactKeyValues('passwords: [a-pw, b pw]\nnames: [x]'), 'passwords: [<redacted>]\nnames: [x]');
+    assert.equal(redactKeyValues('{"passwords": ["a-pw", "b-pw"], "n": 1}'), '{"passwords": [<redacted>], "n": 1}');
+    // A list of mappings is walked by its own keys, as before.
+    assert.equal(redactKeyValues('{"passwords": [{"user": "u", "password": "p1"}]}'), '{"passwords": [{"user": "u", "password": "<redacted>"}]}');
+  });
+
+  it('scrubs a secret under 4 characters only where it is a secret key\'s value', () => {
+    const s = new SecretRegistry();
+    s.add('x7');
+    s.add(123);
+    assert.equal(s.scrub('password: x7\npasswd=123 "token": "x7" and x7 in a word: ax7b, 1234'),
+      `password: ${REDACTED}\npasswd=${REDACTED} "token": "${REDACTED}" and x7 in a word: ax7b, 1234`);
+    // Our own messages about the key keep reading.
+    assert.equal(s.scrub('password: expected string, got a number'), 'password: expected string, got a number');
+    assert.equal(s.scrub('password: x77'), 'password: x77');
+  });
+
   it('quotes a body on one line, redacted and bounded', () => {
     const s = new SecretRegistry();
     s.add('S3cr3t-Echo');
