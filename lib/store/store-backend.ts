@@ -15,7 +15,7 @@ import type {
   UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 import type {
-  BuildFilter, ExpectState, IdleDelete, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
+  BuildFilter, ExpectRollout, ExpectState, IdleDelete, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
 } from './store.js';
 
 /** A value now or later. */
@@ -85,6 +85,8 @@ export interface StoreBackend {
   readonly uploads: RecordTable<UploadRecord, NewUpload, UploadPatch, UploadState, UploadFilter> & {
     /** As UploadStore.recordLaunch (lib/store/store.ts). */
     recordLaunch(id: string, result: LaunchResult): Maybe<UploadRecord | undefined>;
+    /** As UploadStore.updateUpload, `expectRollout` included. */
+    update(id: string, patch: UploadPatch, opts?: ExpectState<UploadState> & ExpectRollout): Maybe<UploadRecord | undefined>;
   };
   readonly nodes: RecordTable<NodeRecord, NewNode, NodePatch, NodeState, NodeFilter> & {
     /** As NodeStore.deleteNodeIfIdle (lib/store/store.ts). */

@@ -18,7 +18,7 @@ import type {
 } from './models.js';
 import type { Maybe, StoreBackend } from './store-backend.js';
 import type {
-  BuildFilter, ExpectState, IdleDelete, LockOptions, NewSession, NodeFilter, ReapCounts, RequestFilter, Store, UploadFilter,
+  BuildFilter, ExpectRollout, ExpectState, IdleDelete, LockOptions, NewSession, NodeFilter, ReapCounts, RequestFilter, Store, UploadFilter,
 } from './store.js';
 
 /** A {@link Store} (with image data export and import) over one backend. */
@@ -61,7 +61,7 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard('listing uploads', () => this.backend.uploads.list(filter));
   }
 
-  updateUpload(id: string, patch: UploadPatch, opts?: ExpectState<UploadState>): Promise<UploadRecord | undefined> {
+  updateUpload(id: string, patch: UploadPatch, opts?: ExpectState<UploadState> & ExpectRollout): Promise<UploadRecord | undefined> {
     return this.guard(`updating upload ${id}`, () => this.backend.uploads.update(id, patch, opts));
   }
 

@@ -6,6 +6,7 @@
  * The interface is split by entity so nodes, requests and locks join it later as siblings.
  */
 import type { Logger } from '../log.js';
+import type { RolloutSnapshot } from '../images/rollout.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
@@ -17,6 +18,15 @@ import type {
 /** Conditional update: apply the patch only while the record is in one of these states. */
 export interface ExpectState<S extends string> {
   expectStates?: readonly S[];
+}
+
+/**
+ * Conditional update of an upload's rollout decision (issue 31 §6): apply the patch only while
+ * its launch counts and written decision are still those the decision was taken from
+ * (lib/images/rollout.ts holdsRolloutSnapshot); else StateConflictError and nothing changes.
+ */
+export interface ExpectRollout {
+  expectRollout?: RolloutSnapshot;
 }
 
 /**
@@ -83,8 +93,8 @@ export interface UploadStore {
   getUpload(id: string): Promise<UploadRecord | undefined>;
   /** Uploads ordered by diskimage, provider, then id. */
   listUploads(filter?: UploadFilter): Promise<UploadRecord[]>;
-  /** As {@link BuildStore.updateBuild}. */
-  updateUpload(id: string, patch: UploadPatch, opts?: ExpectState<UploadState>): Promise<UploadRecord | undefined>;
+  /** As {@link BuildStore.updateBuild}; with `expectRollout`, also only while the upload still holds that rollout snapshot. */
+  updateUpload(id: string, patch: UploadPatch, opts?: ExpectState<UploadState> & ExpectRollout): Promise<UploadRecord | undefined>;
   deleteUpload(id: string): Promise<boolean>;
   /**
    * Counts one launch booted from upload `id` (`launches` or `launchFailures` + 1), atomically

@@ -6,6 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { countLaunch } from '../../lib/drivers/upload-rollout.js';
+import { StateConflictError } from '../../lib/errors.js';
+import { abortReason, rolloutSnapshot } from '../../lib/images/rollout.js';
+import { silentLogger } from '../../lib/log.js';
 import type { UploadRecord } from '../../lib/store/models.js';
 import type { Spoil } from './spoil.js';
 import { storeError, T0, type StoreHarness } from './store-helpers.js';
@@ -187,6 +191,59 @@ export function rolloutStoreContract(h: StoreHarness, spoil: () => Spoil): void 
       // Each call saw its own count: the successes' answers are 40 distinct counts.
       const seen = results.filter((_, i) => i % 5 !== 0).map((r) => r?.launches);
       assert.equal(new Set(seen).size, 40);
+    });
+
+    void it('writes a rollout decision only from the counts and decision it was taken from: a promotion from a stale snapshot loses', async () => {
+      const s = h.store;
+      const u = await upload();
+      const stale = await s.recordLaunch(u.id, 'success');
+      const fresh = await s.recordLaunch(u.id, 'failure');
+      assert.ok(stale && fresh);
+      const revoked = { state: 'revoked' as const, time: T0 + 1, reason: abortReason(1) };
+      const promoted = { state: 'promoted' as const, time: T0 + 1, reason: 'after 1 launches' };
+      // Before anyone decided: the promotion from before the failure was counted loses already.
+      await storeError(s.updateUpload(u.id, { rollout: promoted }, { expectRollout: rolloutSnapshot(stale) }), StateConflictError);
+      assert.equal((await s.getUpload(u.id))?.rollout ?? null, null);
+      assert.equal((await s.updateUpload(u.id, { rollout: revoked }, { expectRollout: rolloutSnapshot(fresh) }))?.rollout?.state, 'revoked');
+      // After the abort: neither the stale promotion nor one from the counts before the abort is written.
+      await storeError(s.updateUpload(u.id, { rollout: promoted }, { expectRollout: rolloutSnapshot(stale) }), StateConflictError);
+      await storeError(s.updateUpload(u.id, { rollout: promoted }, { expectRollout: rolloutSnapshot(fresh) }), StateConflictError);
+      const got = await s.getUpload(u.id);
+      assert.deepEqual([got?.rollout, got?.launches, got?.launchFailures], [revoked, 1, 1]);
+    });
+
+    void it('never promotes a canary that reached abort-on when two launchers count at once (countLaunch, two handles)', async () => {
+      const settings = { canary: 50, promoteAfter: { launches: 1, ageMs: 0 }, abortOn: { launchFailures: 1 } };
+      const u = await upload();
+      await h.store.updateUpload(u.id, { state: 'ready' });
+      const other = await h.openAnother();
+      // Launcher B counts a success (promote-after reached, no failure yet), then stalls before
+      // deciding until launcher A has counted a failure and written its abort.
+      let stalled!: () => void;
+      const bStalled = new Promise<void>((resolve) => { stalled = resolve; });
+      let release!: () => void;
+      const aDone = new Promise<void>((resolve) => { release = resolve; });
+      let held = false;
+      const launcherB = new Proxy(other, {
+        get(target, prop, receiver) {
+          const v: unknown = Reflect.get(target, prop, receiver);
+          if (prop === 'listRevocations' && !held) {
+            held = true;
+            return async () => { stalled(); await aDone; return target.listRevocations(); };
+          }
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const clock = (): number => h.now;
+      const b = countLaunch(launcherB, { uploadId: u.id, settings }, 'success', clock, silentLogger());
+      await bStalled;
+      await countLaunch(h.store, { uploadId: u.id, settings }, 'failure', clock, silentLogger());
+      assert.equal((await h.store.getUpload(u.id))?.rollout?.state, 'revoked', 'launcher A aborted the canary');
+      release();
+      await b;
+      const got = await h.store.getUpload(u.id);
+      assert.deepEqual([got?.rollout?.state, got?.rollout?.reason, got?.launches, got?.launchFailures], ['revoked', abortReason(1), 1, 1],
+        'the promotion launcher B decided from its stale count lost');
     });
   });
 }

@@ -7,7 +7,8 @@ import type Database from 'better-sqlite3';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { LaunchResult, NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
-import type { ExpectState, UploadFilter } from '../store.js';
+import type { ExpectRollout, ExpectState, UploadFilter } from '../store.js';
+import { holdsRolloutSnapshot } from '../../images/rollout.js';
 import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
 import { checkRolloutPatch, checkUploadState } from '../checks.js';
 import { buildFromRow, imageFieldsValue, uploadFromRow, type BuildRow, type UploadRow } from './image-rows.js';
@@ -30,7 +31,7 @@ export class SqliteUploads {
   private readonly launchStmt: Database.Statement<[string], UploadRow>;
   private readonly launchFailureStmt: Database.Statement<[string], UploadRow>;
   private readonly createTx: (input: NewUpload) => UploadRecord;
-  private readonly updateTx: (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => UploadRecord | undefined;
+  private readonly updateTx: (id: string, patch: UploadPatch, opts: ExpectState<UploadState> & ExpectRollout) => UploadRecord | undefined;
 
   /** `changed` tells this process's change listeners of a rollout decision written here. */
   constructor(db: Database.Database, private readonly clock: () => number, private readonly sequences: Sequences,
@@ -48,7 +49,7 @@ export class SqliteUploads {
     this.launchStmt = db.prepare<[string], UploadRow>('UPDATE uploads SET launches = launches + 1 WHERE id = ? RETURNING *');
     this.launchFailureStmt = db.prepare<[string], UploadRow>('UPDATE uploads SET launch_failures = launch_failures + 1 WHERE id = ? RETURNING *');
     this.createTx = immediate(db, (input: NewUpload) => this.createNow(input));
-    this.updateTx = immediate(db, (id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined) => this.updateNow(id, patch, expect));
+    this.updateTx = immediate(db, (id: string, patch: UploadPatch, opts: ExpectState<UploadState> & ExpectRollout) => this.updateNow(id, patch, opts));
   }
 
   /** Creates an upload in state `uploading` with the next upload id. Thrown: StoreError for an unknown build. */
@@ -87,9 +88,9 @@ export class SqliteUploads {
    * Applies `patch` (`rollout` null clears the decision); undefined for an unknown id.
    * Thrown: StateConflictError (nothing changed); StoreError for rollout fields no record may hold.
    */
-  update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): UploadRecord | undefined {
+  update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> & ExpectRollout = {}): UploadRecord | undefined {
     checkRolloutPatch(patch, `updating upload ${id}`);
-    const updated = this.updateTx(id, patch, opts.expectStates);
+    const updated = this.updateTx(id, patch, opts);
     if (updated && patch.rollout !== undefined) this.changed();
     return updated;
   }
@@ -129,12 +130,16 @@ export class SqliteUploads {
     return uploadImageFields(input, build);
   }
 
-  private updateNow(id: string, patch: UploadPatch, expect: readonly UploadState[] | undefined): UploadRecord | undefined {
+  private updateNow(id: string, patch: UploadPatch, opts: ExpectState<UploadState> & ExpectRollout): UploadRecord | undefined {
     const row = this.getStmt.get(id);
     if (!row) return undefined;
-    uploadFromRow(row); // a corrupt record is not updated (CorruptRecordError), only deleted
+    const current = uploadFromRow(row); // a corrupt record is not updated (CorruptRecordError), only deleted
+    const expect = opts.expectStates;
     if (expect && !expect.includes(row.state as UploadState)) {
       throw new StateConflictError(id, row.state, `upload ${id} is ${row.state}, expected ${expect.join(' or ') || 'no state at all'}`);
+    }
+    if (opts.expectRollout && !holdsRolloutSnapshot(current, opts.expectRollout)) {
+      throw new StateConflictError(id, row.state, `upload ${id}: its launch counts or rollout decision changed since they were read`);
     }
     const set: Array<[string, SqlValue]> = [];
     if (patch.state !== undefined) {

@@ -9,7 +9,8 @@ import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js'
 import type { CorruptRecord } from '../corrupt.js';
 import type { LaunchResult, NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import { checkRolloutPatch, checkUploadState } from '../checks.js';
-import type { ExpectState, UploadFilter } from '../store.js';
+import type { ExpectRollout, ExpectState, UploadFilter } from '../store.js';
+import { holdsRolloutSnapshot } from '../../images/rollout.js';
 import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
@@ -118,7 +119,7 @@ export class ZkUploads {
     return out;
   }
 
-  async update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> = {}): Promise<UploadRecord | undefined> {
+  async update(id: string, patch: UploadPatch, opts: ExpectState<UploadState> & ExpectRollout = {}): Promise<UploadRecord | undefined> {
     if (patch.state !== undefined) checkUploadState(patch.state, `updating upload ${id}`);
     checkRolloutPatch(patch, `updating upload ${id}`);
     const place = await this.find(id);
@@ -129,6 +130,10 @@ export class ZkUploads {
       const expect = opts.expectStates;
       if (expect && !expect.includes(rec.state)) {
         throw new StateConflictError(id, rec.state, `upload ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
+      }
+      // Read at the znode's version and written at it (updateJson), so nothing counts in between.
+      if (opts.expectRollout && !holdsRolloutSnapshot(rec, opts.expectRollout)) {
+        throw new StateConflictError(id, rec.state, `upload ${id}: its launch counts or rollout decision changed since they were read`);
       }
       const next = { ...rec };
       if (patch.state !== undefined && patch.state !== rec.state) { next.state = patch.state; next.stateTime = now; }
