@@ -7,11 +7,18 @@
 import type { RolloutSettings } from '../images/rollout.js';
 import { defaultsOf, int, mapped, object, optional, required, type Schema } from './schema-kit.js';
 
+/**
+ * `promote-after` when not written (issue 31 §7): `rollout: {canary: N}` alone is a canary,
+ * promoted only after this many successful launches from it AND this many seconds since it was
+ * ready. `{launches: 0, age: 0}` written out promotes at once.
+ */
+export const PROMOTE_AFTER_DEFAULTS = { launches: 10, age: 3600 } as const;
+
 const promoteAfter = object({
   /** Successful launches from the new upload before it serves every launch. */
-  launches: optional(int({ min: 0 }), 0),
+  launches: optional(int({ min: 0 }), PROMOTE_AFTER_DEFAULTS.launches),
   /** Seconds since the upload became ready; compared with ages only (no timer), so not bounded by MAX_TIMER_SECONDS. */
-  age: optional(int({ min: 0 }), 0),
+  age: optional(int({ min: 0 }), PROMOTE_AFTER_DEFAULTS.age),
 });
 
 const abortOn = object({

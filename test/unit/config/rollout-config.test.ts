@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../lib/config/load.js';
 import { providerRollouts, rolloutSettingsFor } from '../../../lib/config/rollout-config.js';
 import { configEquals } from '../../../lib/drivers/common-config.js';
+import { decisionAfterLaunch, uploadPhase } from '../../../lib/images/rollout.js';
+import type { UploadRecord } from '../../../lib/store/models.js';
 import { problemsOf } from '../../support/config-problems.js';
+
+const T = 1_700_000_000_000;
 
 /** A config with diskimages `lines` and an openstack provider `os` and a qemu provider `vms`, each taking `deb`. */
 function yaml(diskimages: string[], opts: { osDeb?: string; vmsDeb?: string } = {}): string {
@@ -25,12 +29,34 @@ function yaml(diskimages: string[], opts: { osDeb?: string; vmsDeb?: string } = 
 }
 
 describe('rollout: keys', () => {
-  it('parses a top-level rollout with its defaults (age in ms)', () => {
+  it('parses a top-level rollout with its defaults (age in ms): canary alone is a canary, promoted after 10 launches and an hour', () => {
     const c = parseConfig(yaml(['  - name: deb', '    rollout: {canary: 10}']), 'nodepool.yaml');
-    const want = { canary: 10, promoteAfter: { launches: 0, ageMs: 0 }, abortOn: { launchFailures: 0 } };
+    const want = { canary: 10, promoteAfter: { launches: 10, ageMs: 3_600_000 }, abortOn: { launchFailures: 0 } };
     assert.deepEqual(c.diskimages[0]?.rollout, want);
     assert.deepEqual(rolloutSettingsFor(c, 'os', 'deb'), want);
     assert.deepEqual(rolloutSettingsFor(c, 'vms', 'deb'), want);
+  });
+
+  it('takes each promote-after default alone, and promotes at once only when written out as 0 and 0', () => {
+    const only = (promote: string) => rolloutSettingsFor(parseConfig(yaml(['  - name: deb', `    rollout: {canary: 10, promote-after: ${promote}}`]), 'nodepool.yaml'), 'os', 'deb')?.promoteAfter;
+    assert.deepEqual(only('{launches: 3}'), { launches: 3, ageMs: 3_600_000 });
+    assert.deepEqual(only('{age: 60}'), { launches: 10, ageMs: 60_000 });
+    assert.deepEqual(only('{}'), { launches: 10, ageMs: 3_600_000 });
+    assert.deepEqual(only('{launches: 0, age: 0}'), { launches: 0, ageMs: 0 });
+  });
+
+  it('keeps a new upload under canary: {canary: N} alone is no promotion at its first launch nor before an hour', () => {
+    const settings = rolloutSettingsFor(parseConfig(yaml(['  - name: deb', '    rollout: {canary: 10}']), 'nodepool.yaml'), 'os', 'deb');
+    const ready = T;
+    const upload = (launches: number): UploadRecord => ({
+      id: '0000000002', buildId: 'deb-0000000002', diskimage: 'deb', provider: 'os', imageName: 'deb', state: 'ready',
+      stateTime: ready, created: ready, externalId: 'img', externalName: null, format: 'qcow2', reason: null, progress: null, launches,
+    });
+    assert.equal(uploadPhase(upload(0), [], settings, ready).state, 'canary', 'just ready');
+    assert.equal(decisionAfterLaunch(upload(1), [], settings, ready + 1000), undefined, 'one launch promotes nothing');
+    assert.equal(decisionAfterLaunch(upload(50), [], settings, ready + 3_599_000), undefined, 'fifty launches within the hour promote nothing');
+    assert.equal(decisionAfterLaunch(upload(9), [], settings, ready + 7_200_000), undefined, 'nine launches after two hours promote nothing');
+    assert.equal(decisionAfterLaunch(upload(10), [], settings, ready + 3_600_000)?.state, 'promoted', 'ten launches and an hour promote it');
   });
 
   it('parses every key', () => {
@@ -92,9 +118,9 @@ describe('rollout: inheritance and precedence', () => {
       '    rollout: {canary: 30}',
     ]), 'nodepool.yaml');
     const byName = new Map(c.diskimages.map((d) => [d.name, d.rollout]));
-    assert.deepEqual(byName.get('deb'), { canary: 10, promoteAfter: { launches: 5, ageMs: 0 }, abortOn: { launchFailures: 0 } });
+    assert.deepEqual(byName.get('deb'), { canary: 10, promoteAfter: { launches: 5, ageMs: 3_600_000 }, abortOn: { launchFailures: 0 } });
     assert.deepEqual(byName.get('mid'), byName.get('deb'));
-    assert.deepEqual(byName.get('own'), { canary: 30, promoteAfter: { launches: 0, ageMs: 0 }, abortOn: { launchFailures: 0 } });
+    assert.deepEqual(byName.get('own'), { canary: 30, promoteAfter: { launches: 10, ageMs: 3_600_000 }, abortOn: { launchFailures: 0 } });
     assert.equal(byName.has('base'), false, 'abstract parents are not in the result');
   });
 
@@ -106,7 +132,7 @@ describe('rollout: inheritance and precedence', () => {
 
   it('takes a provider diskimage\'s rollout over the top-level one, per provider', () => {
     const c = parseConfig(yaml(['  - name: deb', '    rollout: {canary: 10}'], { osDeb: ', rollout: {canary: 50, abort-on: {launch-failures: 2}}' }), 'nodepool.yaml');
-    assert.deepEqual(rolloutSettingsFor(c, 'os', 'deb'), { canary: 50, promoteAfter: { launches: 0, ageMs: 0 }, abortOn: { launchFailures: 2 } });
+    assert.deepEqual(rolloutSettingsFor(c, 'os', 'deb'), { canary: 50, promoteAfter: { launches: 10, ageMs: 3_600_000 }, abortOn: { launchFailures: 2 } });
     assert.equal(rolloutSettingsFor(c, 'vms', 'deb')?.canary, 10, 'the qemu provider has none of its own: the top-level one holds');
   });
 
