@@ -3,9 +3,24 @@
  * values (no classes), so every backend can store them as they are.
  */
 
-/** States of a build (Nodepool's image build states plus `lost`). */
+/**
+ * States of a build (Nodepool's image build states plus `lost`: ready, but no builder holds its
+ * files any more; its uploads still serve).
+ */
 export const BUILD_STATES = ['building', 'ready', 'failed', 'deleting', 'lost'] as const;
 export type BuildState = (typeof BUILD_STATES)[number];
+
+/** Nodepool 11's build states (`ImageBuild.VALID_STATES`): all its `state` field may hold. */
+export const NODEPOOL_BUILD_STATES = ['building', 'ready', 'deleting', 'failed'] as const;
+export type NodepoolBuildState = (typeof NODEPOOL_BUILD_STATES)[number];
+
+/**
+ * What Nodepool 11 is told of each build state (issue 31): a lost build is `ready` to it, since
+ * its uploads serve launches (Nodepool's builder only uploads builds whose files it holds).
+ */
+export const NODEPOOL_BUILD_STATE: Readonly<Record<BuildState, NodepoolBuildState>> = {
+  building: 'building', ready: 'ready', failed: 'failed', deleting: 'deleting', lost: 'ready',
+};
 
 /**
  * States of an upload of a build to one provider: `uploading → validating → ready | failed →
@@ -13,6 +28,18 @@ export type BuildState = (typeof BUILD_STATES)[number];
  */
 export const UPLOAD_STATES = ['uploading', 'validating', 'ready', 'failed', 'deleting'] as const;
 export type UploadState = (typeof UPLOAD_STATES)[number];
+
+/** Nodepool 11's upload states (`ImageUpload.VALID_STATES`): all its `state` field may hold. */
+export const NODEPOOL_UPLOAD_STATES = ['uploading', 'ready', 'deleting', 'failed'] as const;
+export type NodepoolUploadState = (typeof NODEPOOL_UPLOAD_STATES)[number];
+
+/**
+ * What Nodepool 11 is told of each upload state (issue 31): an upload being validated is still
+ * `uploading` to it, so no Nodepool launcher boots it before the validation passed.
+ */
+export const NODEPOOL_UPLOAD_STATE: Readonly<Record<UploadState, NodepoolUploadState>> = {
+  uploading: 'uploading', validating: 'uploading', ready: 'ready', failed: 'failed', deleting: 'deleting',
+};
 
 /** One image file a builder holds, as the build's WORK_COMPLETE reported it. */
 export interface ImageFileInfo {
@@ -252,7 +279,10 @@ export type UploadPatch = Partial<Pick<UploadRecord,
 /** A launch's result as counted on its upload ({@link UploadStore.recordLaunch}). */
 export type LaunchResult = 'success' | 'failure';
 
-/** States of a node (Nodepool's node states). */
+/**
+ * States of a node: Nodepool's node states (Nodepool 11 also has `testing` and `deleted`, which
+ * this program never writes), so a node's `state` is always one Nodepool 11 reads.
+ */
 export const NODE_STATES = ['init', 'building', 'ready', 'in-use', 'used', 'hold', 'deleting', 'failed', 'aborted'] as const;
 export type NodeState = (typeof NODE_STATES)[number];
 
@@ -371,7 +401,7 @@ export type NewNode = Pick<NodeRecord, 'state' | 'provider' | 'pool' | 'labels'>
 /** Fields of a node that may change. Setting `state` also sets `stateTime`. */
 export type NodePatch = Partial<Omit<NodeRecord, 'id' | 'created' | 'stateTime'>>;
 
-/** States of a node request. */
+/** States of a node request: Nodepool 11's own, all of them. */
 export const REQUEST_STATES = ['requested', 'pending', 'fulfilled', 'failed'] as const;
 export type RequestState = (typeof REQUEST_STATES)[number];
 

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { StoreError } from '../../lib/errors.js';
 import type { Store } from '../../lib/store/store.js';
+import type { Nodepool11Record } from '../support/nodepool11-model.js';
 
 export const T0 = 1_700_000_000_000;
 
@@ -25,6 +26,11 @@ export interface StoreHarness {
   readonly lapsedSessionsVanish: boolean;
   /** A second handle on the current test's store (as another process opens it); closed after the test. */
   openAnother(): Promise<Store>;
+  /**
+   * The current store's records as Nodepool 11 reads them from its tree
+   * (test/support/nodepool11-model.ts); undefined for a backend Nodepool does not read (SQLite).
+   */
+  nodepool11Records(): Promise<Nodepool11Record[]> | undefined;
 }
 
 /**

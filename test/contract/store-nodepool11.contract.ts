@@ -3,10 +3,18 @@
  * reads and writes, and the launcher registration's pool priority and paused flag. Part of
  * storeContract in store.contract.ts; the component registry's znodes are checked against a
  * real ZooKeeper in test/integration/store/zookeeper-components.test.ts.
+ *
+ * And (issue 31) every record kind in every state the store writes, read back as written and,
+ * on a backend Nodepool 11 reads (ZooKeeper), checked raw against Nodepool 11's model
+ * (test/support/nodepool11-model.ts: its states and field types).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { NewNode, NodeRecord, SessionRecord } from '../../lib/store/models.js';
+import {
+  BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES,
+  type BuildRecord, type BuildState, type NewNode, type NodeRecord, type SessionRecord, type UploadRecord, type UploadState,
+} from '../../lib/store/models.js';
+import { nodepool11Problems, type Nodepool11Record } from '../support/nodepool11-model.js';
 import { storeError, T0, type StoreHarness } from './store-helpers.js';
 
 /** Registers the Nodepool 11 field suites on the harness's current store. */
@@ -113,6 +121,96 @@ export function nodepool11StoreContract(h: StoreHarness): void {
       await h.store.publishComponents(s.id, 'builder', [{ hostname: 'nb01', state: 'running' }, { hostname: 'nb02', state: 'running' }]);
       await h.store.publishComponents(s.id, 'builder', []);
       await storeError(h.store.publishComponents('no-such-session', 'launcher', [{ hostname: 'nl01', state: 'running' }]));
+    });
+  });
+
+  void describe('records Nodepool 11 reads (issue 31)', () => {
+    /** A build in `state`, through the transitions the server makes (lost only from ready). */
+    async function buildIn(state: BuildState): Promise<BuildRecord> {
+      const b = await h.store.createBuild({ diskimage: `deb-${state}`, formats: ['qcow2', 'raw'] });
+      if (state === 'building') return b;
+      if (state === 'lost') await h.store.updateBuild(b.id, { state: 'ready' });
+      return (await h.store.updateBuild(b.id, { state })) as BuildRecord;
+    }
+    /** An upload in `state`, of `buildId`, to a provider of its own. */
+    async function uploadIn(buildId: string, state: UploadState): Promise<UploadRecord> {
+      const u = await h.store.createUpload({ buildId, provider: `cloud-${state}`, imageName: 'deb', externalName: `deb-${state}` });
+      if (state === 'uploading') return u;
+      return (await h.store.updateUpload(u.id, { state, externalId: `img-${state}`, format: 'qcow2' })) as UploadRecord;
+    }
+    /** The raw records Nodepool 11 reads, by path (undefined when the backend is not Nodepool's). */
+    async function rawByPath(): Promise<Map<string, Nodepool11Record> | undefined> {
+      const got = await h.nodepool11Records();
+      return got && new Map(got.map((r) => [r.path, r]));
+    }
+    const buildPath = (b: BuildRecord): string => `/nodepool/images/${b.diskimage}/builds/${b.id.slice(b.diskimage.length + 1)}`;
+    const uploadPath = (u: UploadRecord): string => `${buildPath({ id: u.buildId, diskimage: u.diskimage } as BuildRecord)}/providers/${u.provider}/images/${u.id.slice(-10)}`;
+
+    void it('writes every kind in every state so that Nodepool 11 reads it, and reads each back in the state written', async () => {
+      const builds = await Promise.all(BUILD_STATES.map(buildIn));
+      const ready = builds[BUILD_STATES.indexOf('ready')] as BuildRecord;
+      const uploads = await Promise.all(UPLOAD_STATES.map((s) => uploadIn(ready.id, s)));
+      const nodes = await Promise.all(NODE_STATES.map((state) => h.store.createNode({ state, provider: 'static-a', pool: 'main', labels: ['small'], connectionPort: 2222 })));
+      const requests = await Promise.all(REQUEST_STATES.map(async (state) => {
+        const r = await h.store.createRequest({ labels: ['small', 'big'], requestor: 'zuul', tenantName: 't1' });
+        return state === 'requested' ? r : h.store.updateRequest(r.id, { state, declinedBy: ['L0'], nodes: state === 'fulfilled' ? [nodes[0]?.id as string] : [] });
+      }));
+      const s = await h.store.openSession({ owner: 'nodepool-server', hostname: 'nl01.example.org', pid: 1, ttlMs: 10_000 });
+      await h.store.registerLauncher({ id: 'L1', sessionId: s.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small'], priority: 50, paused: true });
+      await h.store.publishComponents(s.id, 'launcher', [{ hostname: 'nl01.example.org', state: 'running' }]);
+      await h.store.publishComponents(s.id, 'builder', [{ hostname: 'nb01.example.org', state: 'running' }]);
+
+      // Ours, as written, on every backend: by get, and by list with a state filter.
+      for (const [i, state] of BUILD_STATES.entries()) {
+        const b = builds[i] as BuildRecord;
+        assert.equal(b.state, state);
+        assert.equal((await h.store.getBuild(b.id))?.state, state);
+        assert.deepEqual((await h.store.listBuilds({ diskimage: b.diskimage, states: [state] })).map((x) => x.id), [b.id]);
+      }
+      for (const [i, state] of UPLOAD_STATES.entries()) {
+        const u = uploads[i] as UploadRecord;
+        assert.equal((await h.store.getUpload(u.id))?.state, state);
+        assert.deepEqual((await h.store.listUploads({ provider: u.provider, states: [state] })).map((x) => x.id), [u.id]);
+      }
+      assert.deepEqual((await h.store.listNodes()).map((n) => n.state).sort(), [...NODE_STATES].sort());
+      assert.deepEqual((await h.store.listRequests()).map((r) => r.state).sort(), [...REQUEST_STATES].sort());
+      assert.deepEqual(await h.store.listCorrupt(), []);
+
+      const raw = await rawByPath();
+      if (!raw) return;
+      // Every record Nodepool 11 reads, checked as its model classes would take it.
+      const problems = [...raw.values()].flatMap((r) => nodepool11Problems(r.kind, r.json).map((p) => `${r.kind} ${r.path}: ${p}`));
+      assert.deepEqual(problems, []);
+      const kinds = new Set([...raw.values()].map((r) => r.kind));
+      assert.deepEqual([...kinds].sort(), ['build', 'component', 'node', 'pool-component', 'request', 'upload']);
+      assert.equal([...raw.values()].filter((r) => r.kind === 'node').length, NODE_STATES.length);
+      assert.equal([...raw.values()].filter((r) => r.kind === 'request').length, requests.length);
+      // Our finer states beside Nodepool's: what Nodepool reads of each, and ours in lifecycle_state.
+      const told = (path: string): [unknown, unknown] => [raw.get(path)?.json.state, raw.get(path)?.json.lifecycle_state];
+      assert.deepEqual(BUILD_STATES.map((_, i) => told(buildPath(builds[i] as BuildRecord))),
+        [['building', undefined], ['ready', undefined], ['failed', undefined], ['deleting', undefined], ['ready', 'lost']]);
+      assert.deepEqual(UPLOAD_STATES.map((_, i) => told(uploadPath(uploads[i] as UploadRecord))),
+        [['uploading', undefined], ['uploading', 'validating'], ['ready', undefined], ['failed', undefined], ['deleting', undefined]]);
+    });
+
+    void it('leaves no state of its own behind when a lost build is found again and a validated upload becomes ready', async () => {
+      const b = await buildIn('lost');
+      const u = await uploadIn(b.id, 'validating');
+      const before = await rawByPath();
+      if (before) assert.deepEqual([before.get(buildPath(b))?.json.lifecycle_state, before.get(uploadPath(u))?.json.lifecycle_state], ['lost', 'validating']);
+      h.now = T0 + 5000;
+      const found = await h.store.updateBuild(b.id, { state: 'ready', reason: 'a builder holds its files again' }, { expectStates: ['lost'] });
+      const validated = await h.store.updateUpload(u.id, { state: 'ready' }, { expectStates: ['validating'] });
+      assert.deepEqual([found?.state, found?.stateTime, validated?.state], ['ready', T0 + 5000, 'ready']);
+      // A conditional write still sees ours, not Nodepool's, state.
+      await storeError(h.store.updateBuild(b.id, { state: 'deleting' }, { expectStates: ['lost'] }));
+      assert.equal((await h.store.getBuild(b.id))?.state, 'ready');
+      const after = await rawByPath();
+      if (!after) return;
+      for (const path of [buildPath(b), uploadPath(u)]) {
+        assert.equal(after.get(path)?.json.state, 'ready');
+        assert.equal('lifecycle_state' in (after.get(path)?.json ?? {}), false, `${path} keeps no lifecycle_state`);
+      }
     });
   });
 }

@@ -8,6 +8,7 @@ import { StateConflictError } from '../../lib/errors.js';
 import type { BuildRecord, UploadRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import { ids, lapseByClock, storeError, T0, type StoreHarness } from './store-helpers.js';
+import type { Nodepool11Record } from '../support/nodepool11-model.js';
 import type { Spoil } from './spoil.js';
 import { corruptRecordContract } from './store-corrupt.contract.js';
 import { nodeStoreContract } from './store-nodes.contract.js';
@@ -26,6 +27,8 @@ export type OpenTestStore = (clock: () => number) => Promise<{
   spoil: Spoil;
   /** Opens a second handle on the same store (another process would): the test closes it. */
   another(): Promise<Store>;
+  /** The store's records as Nodepool 11 reads them, for a backend it reads (ZooKeeper). */
+  nodepool11Records?(): Promise<Nodepool11Record[]>;
 }>;
 
 /** Registers the store contract suite for one backend. */
@@ -37,6 +40,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
     let lapseSession: ((id: string) => Promise<void>) | undefined;
     let spoil: Spoil;
     let another: () => Promise<Store>;
+    let np11Records: (() => Promise<Nodepool11Record[]>) | undefined;
     const others: Store[] = [];
 
     beforeEach(async () => {
@@ -47,6 +51,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
       lapseSession = opened.lapseSession?.bind(opened);
       spoil = opened.spoil;
       another = () => opened.another();
+      np11Records = opened.nodepool11Records?.bind(opened);
     });
     afterEach(async () => {
       for (const o of others.splice(0)) await o.close();
@@ -67,6 +72,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
         others.push(o);
         return o;
       },
+      nodepool11Records: () => np11Records?.(),
     };
     nodeStoreContract(harness);
     nodepool11StoreContract(harness);

@@ -9,14 +9,14 @@ import { imageFieldsOf } from '../image-fields.js';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
-import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js';
+import { NODEPOOL_BUILD_STATE, type BuildPatch, type BuildRecord, type BuildState, type NewBuild } from '../models.js';
 import { checkBuildState, checkLogUrl } from '../checks.js';
 import type { ExpectState, BuildFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';
 import { ensure, removeTree, updateJson, type ZkContext } from './context.js';
 import { SEQ_RE } from './layout.js';
-import { copyBuild, buildFromJson, buildJson } from './image-records.js';
+import { copyBuild, buildFromJson, buildJson, holdsOwnState, LIFECYCLE_STATE } from './image-records.js';
 import { decode, decodeRecord, encode, statTime, toMs, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { Op } from './zk-library.js';
@@ -138,10 +138,30 @@ export class ZkBuilds {
         throw new StateConflictError(id, rec.state, `build ${id} is ${rec.state}, expected ${expect.join(' or ') || 'no state at all'}`);
       }
       const next = applyBuildPatch(rec, patch, now);
-      return mergeJson(cur, buildJson(next), ['builder', 'builder_id', 'formats', 'log_url']);
+      return mergeJson(cur, buildJson(next), ['builder', 'builder_id', 'formats', 'log_url', LIFECYCLE_STATE]);
     });
     if (done && wasBuilding && done.json.state !== 'building') await removeContenders(this.ctx.main(), this.ctx.layout.builds(parts.diskimage), (b) => b === id);
     return done ? buildFromJson(id, parts.diskimage, done.json) : undefined;
+  }
+
+  /**
+   * Rewrites the builds this program stored before issue 31 with `lost` in Nodepool's `state`
+   * field (Nodepool 11's readers raise on it): `ready` there, `lost` beside it. Each is a
+   * conditional update (one moved on meanwhile is left to its writer). Returns how many.
+   */
+  async restateOwn(): Promise<number> {
+    await this.ctx.fresh();
+    let done = 0;
+    for (const { id, diskimage, entry } of [...this.cached()]) {
+      const rec = memoBuild(entry, id, diskimage, this.ctx.corrupt);
+      if (!rec || !holdsOwnState(entry.data, NODEPOOL_BUILD_STATE)) continue;
+      try {
+        if (await this.update(id, {}, { expectStates: [rec.state] })) done += 1;
+      } catch (err) {
+        if (!(err instanceof StateConflictError)) throw err;
+      }
+    }
+    return done;
   }
 
   /** Removes contenders of builds of `diskimage` that are no longer building (left by a lost connection). */
@@ -213,7 +233,8 @@ function applyBuildPatch(rec: BuildRecord, patch: BuildPatch, now: number): Buil
 
 /**
  * The new JSON: what we know, over whatever else the znode held (fields another writer such as
- * Nodepool added survive), with our fields that became absent (formats, builder) removed.
+ * Nodepool added survive), with our fields that became absent (formats, builder, a state of
+ * ours in `lifecycle_state`) removed.
  */
 export function mergeJson(cur: Json, ours: Json, owned: readonly string[] = ['builder', 'builder_id', 'formats']): Json {
   const next: Json = { ...cur, ...ours };

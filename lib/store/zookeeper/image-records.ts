@@ -3,19 +3,63 @@
  * rollout-records.ts), with Nodepool's field names (`state`,
  * `state_time` in float seconds, `builder`, `builder_id`, `formats` comma-joined,
  * `external_id`, `external_name`, …); lib/store/zookeeper/records.ts says the rules.
+ *
+ * `state` only ever holds a state Nodepool 11 knows (issue 31: its ImageBuild and ImageUpload
+ * raise TypeError on any other, in every reader): a build `lost` is written `ready`, an upload
+ * `validating` is written `uploading`, each with ours beside it in `lifecycle_state`.
  */
 import { Fields } from '../corrupt.js';
 import { IMAGE_FIELD_KEYS, imageFieldsOf as imageFieldsOfRecord, type ImageFields } from '../image-fields.js';
 import {
-  BUILD_STATES, UPLOAD_STATES,
+  BUILD_STATES, NODEPOOL_BUILD_STATE, NODEPOOL_UPLOAD_STATE, UPLOAD_STATES,
   type BuildRecord, type ImageFileInfo, type JobProgress, type PauseRecord, type UploadProgress, type UploadRecord,
 } from '../models.js';
 import { clone, createdOf, progressOf, toSeconds, type Json } from './records.js';
 import { uploadRolloutJson, uploadRolloutOf } from './rollout-records.js';
 
+/**
+ * Our field beside Nodepool's `state` (issue 31): the state of ours when Nodepool 11 has no word
+ * for it (`lost`, `validating`); absent otherwise.
+ */
+export const LIFECYCLE_STATE = 'lifecycle_state';
+
+/** `state` as Nodepool 11 reads it, and ours in {@link LIFECYCLE_STATE} when that differs. */
+function stateJson<S extends string>(state: S, nodepool: Readonly<Record<S, string>>): Json {
+  const told = nodepool[state];
+  return told === state ? { state } : { state: told, [LIFECYCLE_STATE]: state };
+}
+
+/**
+ * A record's state: `lifecycle_state` when it is one of ours that Nodepool 11 reads as the
+ * record's `state`, else `state` (Nodepool's records, and ours written before issue 31, which
+ * held `lost` or `validating` in `state` itself). When `state` says something else, another
+ * writer (Nodepool, an operator) moved the record on after us, and `state` wins. Thrown:
+ * CorruptRecordError when either holds no state of ours.
+ */
+function stateOf<S extends string>(f: Fields, j: Json, states: readonly S[], nodepool: Readonly<Record<S, string>>): S {
+  const state = f.state('state', states);
+  if (j[LIFECYCLE_STATE] === undefined || j[LIFECYCLE_STATE] === null) return state;
+  const ours = f.state(LIFECYCLE_STATE, states);
+  return nodepool[ours] === state ? ours : state;
+}
+
+/**
+ * Whether a record's raw `state` holds a state of ours that Nodepool 11 has no word for (as
+ * this program wrote `lost` and `validating` before issue 31): it is rewritten Nodepool's way.
+ */
+export function holdsOwnState(data: Buffer | undefined, nodepool: Readonly<Record<string, string>>): boolean {
+  if (!data || data.length === 0) return false;
+  try {
+    const state = (JSON.parse(data.toString('utf8')) as Json).state;
+    return typeof state === 'string' && Object.hasOwn(nodepool, state) && nodepool[state] !== state;
+  } catch {
+    return false;
+  }
+}
+
 /** A build's JSON. */
 export function buildJson(b: BuildRecord): Json {
-  const j: Json = { state: b.state, state_time: toSeconds(b.stateTime) };
+  const j: Json = { ...stateJson(b.state, NODEPOOL_BUILD_STATE), state_time: toSeconds(b.stateTime) };
   if (b.builderHostname !== null) j.builder = b.builderHostname;
   if (b.builderId !== null) j.builder_id = b.builderId;
   if (b.formats.length > 0) j.formats = b.formats.join(',');
@@ -57,7 +101,7 @@ export function imageFieldsFromJson(j: Json): ImageFields {
 /** Thrown: CorruptRecordError when the JSON is not a build's. */
 export function buildFromJson(id: string, diskimage: string, j: Json): BuildRecord {
   const f: Fields = new Fields(j, 'build', id);
-  const state = f.state('state', BUILD_STATES);
+  const state = stateOf(f, j, BUILD_STATES, NODEPOOL_BUILD_STATE);
   const stateTime = f.seconds('state_time');
   const formats = f.optStr('formats');
   const files = f.objectList('files');
@@ -90,7 +134,7 @@ function logUrlOf(f: Fields): Pick<BuildRecord, 'logUrl'> {
 /** An upload's JSON. */
 export function uploadJson(u: UploadRecord): Json {
   const j: Json = {
-    state: u.state,
+    ...stateJson(u.state, NODEPOOL_UPLOAD_STATE),
     state_time: toSeconds(u.stateTime),
     external_id: u.externalId,
     external_name: u.externalName,
@@ -108,7 +152,7 @@ export function uploadJson(u: UploadRecord): Json {
 /** Thrown: CorruptRecordError when the JSON is not an upload's. */
 export function uploadFromJson(where: { id: string; buildId: string; diskimage: string; provider: string }, j: Json): UploadRecord {
   const f: Fields = new Fields(j, 'upload', where.id);
-  const state = f.state('state', UPLOAD_STATES);
+  const state = stateOf(f, j, UPLOAD_STATES, NODEPOOL_UPLOAD_STATE);
   const stateTime = f.seconds('state_time');
   return {
     id: where.id,

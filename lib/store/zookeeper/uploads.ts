@@ -7,17 +7,17 @@
  */
 import { StateConflictError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptRecord } from '../corrupt.js';
-import type { LaunchResult, NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
+import { NODEPOOL_UPLOAD_STATE, type LaunchResult, type NewUpload, type UploadPatch, type UploadRecord, type UploadState } from '../models.js';
 import { checkRolloutPatch, checkUploadState } from '../checks.js';
 import type { ExpectRollout, ExpectState, UploadFilter } from '../store.js';
 import { holdsRolloutSnapshot } from '../../images/rollout.js';
-import { maxSeq, splitBuildId, type ZkBuilds } from './builds.js';
+import { maxSeq, mergeJson, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { countJson } from './count-json.js';
 import { seq10 } from './layout.js';
 import { uploadImageFields, type ImageFields } from '../image-fields.js';
-import { copyUpload, imageFieldsFromJson, uploadFromJson, uploadJson } from './image-records.js';
+import { copyUpload, holdsOwnState, imageFieldsFromJson, LIFECYCLE_STATE, uploadFromJson, uploadJson } from './image-records.js';
 import { decode, decodeRecord, encode } from './records.js';
 import { UPLOAD_ID_RE, uploadIdOf } from '../../images/image-file.js';
 import type { Entry } from './tree-cache.js';
@@ -145,9 +145,28 @@ export class ZkUploads {
       if (patch.launches !== undefined) next.launches = patch.launches;
       if (patch.launchFailures !== undefined) next.launchFailures = patch.launchFailures;
       if (patch.rollout !== undefined) next.rollout = patch.rollout === null ? null : { ...patch.rollout };
-      return { ...cur, ...uploadJson(next) };
+      return mergeJson(cur, uploadJson(next), [LIFECYCLE_STATE]);
     });
     return done ? uploadFromJson(place, done.json) : undefined;
+  }
+
+  /**
+   * Rewrites the uploads this program stored before issue 31 with `validating` in Nodepool's
+   * `state` field: `uploading` there, `validating` beside it (as ZkBuilds.restateOwn). Returns how many.
+   */
+  async restateOwn(): Promise<number> {
+    let done = 0;
+    for (const place of [...(await this.indexed()).values()]) {
+      const entry = this.ctx.cache.get(place.path);
+      const rec = this.memo(place);
+      if (!rec || !holdsOwnState(entry?.data, NODEPOOL_UPLOAD_STATE)) continue;
+      try {
+        if (await this.update(place.id, {}, { expectStates: [rec.state] })) done += 1;
+      } catch (err) {
+        if (!(err instanceof StateConflictError)) throw err;
+      }
+    }
+    return done;
   }
 
   /**

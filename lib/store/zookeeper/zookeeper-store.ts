@@ -74,6 +74,8 @@ export class ZooKeeperStore extends StoreFacade {
       });
       const store = new ZooKeeperStore(backend, reads);
       await backend.cache.start();
+      // Issue 31: records an older version wrote with a state of ours in Nodepool's `state` field.
+      if (!opts.readOnly) for (const restate of [backend.builds, backend.uploads]) await restate.restateOwn();
       return store;
     } catch (err) {
       await main?.close();

@@ -164,6 +164,46 @@ void describe('ZooKeeperStore with other programs', () => {
     assert.equal((await store.createNode({ state: 'building', provider: 'cloud-a', pool: 'main', labels: ['small'] })).id, '0000000008');
   });
 
+  void it('reads our finer state beside Nodepool\'s, Nodepool\'s when another writer moved it on, and our older records that held ours in state', async () => {
+    const setRaw = (p: string, json: unknown): Promise<unknown> => new Promise((resolve, reject) =>
+      raw.setData(p, Buffer.from(JSON.stringify(json)), (e) => (e ? reject(e) : resolve(undefined))));
+    const b = await store.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+    await store.updateBuild(b.id, { state: 'ready' });
+    await store.updateBuild(b.id, { state: 'lost', reason: 'no builder holds its files' });
+    const u = await store.createUpload({ buildId: b.id, provider: 'cloud-a', imageName: 'debian', externalName: null });
+    await store.updateUpload(u.id, { state: 'validating' });
+    const buildPath = `${chroot}/nodepool/images/debian/builds/${b.id.slice(-10)}`;
+    const uploadPath = `${buildPath}/providers/cloud-a/images/${u.id}`;
+    assert.deepEqual([(await rawJson(buildPath)).state, (await rawJson(buildPath)).lifecycle_state], ['ready', 'lost']);
+    assert.deepEqual([(await rawJson(uploadPath)).state, (await rawJson(uploadPath)).lifecycle_state], ['uploading', 'validating']);
+
+    // An operator (or a writer that keeps keys it does not know) moves the records on: its state stands.
+    await setRaw(buildPath, { ...await rawJson(buildPath), state: 'deleting' });
+    await setRaw(uploadPath, { ...await rawJson(uploadPath), state: 'failed' });
+    await waitFor(async () => (await store.listBuilds())[0]?.state === 'deleting', { timeoutMs: 5000, what: 'the cache to see the build deleting', intervalMs: 10 });
+    assert.equal((await store.getBuild(b.id))?.state, 'deleting');
+    assert.equal((await store.getUpload(u.id))?.state, 'failed');
+
+    // Records this program wrote before issue 31 hold `lost` and `validating` in state itself: read as
+    // they are, rewritten Nodepool's way by the next store that opens the tree to write (a listing leaves them).
+    await setRaw(buildPath, { ...await rawJson(buildPath), state: 'lost', lifecycle_state: undefined });
+    await setRaw(uploadPath, { ...await rawJson(uploadPath), state: 'validating', lifecycle_state: undefined });
+    assert.equal((await store.getBuild(b.id))?.state, 'lost');
+    assert.equal((await store.getUpload(u.id))?.state, 'validating');
+    const servers = [{ host: '127.0.0.1', port: zk.port, chroot }];
+    await (await ZooKeeperStore.open({ servers, readOnly: true })).close();
+    assert.equal((await rawJson(buildPath)).state, 'lost', 'a read-only handle writes nothing');
+    await (await ZooKeeperStore.open({ servers })).close();
+    assert.deepEqual([(await rawJson(buildPath)).state, (await rawJson(buildPath)).lifecycle_state], ['ready', 'lost']);
+    assert.deepEqual([(await rawJson(uploadPath)).state, (await rawJson(uploadPath)).lifecycle_state], ['uploading', 'validating']);
+    assert.equal((await store.getBuild(b.id))?.state, 'lost');
+    assert.equal((await store.getUpload(u.id))?.state, 'validating');
+    // A lifecycle_state that is no state of ours makes the record corrupt, as an unknown state does.
+    await setRaw(buildPath, { ...await rawJson(buildPath), lifecycle_state: 'exploded' });
+    await waitFor(async () => (await store.listCorrupt()).length === 1, { timeoutMs: 5000, what: 'the build to read corrupt', intervalMs: 10 });
+    assert.match((await store.listCorrupt())[0]?.reason ?? '', /unknown lifecycle_state "exploded"/);
+  });
+
   void it('refuses a node lock a kazoo Lock holds, and kazoo refuses one the store holds', async () => {
     const n = await store.createNode({ state: 'ready', provider: 'cloud-a', pool: 'main', labels: ['small'] });
     const s = await store.openSession({ owner: 'nodepool-server', hostname: 'h', pid: 1, ttlMs: 10_000 });

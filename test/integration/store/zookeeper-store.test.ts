@@ -10,6 +10,7 @@ import { waitFor } from '../../../lib/lifecycle.js';
 import { ZooKeeperStore } from '../../../lib/store/zookeeper/zookeeper-store.js';
 import { zkSpoiler } from '../../contract/spoil.js';
 import { storeContract } from '../../contract/store.contract.js';
+import { nodepool11Records } from '../../support/nodepool11-model.js';
 import { runningProcesses } from '../../support/processes.js';
 import { expireSession, FreezeProxy, startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
 
@@ -34,6 +35,7 @@ storeContract('zookeeper', async (clock) => {
     store,
     another: () => ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.port, chroot }], clock }),
     spoil: zkSpoiler(`127.0.0.1:${zk.port}`, store.layout),
+    nodepool11Records: () => nodepool11Records(`127.0.0.1:${zk.port}`, chroot),
     cleanup: () => store.close(),
     async lapseSession(id: string) {
       const creds = store.sessionCredentials(id);

@@ -4,7 +4,8 @@
  * Nova cloud's Glance; a paused image; a Zuul request; an in-use node that a Zuul-like kazoo
  * client holds locked. The server serves the request from the newest adopted upload, keeps the
  * two newest ready uploads and deletes the oldest (its Glance image too), marks the builds lost
- * (no builder advertises their files) while their uploads stay usable, leaves the locked node
+ * (no builder advertises their files; still `ready` in Nodepool's `state` field, as Nodepool 11's
+ * readers take them) while their uploads stay usable, leaves the locked node
  * alone, builds nothing while the pause lasts, and once unpaused builds `deb-0000000001`, whose
  * upload then supersedes the older adopted one.
  */
@@ -31,6 +32,7 @@ import { startProcess, stopAllProcesses, type TrackedProcess } from '../../suppo
 import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
 
 const kazooScript = fileURLToPath(new URL('../../zookeeper/kazoo-lock.py', import.meta.url));
+const nodepool11Read = fileURLToPath(new URL('../../fixtures/nodepool11_read.py', import.meta.url));
 const run = promisify(execFile);
 
 /** Glance calls as the provider's own (demo) user. */
@@ -173,6 +175,13 @@ void describe('nodepool-server adopting a Nodepool 11 ZooKeeper tree', () => {
       const builds = await store.listBuilds({ diskimage: 'deb' });
       return builds.length === 2 && builds.every((b) => b.state === 'lost');
     }, { timeoutMs: 60_000, what: 'builds 2 and 3 lost, build 1 deleted with its upload', intervalMs: 250 });
+    // Lost to us, ready to Nodepool 11 (issue 31): its readers, mirrored in Python, still take every record of the tree.
+    const np11 = await run('/usr/bin/python3', [nodepool11Read, `127.0.0.1:${zk.port}${chroot}`], { timeout: 30_000 }).catch((err: { stdout?: string }) => {
+      throw new Error(`Nodepool 11 cannot read the adopted tree: ${err.stdout ?? String(err)}`);
+    });
+    const read = JSON.parse(np11.stdout) as { states: Record<string, string>; errors: string[] };
+    assert.deepEqual(read.errors, []);
+    assert.deepEqual([hex[1], hex[2]].map((h) => read.states[`/nodepool/images/deb/builds/${h}`]), ['ready', 'ready']);
     // The node Zuul holds is left alone.
     assert.equal((await store.getNode(inUse))?.state, 'in-use');
     // Paused: nothing was built.

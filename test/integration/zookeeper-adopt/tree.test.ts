@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { waitFor } from '../../../lib/lifecycle.js';
@@ -37,6 +38,7 @@ zk.stop()
 `;
 
 const run = promisify(execFile);
+const nodepool11Read = fileURLToPath(new URL('../../fixtures/nodepool11_read.py', import.meta.url));
 
 let zk: ZooKeeperHandle;
 let raw: RawZk;
@@ -138,6 +140,36 @@ void describe('the ZooKeeper store on a Nodepool 11 tree', () => {
     assert.deepEqual((await store.getUpload(up.id))?.buildId, `deb-${h2}`);
     const stored = JSON.parse((await dataOf(`${chroot}/nodepool/images/deb/builds/${ours.id.slice(-10)}`)).data) as Record<string, unknown>;
     assert.deepEqual([stored.username, stored.python_path, stored.shell_type], ['debian', 'auto', null], "Nodepool's fields on our build");
+  });
+
+  void it("keeps Nodepool 11's states in its records when adopted builds are lost and an upload is validating (issue 31)", async () => {
+    const now = Date.now();
+    const h = await tree.build({ image: 'deb', state: 'ready', at: now - 3600_000 });
+    const hu = await tree.upload({ image: 'deb', buildId: h, provider: 'cloud-a', state: 'ready', at: now - 3500_000, externalId: 'img-1', externalName: 'deb-1' });
+    await tree.node({ state: 'ready', at: now - 60_000, provider: 'cloud-a', pool: 'main', label: 'disk', externalId: 'srv-1', imageId: null });
+    await tree.request(['disk'], now - 1000);
+    store = await ZooKeeperStore.open({ servers: [{ host: '127.0.0.1', port: zk.port, chroot }] });
+    // What the server does to a build whose files no builder advertises (server/image-lifecycle/build-jobs.ts).
+    await store.updateBuild(`deb-${h}`, { state: 'lost', reason: 'no builder holds its files' }, { expectStates: ['ready'] });
+    const ours = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+    await store.updateBuild(ours.id, { state: 'ready' });
+    const validating = await store.createUpload({ buildId: ours.id, provider: 'cloud-a', imageName: 'deb', externalName: null });
+    await store.updateUpload(validating.id, { state: 'validating', externalId: 'img-2' });
+    assert.equal((await store.getBuild(`deb-${h}`))?.state, 'lost');
+    assert.equal((await store.getUpload(validating.id))?.state, 'validating');
+
+    const adopted = JSON.parse((await dataOf(`${chroot}/nodepool/images/deb/builds/${h}`)).data) as Record<string, unknown>;
+    assert.deepEqual([adopted.state, adopted.lifecycle_state, adopted.builder], ['ready', 'lost', 'nb01.example.org'], 'ready to Nodepool, lost to us');
+    // Nodepool 11's readers, mirrored in Python (test/fixtures/nodepool11_read.py), take every record of the tree.
+    const { stdout } = await run('/usr/bin/python3', [nodepool11Read, `127.0.0.1:${zk.port}${chroot}`], { timeout: 30_000 }).catch((err: { stdout?: string }) => {
+      throw new Error(`Nodepool 11 cannot read the tree: ${err.stdout ?? String(err)}`);
+    });
+    const read = JSON.parse(stdout) as { records: Record<string, number>; states: Record<string, string>; errors: string[] };
+    assert.deepEqual(read.errors, []);
+    assert.deepEqual(read.records, { build: 2, node: 1, request: 1, upload: 2 });
+    assert.equal(read.states[`/nodepool/images/deb/builds/${h}`], 'ready');
+    assert.equal(read.states[`/nodepool/images/deb/builds/${h}/providers/cloud-a/images/${hu}`], 'ready', "the lost build's upload serves");
+    assert.equal(read.states[`/nodepool/images/deb/builds/${ours.id.slice(-10)}/providers/cloud-a/images/${validating.id}`], 'uploading', 'no Nodepool launcher boots an upload being validated');
   });
 
   void it("shows a running build of ours to Nodepool's getBuildRequest as building, and pending once it ends", async () => {
