@@ -2,9 +2,10 @@
 /**
  * nodepool-builder: argv → config → logger → NodepoolBuilder (DIB and command diskimages) → signals.
  * SIGHUP or a change of the config file reloads it; the first SIGINT/SIGTERM drains running
- * jobs (up to --shutdown-timeout), a second one aborts them at once. `--metrics-port` serves
- * Prometheus `/metrics`, `/health/live` and the build logs (`/build-logs/<build-id>`, whose URL
- * on `--advertise-host` each build reports to the server) on webapp.listen-address.
+ * jobs (up to --shutdown-timeout), a second one aborts them at once. The builder's port
+ * (`--metrics-port`, default any free port) serves Prometheus `/metrics`, `/health/live` and the
+ * build logs (`/build-logs/<build-id>`, whose URL on `--advertise-host` each build reports to the
+ * server) on webapp.listen-address; with webapp.auth, logs only to a token of role `read`.
  */
 import os from 'node:os';
 import { createRequire } from 'node:module';
@@ -16,6 +17,9 @@ import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
 import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
 import { BUILDER_DEFAULTS } from '../workers/builder/builder-defaults.js';
 import { BuilderMetricsServer } from '../workers/builder/metrics-server.js';
+import { INSTALLATION_ID_RE } from '../lib/store/installation.js';
+import { loadAuthenticators } from '../lib/web-auth/authenticators.js';
+import { ReloadableAuthenticator } from '../lib/web-auth/reloadable.js';
 import {
   daemonLogger, exitOnFatalError, exitWhenStuck, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
 } from './daemon.js';
@@ -37,11 +41,19 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   })
   .option('metrics-port', {
     requiresArg: true, coerce: numberArgument('--metrics-port', int({ min: 0, max: 65535 })),
-    describe: 'serve Prometheus /metrics, /health/live and the build logs on this port (on webapp.listen-address; 0: any free port)',
+    describe: 'serve Prometheus /metrics, /health/live and the build logs on this port (on webapp.listen-address; default 0: any free port)',
   })
   .option('advertise-host', {
     type: 'string', requiresArg: true,
-    describe: 'host name or address the server reaches --metrics-port at, in build log URLs (default: --hostname)',
+    describe: 'host name or address the server reaches --metrics-port at, in build log URLs (default: webapp.listen-address, or --hostname when that is 0.0.0.0 or ::)',
+  })
+  .option('installation', {
+    type: 'string', requiresArg: true,
+    coerce: (v: string) => {
+      if (!INSTALLATION_ID_RE.test(v)) throw new Error(`--installation: expected an installation id (a UUID, as export-image-data shows it), got ${JSON.stringify(v.slice(0, 80))}`);
+      return v;
+    },
+    describe: 'serve only this installation\'s build jobs: refuse those whose server names another (default: any)',
   })
   .strict()
   .parseSync();
@@ -67,26 +79,37 @@ const builder = new NodepoolBuilder({
   uploadWorkers: argv['upload-workers'],
   env: process.env,
   imageServices: hosts,
+  ...(argv.installation ? { installation: argv.installation } : {}),
 });
 
-let metrics: BuilderMetricsServer | undefined;
-if (argv['metrics-port'] !== undefined) {
-  try {
-    metrics = await BuilderMetricsServer.start({
-      builder, imagesDir: () => current.imagesDir, host: config.webapp.listenAddress, port: argv['metrics-port'], log,
-      buildLogs: { dir: () => current.buildLogDir, advertiseHost: argv['advertise-host'] ?? argv.hostname },
-    });
-  } catch (err) {
-    process.stderr.write(`nodepool-builder: --metrics-port ${argv['metrics-port']}: cannot listen on ${config.webapp.listenAddress}: ${(err as Error).message}\n`);
-    process.exit(2);
-  }
+// Build logs are read with the same tokens as the server's API (webapp.auth): the server passes
+// on its reader's token, and a reader without one is refused here too.
+let logAuth: ReloadableAuthenticator;
+try {
+  logAuth = new ReloadableAuthenticator(await loadAuthenticators(config.webapp.auth));
+} catch (err) {
+  process.stderr.write(processSecrets.scrub(`nodepool-builder: ${(err as Error).message}\n`));
+  process.exit(2);
 }
+const metricsPort = argv['metrics-port'] ?? 0;
+let metrics: BuilderMetricsServer;
+try {
+  metrics = await BuilderMetricsServer.start({
+    builder, imagesDir: () => current.imagesDir, host: config.webapp.listenAddress, port: metricsPort, log,
+    buildLogs: { dir: () => current.buildLogDir, advertiseHost: argv['advertise-host'] ?? advertisedHost(config.webapp.listenAddress, argv.hostname), auth: logAuth },
+  });
+} catch (err) {
+  process.stderr.write(`nodepool-builder: --metrics-port ${metricsPort}: cannot listen on ${config.webapp.listenAddress}: ${(err as Error).message}\n`);
+  process.exit(2);
+}
+if (!logAuth.enabled) log.info('build logs are served without a token, as the server\'s are: webapp.auth names no authenticator', { port: metrics.port });
 
 const watcher = reloadOnChange(source, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
   checkGearmanServers(next, { forBuilder: true });
   current = reloadedConfig(current, next, log);
   builder.reconfigure(current);
+  logAuth.reload(current.webapp.auth).catch((err: Error) => log.error('build log authenticators not reloaded: the ones before stay', { error: err.message }));
 });
 
 let signals = 0;
@@ -101,7 +124,7 @@ function onSignal(sig: NodeJS.Signals): void {
   watcher.close();
   builder.stop({ abortAfterMs: argv['shutdown-timeout'] * 1000 }).then(
     async () => {
-      await metrics?.stop();
+      await metrics.stop();
       await hosts.close();
       exitWhenStuck(log, 'nodepool-builder');
       // Non-zero when work had to be aborted, so supervisors can tell a clean stop from a cut one.
@@ -120,3 +143,8 @@ builder.start().catch((err: Error) => {
   log.error('builder failed to start', { error: err.message, stack: err.stack });
   process.exit(1);
 });
+
+/** Where the server reaches this builder's port: the address it listens on, or the host's name when it listens on all. */
+function advertisedHost(listenAddress: string, hostname: string): string {
+  return ['0.0.0.0', '::', '[::]', ''].includes(listenAddress) ? hostname : listenAddress;
+}

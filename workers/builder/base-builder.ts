@@ -27,7 +27,7 @@ import { BUILDER_DEFAULTS } from './builder-defaults.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
 import { ImageRepository, type ImageSidecar } from './image-repository.js';
 import { parseBuildPayload, parseDeletePayload, parseUploadPayload, type BuildRequest } from './job-payloads.js';
-import { checkInstallation } from './installation-check.js';
+import { checkInstallation, checkServes } from './installation-check.js';
 import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
 import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
@@ -51,6 +51,11 @@ export interface BaseBuilderOptions {
   uploadRetryDelayMs?: number;
   /** Base environment for build commands and post-upload-hooks (bin/ passes process.env). */
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The installation id of the store this builder serves (`--installation`): build jobs naming
+   * another are refused (WORK_FAIL). Default: any (jobs without an id, Nodepool 0.3.x's, always).
+   */
+  installation?: string;
 }
 
 /** Events of a builder, for tests and status. */
@@ -285,6 +290,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     return reportOutcome(log, async () => {
       const known = new Set(this.config.diskimages.map((d) => d.name));
       const req = parseBuildPayload(job.data, diskimage, known);
+      checkServes(this.opts.installation, req, `build of ${req.imageId}`, this.clientId);
       // Tells the server who runs the build, so it notices when this builder disappears, and
       // where its log is served while it runs and after (issue 25 §2).
       const logUrl = this.buildLogBase === undefined ? null : `${this.buildLogBase}${encodeURIComponent(req.imageId)}`;

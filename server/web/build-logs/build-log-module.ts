@@ -21,8 +21,9 @@ export interface BuildLogOptions {
   /** How long, once connected, it may take to answer in full (default 4 s). */
   answerTimeoutMs?: number;
   /**
-   * The role a bearer token must carry to read build logs. Default: none, no token needed
-   * (the lists are public today); the one place where reading logs would become a role check.
+   * The role a bearer token must carry to read build logs when webapp.auth configures any
+   * authenticator (default `read`); without authenticators, logs are read without a token, as
+   * the lists are. The reader's `Authorization` is passed on to the builder, which checks it too.
    */
   readRole?: Role;
 }
@@ -42,7 +43,7 @@ export function buildLogModule(ctx: WebContext, opts: BuildLogOptions = {}): Web
     async handle(req, params) {
       const json = req.url.searchParams.get('format') === 'json';
       const say = (status: number, message: string, headers: Record<string, string> = {}): Answer => refusal(json, status, message, headers);
-      const refused = await readRefusal(ctx, req, opts.readRole);
+      const refused = await readRefusal(ctx, req, opts.readRole ?? 'read');
       if (refused) return say(refused.status, refused.message);
       const id = params.build as string;
       if (!IMAGE_ID_RE.test(id)) return say(400, `invalid build id ${JSON.stringify(id.slice(0, 100))}: expected <diskimage>-<10 digits or 32 hex>`);
@@ -61,7 +62,8 @@ export function buildLogModule(ctx: WebContext, opts: BuildLogOptions = {}): Web
       }
       url.searchParams.set('offset', String(offset));
       const started = Date.now();
-      const got = await fetchFromBuilder(url, fetchOpts);
+      const authorization = req.headers.authorization;
+      const got = await fetchFromBuilder(url, { ...fetchOpts, ...(ctx.auth.enabled && typeof authorization === 'string' ? { authorization } : {}) });
       if (!got.ok) {
         log.warn('build log not read from its builder', { buildId: id, builder, url: build.logUrl, status: got.status, why: got.why, ms: Date.now() - started });
         return say(got.status, `builder ${builder} (${url.host}) ${got.why}`);
@@ -107,9 +109,9 @@ function refusal(json: boolean, status: number, message: string, headers: Record
   return { status, contentType: 'text/plain; charset=utf-8', body: `${message}\n`, headers: { ...NO_SNIFF, ...headers } };
 }
 
-/** Why a read is refused, or undefined: nothing is asked without `readRole`. */
-async function readRefusal(ctx: WebContext, req: WebRequest, readRole: Role | undefined): Promise<{ status: number; message: string } | undefined> {
-  if (readRole === undefined) return undefined;
+/** Why a read is refused, or undefined: nothing is asked when webapp.auth names no authenticator. */
+async function readRefusal(ctx: WebContext, req: WebRequest, readRole: Role): Promise<{ status: number; message: string } | undefined> {
+  if (!ctx.auth.enabled) return undefined;
   const outcome = await ctx.auth.authenticate(req.headers.authorization);
   if (!outcome.ok) return outcome;
   if (!roleAllows(outcome.identity.role, readRole)) return { status: 403, message: `reading build logs needs role ${readRole}; ${outcome.identity.user} has ${outcome.identity.role}` };

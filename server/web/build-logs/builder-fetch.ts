@@ -13,6 +13,8 @@ export interface BuilderFetchOptions {
   connectTimeoutMs: number;
   answerTimeoutMs: number;
   maxBytes: number;
+  /** The reader's `Authorization` header, passed on for the builder to check (never logged). */
+  authorization?: string;
 }
 
 /** What the builder answered (any status: its 404 and 416 are passed on). */
@@ -53,7 +55,7 @@ export function fetchFromBuilder(url: URL, opts: BuilderFetchOptions): Promise<B
       timer = setTimeout(() => req.destroy(new FetchTimeout(why)), ms);
     };
     // No keep-alive agent: an idle socket to a builder must not outlive the request.
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'GET', agent: false, headers: { Accept: 'text/plain' } });
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'GET', agent: false, headers: { Accept: 'text/plain', ...(opts.authorization ? { Authorization: opts.authorization } : {}) } });
     arm(opts.connectTimeoutMs, `did not accept a connection within ${seconds(opts.connectTimeoutMs)}`);
     req.on('socket', (socket) => {
       const answering = (): void => arm(opts.answerTimeoutMs, `accepted the connection but did not answer within ${seconds(opts.answerTimeoutMs)}`);
