@@ -136,7 +136,7 @@ export class NodepoolServer {
         started: () => parts.providersStarted, clock, log: log.child({ component: 'web' }),
       }) : undefined;
       if (modules) releasers.add('web modules', () => modules.stop());
-      const web = modules ? await startWeb(config, modules.ctx, modules.routes, metrics, () => imageLifecycleMode(config)) : undefined;
+      const web = modules ? await startWeb(config, modules.ctx, modules.routes, metrics, () => imageLifecycleMode(config), modules.unrouted) : undefined;
       if (web) releasers.add('web status', () => web.stop());
       let lifecycle: ImageLifecycle | undefined;
       if (config.gearmanServers.length > 0) {
@@ -235,12 +235,13 @@ function authenticatorNames(config: Config): string[] {
 /** Starts the web status on the configured address; undefined (logged) when it cannot listen there. */
 async function startWeb(
   config: Config, ctx: WebContext, routes: WebServerOptions['routes'], metrics: PrometheusMetrics, imageLifecycle: () => string,
+  unrouted?: WebServerOptions['unrouted'],
 ): Promise<WebServer | undefined> {
   const { listenAddress: host, port, tls } = config.webapp;
   try {
     return await WebServer.start({
       host, port, log: ctx.log, status: ctx.status, loops: ctx.loops, started: ctx.started, imageLifecycle, routes,
-      metrics: { contentType: metrics.contentType, render: () => metrics.render() }, ...(tls ? { tls } : {}),
+      metrics: { contentType: metrics.contentType, render: () => metrics.render() }, ...(tls ? { tls } : {}), ...(unrouted ? { unrouted } : {}),
     });
   } catch (err) {
     ctx.log.error('web status not served: cannot listen on its address (the server runs on without it)', { address: `${host}:${port}`, error: (err as Error).message });

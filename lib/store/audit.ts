@@ -97,3 +97,55 @@ function describe(v: unknown): string {
   if (v === null) return 'null';
   return Array.isArray(v) ? 'a list' : typeof v;
 }
+
+/**
+ * Refused write attempts that no verified token names, counted per source and minute (issue 31
+ * §3): one aggregate stands for every such attempt from one address in one minute, so a storm
+ * of them costs one store write a minute and never pushes an entry of the audit trail out.
+ * Aggregates are kept apart from the trail, under the status key {@link REFUSALS_STATUS_KEY},
+ * the newest {@link REFUSALS_KEEP}.
+ */
+export interface RefusalAggregate {
+  /** The start of the minute (epoch ms). */
+  minute: number;
+  /** The client's address (an IPv6 address's /64), or `(other)` past the sources one minute tracks. */
+  source: string;
+  /** The user a verified token named (a role too weak, no role), else null. */
+  user: string | null;
+  /** Attempts refused. */
+  count: number;
+  /** Of which answered 429 (over the source's limit). */
+  limited: number;
+  /** First and last attempt (epoch ms). */
+  first: number;
+  last: number;
+  /** Attempts by HTTP status answered, by reason (`no-token`, `bad-token`, `cross-origin`, …) and by `METHOD /path` (at most {@link REFUSAL_PATHS_KEPT}, escaped). */
+  statuses: Record<string, number>;
+  reasons: Record<string, number>;
+  requests: Record<string, number>;
+}
+
+/** The status key the aggregates are stored under. */
+export const REFUSALS_STATUS_KEY = 'web-audit-refusals';
+/** Aggregates kept (one a source a minute). */
+export const REFUSALS_KEEP = 500;
+/** Distinct `METHOD /path` an aggregate names; the rest count under `(other)`. */
+export const REFUSAL_PATHS_KEPT = 5;
+
+/** The aggregates of a stored status value, oldest first; a malformed value or aggregate is left out (the count of those is `dropped`). Pure. */
+export function refusalAggregatesFrom(value: unknown): { aggregates: RefusalAggregate[]; dropped: number } {
+  const list = value !== null && typeof value === 'object' && Array.isArray((value as { aggregates?: unknown }).aggregates)
+    ? (value as { aggregates: unknown[] }).aggregates : undefined;
+  if (!list) return { aggregates: [], dropped: value === undefined ? 0 : 1 };
+  const aggregates = list.filter(isAggregate);
+  return { aggregates, dropped: list.length - aggregates.length };
+}
+
+function isAggregate(v: unknown): v is RefusalAggregate {
+  if (v === null || typeof v !== 'object') return false;
+  const a = v as Record<string, unknown>;
+  const counts = (c: unknown): boolean => c !== null && typeof c === 'object' && !Array.isArray(c) && Object.values(c).every((n) => Number.isSafeInteger(n));
+  return ['minute', 'count', 'limited', 'first', 'last'].every((k) => Number.isSafeInteger(a[k]))
+    && typeof a.source === 'string' && (a.user === null || typeof a.user === 'string')
+    && counts(a.statuses) && counts(a.reasons) && counts(a.requests);
+}

@@ -175,8 +175,12 @@ export interface RevocationRecord {
 }
 
 /** How a write through the web API ended (issue 25 §1). */
-export const AUDIT_RESULTS = ['ok', 'refused', 'denied', 'error'] as const;
-/** `ok`: done; `refused`: the action refused (unknown, wrong state, …); `denied`: no or a bad token, or too weak a role; `error`: it failed. */
+export const AUDIT_RESULTS = ['ok', 'refused', 'denied', 'error', 'attempted'] as const;
+/**
+ * `ok`: done; `refused`: the action refused (unknown, wrong state, …); `denied`: too weak a role
+ * or none; `error`: it failed; `attempted` (status 0): the action is about to run, written
+ * before it runs (its outcome is the next entry of the same request).
+ */
 export type AuditResult = (typeof AUDIT_RESULTS)[number];
 
 /**

@@ -58,7 +58,14 @@ export interface Identity {
  */
 export type AuthOutcome =
   | { ok: true; identity: Identity }
-  | { ok: false; status: 401 | 403; message: string; /** The `sub` of a well-formed but unverified token is never trusted, so no user here. */ };
+  | {
+    ok: false; status: 401 | 403; message: string;
+    /**
+     * Who a token names that verified but carries no known role (403), for the audit trail. The
+     * `sub` of a token that did not verify is never trusted, so it is never here.
+     */
+    subject?: { user: string; authenticator: string };
+  };
 
 /** What the web server asks (lib/web-auth builds it from `webapp.auth`). */
 export interface RequestAuthenticator {

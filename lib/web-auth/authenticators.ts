@@ -154,7 +154,9 @@ async function verifyWith({ config, key }: Loaded, token: string, currentDate: D
   const user = claimAt(payload, config.userClaim);
   if (typeof user !== 'string' || user === '') return refuse(401, `the token names no user (claim ${config.userClaim})`);
   const role = strongestRole(claimAt(payload, config.roleClaim));
-  if (role === undefined) return refuse(403, `no nodepool role: claim ${config.roleClaim} names none of read, operator, admin`);
+  if (role === undefined) {
+    return { ok: false, status: 403, message: `no nodepool role: claim ${config.roleClaim} names none of read, operator, admin`, subject: { user, authenticator: config.name } };
+  }
   return { ok: true, identity: { user, role, authenticator: config.name } };
 }
 

@@ -7,6 +7,7 @@
  * upload's rollout (issue 24), nodes by provider and label, nodes with their addresses, requests.
  * Every value is put in with textContent, never as HTML.
  */
+import { createHash } from 'node:crypto';
 
 /** Seconds between two polls of the page. */
 export const DASHBOARD_POLL_MS = 2000;
@@ -68,6 +69,9 @@ async function poll() {
   } finally { setTimeout(poll, POLL_MS); }
 }
 poll();`;
+
+/** The `script-src` source of the page's one inline script (its SHA-256), for the Content-Security-Policy. */
+export const DASHBOARD_SCRIPT_SOURCE = `'sha256-${createHash('sha256').update(SCRIPT, 'utf8').digest('base64')}'`;
 
 /** The page's HTML. */
 export function dashboardPage(): string {

@@ -49,10 +49,27 @@ export interface Route {
   handle(req: WebRequest, params: Record<string, string>): Promise<Answer>;
 }
 
-/** What a module of routes gives the web server: its routes, and what to stop with the server. */
+/** A write (any method but GET and HEAD) no route took: a path or method no route answers, or headers too large to read (431). */
+export interface UnroutedWrite {
+  remote: string;
+  /** `?` when the request could not be read. */
+  method: string;
+  path: string;
+  status: number;
+  reason: 'unrouted' | 'header-too-large';
+}
+
+/**
+ * Counts an {@link UnroutedWrite} with the write API's refusals (server/web/api/refusal-ledger.ts);
+ * answers the seconds to send with a 429 when its source is over its limit, else undefined.
+ */
+export type UnroutedSink = (write: UnroutedWrite) => number | undefined;
+
+/** What a module of routes gives the web server: its routes, what to stop with the server, and where unrouted writes are counted. */
 export interface WebModule {
   routes: Route[];
   stop?: () => Promise<void>;
+  unrouted?: UnroutedSink;
 }
 
 /** The route answering `method` on `pathname` (HEAD as GET), or the methods the path allows, or nothing. */

@@ -15,6 +15,8 @@
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import https from 'node:https';
 import { coerceError } from '../../lib/errors.js';
 import { AdmissionListener } from '../../lib/http/admission.js';
@@ -28,7 +30,8 @@ import { readinessReport } from './health.js';
 import { nodepoolFormat, parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
 import { nodepoolText, pythonJson } from '../../lib/status/nodepool-format.js';
 import { NODEPOOL_VIEWS } from './nodepool-views.js';
-import { BodyTooLargeError, MAX_BODY_BYTES, matchRoute, type Answer, type Route, type WebRequest } from './routes.js';
+import { BodyTooLargeError, MAX_BODY_BYTES, matchRoute, type Answer, type Route, type UnroutedSink, type WebRequest } from './routes.js';
+import { SECURITY_HEADERS } from './security-headers.js';
 import { STATUS_VIEWS, type StatusSource } from './status-views.js';
 
 export type { Answer } from './routes.js';
@@ -56,6 +59,8 @@ export interface WebServerOptions {
   routes?: readonly Route[];
   /** Serve HTTPS with this PEM certificate (chain) and key, both file paths (`webapp.tls`). */
   tls?: { cert: string; key: string };
+  /** Where writes no route takes (and requests with too large headers) are counted; a source over its limit is answered 429. */
+  unrouted?: UnroutedSink;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -89,6 +94,7 @@ export class WebServer {
       web.handle(req, res).catch((err: unknown) => opts.log.error('web status could not answer', { url: req.url, error: coerceError(err).message }));
     });
     server.on('error', (err) => opts.log.error('web status server error', { error: err.message }));
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => web.clientError(err, socket));
     web.listener = await AdmissionListener.listen(server, {
       host: opts.host, port: opts.port, log: opts.log, what: 'web status', priorityPaths: ['/health/live', '/health/ready', '/ready'],
       ...(opts.maxConnections ? { maxConnections: opts.maxConnections } : {}),
@@ -118,6 +124,7 @@ export class WebServer {
       if (matched && 'route' in matched) answer = await matched.route.handle(webRequest(req, url), matched.params);
       else if (matched) answer = text(405, `method ${req.method ?? ''} not allowed on ${url.pathname}`, { Allow: allowHeader(matched.allowed) });
       else answer = await this.answer(req);
+      if (!(matched && 'route' in matched) && req.method !== 'GET' && req.method !== 'HEAD') answer = this.unroutedWrite(req, url.pathname, answer);
     } catch (raw) {
       if (raw instanceof BodyTooLargeError) {
         answer = text(413, raw.message, { Connection: 'close' });
@@ -129,10 +136,31 @@ export class WebServer {
     }
     const body = typeof answer.body === 'string' ? Buffer.from(answer.body, 'utf8') : answer.body;
     res.writeHead(answer.status, {
-      'Content-Type': answer.contentType, 'Content-Length': body.length, ...(routed ? {} : { 'Access-Control-Allow-Origin': '*' }), ...answer.headers,
+      'Content-Type': answer.contentType, 'Content-Length': body.length, ...SECURITY_HEADERS,
+      ...(routed ? {} : { 'Access-Control-Allow-Origin': '*' }), ...answer.headers,
     });
     if (req.method === 'HEAD' || answer.status === 304) res.end();
     else res.end(body);
+  }
+
+  /** A write no route took: counted with the write API's refusals, and 429 past its source's limit. */
+  private unroutedWrite(req: http.IncomingMessage, pathname: string, answer: Answer): Answer {
+    const retryAfter = this.opts.unrouted?.({ remote: req.socket.remoteAddress ?? '', method: req.method ?? '?', path: pathname, status: answer.status, reason: 'unrouted' });
+    if (retryAfter === undefined) return answer;
+    return text(429, `too many refused writes from this address; try again in ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
+  }
+
+  /**
+   * A request Node could not read: answered as Node answers it by default (431 for headers too
+   * large, 408 for a request timeout, else 400), and a 431 counted as an unrouted write.
+   */
+  clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    if (status === 431) this.opts.unrouted?.({ remote: (socket as Partial<Socket>).remoteAddress ?? '', method: '?', path: '?', status, reason: 'header-too-large' });
+    if (err.code !== 'ECONNRESET' && socket.writable) {
+      socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    }
+    socket.destroy();
   }
 
   private async answer(req: http.IncomingMessage): Promise<Answer> {

@@ -3,12 +3,14 @@
  * of the `read` role or stronger. `limit` 1 to {@link MAX_AUDIT_LIMIT} (default 100); `before`
  * an entry id, to page to older ones (the answer's `next`). Concurrent reads of the same page
  * share one store read (each is still authenticated), so a storm of readers costs the store
- * what one reader does.
+ * what one reader does. The first page also holds `refusals`: the counts of refused writes no
+ * verified token named, per source and minute, newest first (refusal-ledger.ts).
  */
 import type { AuditRecord } from '../../../lib/store/models.js';
 import { roleAllows } from '../../../lib/web-auth/auth-types.js';
 import type { Route } from '../routes.js';
 import type { WebContext } from '../web-context.js';
+import type { RefusalLedger } from './refusal-ledger.js';
 import { errorAnswer, errorWord, jsonAnswer } from './api-answer.js';
 
 /** The most entries one answer holds. */
@@ -31,8 +33,11 @@ export function auditQuery(params: URLSearchParams): { ok: true; limit: number; 
   return { ok: true, limit, before: rawBefore.padStart(10, '0') };
 }
 
-/** The route. */
-export function auditRoute(ctx: WebContext): Route {
+/** Refusal aggregates an answer holds. */
+const REFUSALS_SHOWN = 100;
+
+/** The route; `ledger` gives the counts of refused writes (`refusals`, newest minute first). */
+export function auditRoute(ctx: WebContext, ledger: RefusalLedger): Route {
   const reading = new Map<string, Promise<AuditRecord[]>>();
   const read = (limit: number, before: string | undefined): Promise<AuditRecord[]> => {
     const key = `${limit}:${before ?? ''}`;
@@ -43,6 +48,11 @@ export function auditRoute(ctx: WebContext): Route {
     }
     return p;
   };
+  let counting: Promise<Awaited<ReturnType<RefusalLedger['recent']>>> | undefined;
+  const readRefusals = (): ReturnType<RefusalLedger['recent']> => {
+    counting ??= ledger.recent(REFUSALS_SHOWN).finally(() => { counting = undefined; });
+    return counting;
+  };
   return {
     method: 'GET',
     pattern: '/api/audit',
@@ -52,9 +62,9 @@ export function auditRoute(ctx: WebContext): Route {
       if (!roleAllows(auth.identity.role, 'read')) return errorAnswer(403, 'forbidden', 'reading the audit trail needs the read role');
       const q = auditQuery(req.url.searchParams);
       if (!q.ok) return errorAnswer(400, 'bad-request', q.message);
-      const entries = await read(q.limit, q.before);
+      const [entries, refusals] = await Promise.all([read(q.limit, q.before), q.before === undefined ? readRefusals() : Promise.resolve([])]);
       const next = entries.length === q.limit ? (entries.at(-1)?.id ?? null) : null;
-      return jsonAnswer(200, { entries, next });
+      return jsonAnswer(200, { entries, next, refusals });
     },
   };
 }

@@ -16,6 +16,7 @@ import { deleteNode } from '../../../lib/actions/node-delete.js';
 import { holdNode, releaseNode } from '../../../lib/actions/node-hold.js';
 import { normalUploadId, retryUpload } from '../../../lib/actions/upload-retry.js';
 import type { Config } from '../../../lib/config/schema.js';
+import { MAX_TIMER_SECONDS } from '../../../lib/config/schema-kit.js';
 import { CorruptRecordError } from '../../../lib/errors.js';
 import type { Logger } from '../../../lib/log.js';
 import type { Store } from '../../../lib/store/store.js';
@@ -43,6 +44,8 @@ export interface WriteEndpoint {
   /** The audit trail's action name (the CLI command's). */
   action: string;
   role: Role;
+  /** A stronger role the checked body asks for (`revoke` with `nodes: delete-ready` deletes nodes: admin), else `role`. */
+  needs?(body: BodyFields): Role;
   body: BodySpec;
   /** What the request names, for the audit trail. */
   target(params: Record<string, string>, body: BodyFields): string;
@@ -127,6 +130,8 @@ export const WRITE_ENDPOINTS: readonly WriteEndpoint[] = [
   {
     method: 'POST', pattern: '/api/build/:build/revoke', action: 'image-revoke', role: 'operator',
     body: { ...REASON, nodes: { type: 'string' } },
+    // Deleting nodes needs admin, as DELETE /api/node/:node does.
+    needs: (body) => (str(body, 'nodes') === 'delete-ready' ? 'admin' : 'operator'),
     target: (params) => p(params, 'build'),
     run: async (env, params, body) => {
       const nodes = str(body, 'nodes') ?? 'keep';
@@ -147,7 +152,14 @@ export const WRITE_ENDPOINTS: readonly WriteEndpoint[] = [
   {
     method: 'POST', pattern: '/api/node/:node/hold', action: 'hold', role: 'operator', body: { ...REASON, expires: { type: 'number' } },
     target: (params) => p(params, 'node'),
-    run: (env, params, body) => holdNode(env, { nodeId: p(params, 'node'), reason: str(body, 'reason'), expireSeconds: num(body, 'expires'), requestor: env.requestor }),
+    run: (env, params, body) => {
+      const expires = num(body, 'expires');
+      // As the CLI's --expire: a longer delay would overflow Node's timers (1e308 read as "never").
+      if (expires !== undefined && expires > MAX_TIMER_SECONDS) {
+        return Promise.resolve(refuse('invalid-argument', `field expires: at most ${MAX_TIMER_SECONDS} seconds (about 24.8 days), got ${expires}`));
+      }
+      return holdNode(env, { nodeId: p(params, 'node'), reason: str(body, 'reason'), expireSeconds: expires, requestor: env.requestor });
+    },
   },
   {
     method: 'POST', pattern: '/api/node/:node/release', action: 'release', role: 'operator', body: REASON,

@@ -1,23 +1,34 @@
 /**
- * One write endpoint as a web route: the bearer token verified and the role checked, the body
- * read (bounded) and checked, the operator action run, its result or refusal answered with the
- * HTTP status the refusal maps to, and every attempt (done, refused, denied, failed) written to
- * the audit trail and the log. The audit entry names who the verified token says, never the
- * token; a store that cannot write the entry is logged, and the answer still goes out.
+ * One write endpoint as a web route. A request from a page on another origin, or one that does
+ * not declare a JSON body, is refused before anything else (lib/http/write-guard.ts); then the
+ * bearer token is verified and the role checked, the body read (bounded) and checked, the
+ * operator action run, and its result or refusal answered with the HTTP status the refusal maps
+ * to. What no verified token names (refused by the guard, no or a bad token, no `webapp.auth`)
+ * is counted per source and minute by the {@link RefusalLedger}, never an audit entry of its
+ * own; a verified user's refusal (a role too weak or none, a bad body) is an entry. Past a
+ * source's or user's limit of refusals the answer is 429. An action is written to the audit
+ * trail as `attempted` before it runs, and not run when that entry cannot be written; its
+ * outcome is a second entry, and an outcome that cannot be written is logged while the answer
+ * still goes out. Entries name who the verified token says, never the token.
  */
 import { coerceError } from '../../../lib/errors.js';
+import { contentTypeProblem, crossOriginProblem } from '../../../lib/http/write-guard.js';
 import type { Logger } from '../../../lib/log.js';
 import type { AuditRecord, NewAuditRecord } from '../../../lib/store/models.js';
 import { roleAllows, type Identity } from '../../../lib/web-auth/auth-types.js';
 import { BodyTooLargeError, type Answer, type Route, type WebRequest } from '../routes.js';
 import type { WebContext } from '../web-context.js';
 import { errorAnswer, errorWord, jsonAnswer } from './api-answer.js';
+import type { RefusalLedger } from './refusal-ledger.js';
 import { auditResult, refusalStatus } from './refusal-status.js';
 import { parseBody, type BodyFields } from './request-body.js';
 import { auditNote, type WriteEndpoint } from './write-endpoints.js';
 
 /** Longest message an audit entry keeps. */
 const MAX_AUDIT_MESSAGE = 2000;
+
+/** Who a verified token names: an identity with a role, or a subject with none. */
+type Who = Pick<Identity, 'user' | 'authenticator'> & { role: Identity['role'] | null };
 
 /** How one request ended, before it is answered and recorded. */
 interface Ending {
@@ -26,41 +37,60 @@ interface Ending {
   target: string;
 }
 
-/** The route answering `ep`. */
-export function writeRoute(ctx: WebContext, log: Logger, ep: WriteEndpoint): Route {
+/** The route answering `ep`; refusals no verified token names are counted by `ledger`. */
+export function writeRoute(ctx: WebContext, log: Logger, ep: WriteEndpoint, ledger: RefusalLedger): Route {
   return {
     method: ep.method,
     pattern: ep.pattern,
     async handle(req, params) {
-      let identity: Identity | undefined;
-      const end = await (async (): Promise<Ending> => {
-        const target = ep.target(params, {});
-        const fail = (status: number, message: string, headers?: Record<string, string>): Ending =>
-          ({ answer: errorAnswer(status, errorWord(status), message, headers), message, target });
-        const auth = await ctx.auth.authenticate(req.headers.authorization);
-        if (!auth.ok) return fail(auth.status, auth.message);
-        identity = auth.identity;
-        if (!roleAllows(identity.role, ep.role)) {
-          return fail(403, `${ep.method} ${ep.pattern} (${ep.action}) needs the ${ep.role} role; ${identity.user} has ${identity.role}`);
+      const target = safeTarget(ep, params);
+      const remote = req.remoteAddress;
+      const tooMany = (user?: string): Answer => {
+        const s = ledger.retryAfterSeconds(remote, user);
+        return errorAnswer(429, 'too-many-requests', `too many refused writes from ${user ? `user ${user}` : 'this address'}; try again in ${s} s`, { 'Retry-After': String(s) });
+      };
+      /** A refusal no verified token names: counted, not an entry. */
+      const anonymous = (status: 401 | 403 | 415, reason: string, message: string): Answer => {
+        if (ledger.note({ remote, method: req.method, path: req.url.pathname, status, reason })) return tooMany();
+        return errorAnswer(status, errorWord(status), message);
+      };
+      /** A verified user's refusal before the action: an entry, within the user's limit. */
+      const userRefusal = async (who: Who, status: number, reason: string, message: string, headers?: Record<string, string>): Promise<Answer> => {
+        if (!ledger.userWithin(who.user)) {
+          ledger.note({ remote, method: req.method, path: req.url.pathname, status, reason, user: who.user });
+          return tooMany(who.user);
         }
-        let raw: Buffer;
-        try {
-          raw = await req.body();
-        } catch (err) {
-          if (err instanceof BodyTooLargeError) return fail(413, err.message, { Connection: 'close' });
-          throw err;
-        }
-        const parsed = parseBody(raw, req.headers['content-type'], ep.body);
-        if (!parsed.ok) return fail(parsed.status, parsed.message);
-        return runAction(ctx, log, ep, params, parsed.fields, identity);
-      })().catch((raw: unknown): Ending => {
-        const err = coerceError(raw);
-        log.error('write request failed', { action: ep.action, path: req.url.pathname, error: err.message, stack: err.stack });
-        const message = `internal error: ${err.message}`;
-        return { answer: errorAnswer(500, 'internal', message), message, target: safeTarget(ep, params) };
-      });
-      await record(ctx, log, ep, req, identity, end);
-      return end.answer;
+        const end = { answer: errorAnswer(status, errorWord(status), message, headers), message, target };
+        await record(ctx, log, ep, req, who, end);
+        return end.answer;
+      };
+
+      const guard = crossOriginProblem(req.headers) ?? contentTypeProblem(req.headers['content-type']);
+      if (guard) return anonymous(guard.status, guard.reason, guard.message);
+      const auth = await ctx.auth.authenticate(req.headers.authorization);
+      if (!auth.ok) {
+        if (auth.subject) return userRefusal({ ...auth.subject, role: null }, auth.status, 'no-role', auth.message);
+        const reason = auth.status === 403 ? 'not-configured' : req.headers.authorization ? 'bad-token' : 'no-token';
+        return anonymous(auth.status, reason, auth.message);
+      }
+      const who = auth.identity;
+      if (!roleAllows(who.role, ep.role)) {
+        return userRefusal(who, 403, 'role', `${ep.method} ${ep.pattern} (${ep.action}) needs the ${ep.role} role; ${who.user} has ${who.role}`);
+      }
+      let raw: Buffer;
+      try {
+        raw = await req.body();
+      } catch (err) {
+        if (err instanceof BodyTooLargeError) return userRefusal(who, 413, 'body', err.message, { Connection: 'close' });
+        throw err;
+      }
+      const parsed = parseBody(raw, req.headers['content-type'], ep.body);
+      if (!parsed.ok) return userRefusal(who, parsed.status, 'body', parsed.message);
+      const needs = ep.needs?.(parsed.fields) ?? ep.role;
+      if (!roleAllows(who.role, needs)) {
+        return userRefusal(who, 403, 'role', `${ep.method} ${ep.pattern} (${ep.action}) with these fields needs the ${needs} role; ${who.user} has ${who.role}`);
+      }
+      return runAudited(ctx, log, ep, req, params, parsed.fields, who);
     },
   };
 }
@@ -73,9 +103,37 @@ function safeTarget(ep: WriteEndpoint, params: Record<string, string>): string {
   }
 }
 
-/** Runs the action as `nodepool-web:<user>`; its result (200) or its refusal's status. */
-async function runAction(ctx: WebContext, log: Logger, ep: WriteEndpoint, params: Record<string, string>, body: BodyFields, who: Identity): Promise<Ending> {
-  const target = ep.target(params, body);
+/**
+ * Writes the attempt, runs the action as `nodepool-web:<user>`, writes its outcome: its result
+ * (200), its refusal's status, or 500. An attempt that cannot be written runs nothing (503).
+ */
+async function runAudited(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: WebRequest, params: Record<string, string>, body: BodyFields, who: Identity): Promise<Answer> {
+  const target = safeTarget(ep, params);
+  let bodyTarget = target;
+  try {
+    bodyTarget = ep.target(params, body);
+  } catch {
+    // The params' target serves.
+  }
+  const attempt = entryOf(ctx, ep, req, who, bodyTarget, 0, `${ep.action} ${bodyTarget} attempted by ${who.user}`);
+  try {
+    await ctx.store.recordAudit(attempt);
+  } catch (err) {
+    const message = `the audit trail cannot be written, so ${ep.action} was not run: ${coerceError(err).message}`;
+    log.error('write request not run: its attempt could not be written to the audit trail', { action: ep.action, target: bodyTarget, user: who.user, error: coerceError(err).message });
+    return errorAnswer(503, 'audit-unavailable', message);
+  }
+  const end = await runAction(ctx, log, ep, params, body, who, bodyTarget).catch((raw: unknown): Ending => {
+    const err = coerceError(raw);
+    log.error('write request failed', { action: ep.action, path: req.url.pathname, error: err.message, stack: err.stack });
+    const message = `internal error: ${err.message}`;
+    return { answer: errorAnswer(500, 'internal', message), message, target: bodyTarget };
+  });
+  await record(ctx, log, ep, req, who, end);
+  return end.answer;
+}
+
+async function runAction(ctx: WebContext, log: Logger, ep: WriteEndpoint, params: Record<string, string>, body: BodyFields, who: Identity, target: string): Promise<Ending> {
   const env = { store: ctx.store, config: ctx.config(), requestor: `nodepool-web:${who.user}`, now: ctx.clock, log: log.child({ action: ep.action, target }) };
   const result = await ep.run(env, params, body);
   const message = `${result.message}${auditNote(ep, body)}`;
@@ -83,24 +141,27 @@ async function runAction(ctx: WebContext, log: Logger, ep: WriteEndpoint, params
   return { answer: jsonAnswer(refusalStatus(result.refusal), { ok: false, refusal: result.refusal, message: result.message }), message, target };
 }
 
-/** Writes the audit entry and the log line; a failed write is logged, never thrown. */
-async function record(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: WebRequest, who: Identity | undefined, end: Ending): Promise<void> {
-  const status = end.answer.status;
-  const entry: NewAuditRecord = {
+function entryOf(ctx: WebContext, ep: WriteEndpoint, req: WebRequest, who: Who, target: string, status: number, message: string): NewAuditRecord {
+  return {
     time: ctx.clock(),
-    user: who?.user ?? null,
-    role: who?.role ?? null,
-    authenticator: who?.authenticator ?? null,
+    user: who.user,
+    role: who.role,
+    authenticator: who.authenticator,
     action: ep.action,
-    target: end.target,
+    target,
     method: req.method,
     path: req.url.pathname,
     status,
-    result: auditResult(status),
-    message: end.message.length > MAX_AUDIT_MESSAGE ? `${end.message.slice(0, MAX_AUDIT_MESSAGE)}…` : end.message,
+    result: status === 0 ? 'attempted' : auditResult(status),
+    message: message.length > MAX_AUDIT_MESSAGE ? `${message.slice(0, MAX_AUDIT_MESSAGE)}…` : message,
     remote: req.remoteAddress || null,
   };
-  const fields = { action: entry.action, target: entry.target, user: entry.user, role: entry.role, status, result: entry.result, remote: entry.remote, message: entry.message };
+}
+
+/** Writes the outcome's audit entry and the log line; a failed write is logged, never thrown. */
+async function record(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: WebRequest, who: Who, end: Ending): Promise<void> {
+  const entry = entryOf(ctx, ep, req, who, end.target, end.answer.status, end.message);
+  const fields = { action: entry.action, target: entry.target, user: entry.user, role: entry.role, status: entry.status, result: entry.result, remote: entry.remote, message: entry.message };
   if (entry.result === 'ok') log.info('write request', fields);
   else if (entry.result === 'error') log.error('write request', fields);
   else log.warn('write request', fields);

@@ -101,9 +101,10 @@ export const CLIENT_SCRIPT = `'use strict';
   function message(text, ok) { var m = document.getElementById('message'); m.textContent = text; m.className = ok ? 'ok' : 'bad'; }
   async function act(b) {
     if (b.dataset.confirm && !confirm(b.dataset.confirm)) return;
-    var headers = authHeaders();
-    var init = { method: b.dataset.method, headers: headers };
-    if (b.dataset.body) { headers['Content-Type'] = 'application/json'; init.body = b.dataset.body; }
+    // Every write declares JSON, even with no body: the server refuses a write that does not.
+    var headers = authHeaders(); headers['Content-Type'] = 'application/json';
+    var init = { method: b.dataset.method, headers: headers, credentials: 'same-origin' };
+    if (b.dataset.body) init.body = b.dataset.body;
     try {
       var res = await fetch(b.dataset.path, init);
       var text = await res.text(); var msg = text;

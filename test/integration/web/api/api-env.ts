@@ -20,6 +20,8 @@ import type { AuthenticatorConfig, Role } from '../../../../lib/web-auth/auth-ty
 import { loadAuthenticators } from '../../../../lib/web-auth/authenticators.js';
 import { signToken } from '../../../../lib/web-auth/sign-token.js';
 import { apiModule } from '../../../../server/web/api/api-module.js';
+import { consoleModule } from '../../../../server/web/console/console-module.js';
+import type { RefusalLedger } from '../../../../server/web/api/refusal-ledger.js';
 import type { WebContext } from '../../../../server/web/web-context.js';
 import { WebServer } from '../../../../server/web/web-server.js';
 import { testLogger } from '../../../support/test-log.js';
@@ -42,6 +44,10 @@ export interface ApiEnvOptions {
   log?: Logger;
   /** How long the built-in lists are reused (default 0: every read goes to the store). */
   cacheMs?: number;
+  /** How often the refusal counts of ended minutes are written (default: the module's). */
+  refusalFlushMs?: number;
+  /** Serve the console's pages too (as nodepool-server does). */
+  console?: boolean;
 }
 
 export interface ApiEnv {
@@ -49,14 +55,19 @@ export interface ApiEnv {
   config: Config;
   store: Store;
   web: WebServer;
+  /** The write API module's ledger of refused writes. */
+  ledger: RefusalLedger;
   /** A valid token of `role` for `user` (default `<role>-user`). */
   token(role: Role, user?: string): Promise<string>;
   /** A token signed with another secret. */
   forgedToken(role: Role): Promise<string>;
   /** A token that expired an hour ago. */
   expiredToken(role: Role): Promise<string>;
-  /** Calls the server on a new connection; a `body` object is sent as JSON (`contentType: ''` sends none). */
-  call(method: string, p: string, opts?: { token?: string; body?: unknown; rawBody?: string; contentType?: string }): Promise<{ status: number; json: Record<string, unknown>; headers: http.IncomingHttpHeaders }>;
+  /**
+   * Calls the server on a new connection; a `body` object is sent as JSON. Every method but GET
+   * declares `Content-Type: application/json`, as the console does (`contentType: ''` sends none).
+   */
+  call(method: string, p: string, opts?: { token?: string; body?: unknown; rawBody?: string; contentType?: string; headers?: Record<string, string> }): Promise<{ status: number; json: Record<string, unknown>; headers: http.IncomingHttpHeaders }>;
   close(): Promise<void>;
 }
 
@@ -88,24 +99,26 @@ export async function startApiEnv(opts: ApiEnvOptions = {}): Promise<ApiEnv> {
     store, config: () => config, auth, status: { store, config: () => config, clock: () => Date.now() },
     loops: () => [], started: () => true, clock: () => Date.now(), log,
   };
+  const api = apiModule(ctx, opts.refusalFlushMs ? { refusalFlushMs: opts.refusalFlushMs } : {});
+  const pages = opts.console ? consoleModule(ctx) : undefined;
   const web = await WebServer.start({
-    host: '127.0.0.1', port: 0, log, cacheMs: opts.cacheMs ?? 0, status: ctx.status, loops: ctx.loops, started: ctx.started, routes: apiModule(ctx).routes,
+    host: '127.0.0.1', port: 0, log, cacheMs: opts.cacheMs ?? 0, status: ctx.status, loops: ctx.loops, started: ctx.started,
+    routes: [...api.routes, ...(pages?.routes ?? [])],
+    ...(api.unrouted ? { unrouted: api.unrouted } : {}),
   });
   return {
-    dir, config, store, web,
+    dir, config, store, web, ledger: api.ledger,
     token: (role, user) => signToken(LOCAL, { user: user ?? `${role}-user`, role, expiresInS: 600 }),
     forgedToken: (role) => signToken(FORGER, { user: `${role}-user`, role, expiresInS: 600 }),
     expiredToken: (role) => signToken(LOCAL, { user: `${role}-user`, role, expiresInS: 60 }, () => Date.now() - 3600_000),
     async call(method, p, o = {}) {
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...o.headers };
       if (o.token !== undefined) headers.Authorization = `Bearer ${o.token}`;
       let body: string | undefined;
       if (o.rawBody !== undefined) body = o.rawBody;
       else if (o.body !== undefined) body = JSON.stringify(o.body);
-      if (body !== undefined) {
-        if (o.contentType !== '') headers['Content-Type'] = o.contentType ?? 'application/json';
-        headers['Content-Length'] = String(Buffer.byteLength(body));
-      }
+      if ((body !== undefined || method !== 'GET') && o.contentType !== '') headers['Content-Type'] = o.contentType ?? 'application/json';
+      if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
       const res = await request(web.port, method, p, headers, body);
       let json: Record<string, unknown>;
       try {
@@ -117,6 +130,8 @@ export async function startApiEnv(opts: ApiEnvOptions = {}): Promise<ApiEnv> {
     },
     async close() {
       await web.stop();
+      await api.stop?.();
+      await pages?.stop?.();
       await store.close();
       await rm(dir, { recursive: true, force: true });
     },

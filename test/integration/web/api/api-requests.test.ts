@@ -61,7 +61,10 @@ describe('write API requests', () => {
     }
     assert.equal(await stateOf(env.store), before, 'refused actions change nothing');
     const trail = (await env.store.listAudit()).reverse();
-    assert.deepEqual(trail.map((e) => [e.method, e.path, e.status, e.result, e.target]), cases.map(([, what, , , status, target]) => [...what.split(' '), status, 'refused', target]));
+    // Each action ran: its attempt, then its refusal.
+    assert.deepEqual(trail.map((e) => [e.method, e.path, e.status, e.result, e.target]), cases.flatMap(([, what, , , status, target]) => [
+      [...what.split(' '), 0, 'attempted', target], [...what.split(' '), status, 'refused', target],
+    ]));
   });
 
   it('refuses a body that is not a JSON object of the fields the endpoint takes, naming the field', async () => {
@@ -90,9 +93,11 @@ describe('write API requests', () => {
     const big = await env.call('POST', p, { token, body: { reason: 'x'.repeat(70 * 1024) } });
     assert.equal(big.status, 413);
     assert.equal(await stateOf(env.store), before);
+    // The two without a JSON content type are refused before the token is read: counted, not entries.
     const trail = await env.store.listAudit();
-    assert.equal(trail.length, bad.length + 3);
+    assert.equal(trail.length, bad.length - 2 + 3);
     assert.ok(trail.every((e) => e.result === 'refused' && e.user === 'operator-user'));
+    assert.deepEqual((await env.ledger.recent(5)).map((a) => [a.count, a.reasons]), [[2, { 'content-type': 2 }]]);
     // A JSON content type with parameters is JSON.
     const ok = await env.call('POST', p, { token, body: { provider: 'cloud-a' }, contentType: 'application/json; charset=utf-8' });
     assert.equal(ok.status, 200);
@@ -106,9 +111,10 @@ describe('write API requests', () => {
     const read = await env.token('read');
     const all = await env.call('GET', '/api/audit', { token: read });
     assert.equal(all.status, 200);
-    const entries = all.json.entries as Array<{ id: string; user: string; message: string }>;
-    assert.equal(entries.length, 5);
+    const entries = all.json.entries as Array<{ id: string; user: string; message: string; result: string }>;
+    assert.equal(entries.length, 10);
     assert.ok(entries.every((e) => e.user === 'alice'));
+    assert.deepEqual(entries.slice(0, 2).map((e) => e.result), ['ok', 'attempted']);
     assert.match(entries[0]?.message ?? '', /\(r4\)/);
     const page = await env.call('GET', '/api/audit?limit=2', { token: read });
     const first = page.json.entries as Array<{ id: string }>;
@@ -121,15 +127,23 @@ describe('write API requests', () => {
       assert.equal(res.status, 400, q);
     }
     assert.equal((await env.call('GET', '/api/audit', { token: read })).status, 200, 'reading the trail is not itself audited');
-    assert.equal((await env.store.listAudit()).length, 5);
+    assert.equal((await env.store.listAudit()).length, 10);
+    // The refused reads above are not writes: nothing counted.
+    assert.deepEqual(all.json.refusals, []);
   });
 
-  it('answers methods a path does not take with 405', async () => {
+  it('answers methods a path does not take with 405, and counts a write no route takes with the refusals', async () => {
     const res = await env.call('GET', '/api/image/deb/build', { token: await env.token('admin') });
     assert.equal(res.status, 405);
+    assert.equal((await env.call('PUT', '/api/image/deb/build', { token: await env.token('admin') })).status, 405);
+    assert.equal((await env.call('POST', '/api/nothing-here')).status, 404);
+    assert.deepEqual(await env.store.listAudit(), []);
+    const [counted] = await env.ledger.recent(5);
+    assert.deepEqual([counted?.count, counted?.statuses, counted?.reasons, counted?.requests],
+      [2, { 405: 1, 404: 1 }, { unrouted: 2 }, { 'PUT /api/image/deb/build': 1, 'POST /api/nothing-here': 1 }]);
   });
 
-  it('still answers when the audit entry cannot be written, and logs that it could not', async () => {
+  it('runs no action whose attempt cannot be written to the audit trail: 503, logged', async () => {
     await env.close();
     const { log, lines } = capturingLog();
     env = await startApiEnv({ log });
@@ -140,12 +154,32 @@ describe('write API requests', () => {
       db.close();
     }
     const res = await env.call('POST', '/api/image/deb/build', { token: await env.token('operator') });
-    assert.equal(res.status, 200);
-    assert.deepEqual((await env.store.listBuildRequests()).map((r) => r.diskimage), ['deb']);
-    const failed = lines.filter((l) => l.includes('could not write the audit entry'));
+    assert.equal(res.status, 503, JSON.stringify(res.json));
+    assert.deepEqual([res.json.error, /not run/.test(String(res.json.message))], ['audit-unavailable', true]);
+    assert.deepEqual(await env.store.listBuildRequests(), []);
+    const failed = lines.filter((l) => l.includes('its attempt could not be written'));
     assert.equal(failed.length, 1);
     assert.match(failed[0] ?? '', /audit disk full/);
     assert.match(failed[0] ?? '', /"action":"image-build"/);
+  });
+
+  it('keeps the attempt and still answers when the outcome cannot be written, and logs that it could not', async () => {
+    await env.close();
+    const { log, lines } = capturingLog();
+    env = await startApiEnv({ log });
+    const db = new Database(storePath(env.config));
+    try {
+      db.exec("CREATE TRIGGER refuse_outcome BEFORE INSERT ON audit WHEN NEW.result <> 'attempted' BEGIN SELECT RAISE(FAIL, 'audit disk full'); END");
+    } finally {
+      db.close();
+    }
+    const res = await env.call('POST', '/api/image/deb/build', { token: await env.token('operator') });
+    assert.equal(res.status, 200);
+    assert.deepEqual((await env.store.listBuildRequests()).map((r) => r.diskimage), ['deb']);
+    assert.deepEqual((await env.store.listAudit()).map((e) => [e.action, e.status, e.result, e.user]), [['image-build', 0, 'attempted', 'operator-user']]);
+    const failed = lines.filter((l) => l.includes('could not write the audit entry'));
+    assert.equal(failed.length, 1);
+    assert.match(failed[0] ?? '', /audit disk full/);
   });
 });
 
@@ -166,7 +200,7 @@ describe('write API when the store fails', () => {
       assert.deepEqual([res.json.ok, res.json.error], [false, 'internal']);
       assert.match(String(res.json.message), /retries disk full/);
       assert.deepEqual(await env.store.listUploadRetries(), []);
-      assert.deepEqual((await env.store.listAudit()).map((e) => [e.action, e.status, e.result, e.user]), [['upload-retry', 500, 'error', 'operator-user']]);
+      assert.deepEqual((await env.store.listAudit()).map((e) => [e.action, e.status, e.result, e.user]), [['upload-retry', 500, 'error', 'operator-user'], ['upload-retry', 0, 'attempted', 'operator-user']]);
       assert.equal(lines.filter((l) => l.includes('write request failed') && l.includes('"level":"error"')).length, 1);
     } finally {
       await env.close();
@@ -175,7 +209,7 @@ describe('write API when the store fails', () => {
 });
 
 describe('write API without webapp.auth', () => {
-  it('refuses every write with 403 and records it', async () => {
+  it('refuses every write with 403 and counts it, without an entry each', async () => {
     const env = await startApiEnv({ noAuth: true });
     try {
       const s = await seed(env.store);
@@ -185,7 +219,8 @@ describe('write API without webapp.auth', () => {
       assert.match(String(res.json.message), /not configured/);
       assert.equal((await env.call('GET', '/api/audit')).status, 403);
       assert.equal(await stateOf(env.store), before);
-      assert.deepEqual((await env.store.listAudit()).map((e) => [e.action, e.status, e.result, e.user]), [['hold', 403, 'denied', null]]);
+      assert.deepEqual(await env.store.listAudit(), []);
+      assert.deepEqual((await env.ledger.recent(5)).map((a) => [a.source, a.count, a.statuses, a.reasons]), [['127.0.0.1', 1, { 403: 1 }, { 'not-configured': 1 }]]);
     } finally {
       await env.close();
     }
@@ -201,9 +236,13 @@ describe('write API log lines', () => {
       await env.call('POST', '/api/image/deb/build', { token });
       await env.call('POST', '/api/image/deb/build', { token: `${token}x` });
       const writes = lines.filter((l) => l.includes('write request'));
-      assert.equal(writes.length, 2);
+      assert.equal(writes.length, 1);
       assert.match(writes[0] ?? '', /"user":"bob"/);
-      assert.match(writes[1] ?? '', /"result":"denied"/);
+      // A token that does not verify names nobody: one debug line, counted with its source.
+      const refused = lines.filter((l) => l.includes('write refused'));
+      assert.equal(refused.length, 1);
+      assert.match(refused[0] ?? '', /"reason":"bad-token"/);
+      assert.match(refused[0] ?? '', /"level":"debug"/);
       assert.ok(lines.every((l) => !l.includes(token.split('.')[2] as string)), 'no log line holds the token');
     } finally {
       await env.close();
