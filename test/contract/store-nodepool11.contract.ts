@@ -150,7 +150,10 @@ export function nodepool11StoreContract(h: StoreHarness): void {
       const builds = await Promise.all(BUILD_STATES.map(buildIn));
       const ready = builds[BUILD_STATES.indexOf('ready')] as BuildRecord;
       const uploads = await Promise.all(UPLOAD_STATES.map((s) => uploadIn(ready.id, s)));
-      const nodes = await Promise.all(NODE_STATES.map((state) => h.store.createNode({ state, provider: 'static-a', pool: 'main', labels: ['small'], connectionPort: 2222 })));
+      const nodes = await Promise.all(NODE_STATES.map((state) => h.store.createNode({
+        state, provider: 'static-a', pool: 'main', labels: ['small'], connectionPort: 2222, resources: { cores: 2, ram: 2048, instances: 1 },
+        attributes: { 'executor-zone': 'z1' }, hostKeys: ['ssh-ed25519 AAAA'], ...(state === 'hold' ? { holdReason: 'debug', holdExpiration: T0 + 3_600_400, holdJob: 'job-1' } : {}),
+      })));
       const requests = await Promise.all(REQUEST_STATES.map(async (state) => {
         const r = await h.store.createRequest({ labels: ['small', 'big'], requestor: 'zuul', tenantName: 't1' });
         return state === 'requested' ? r : h.store.updateRequest(r.id, { state, declinedBy: ['L0'], nodes: state === 'fulfilled' ? [nodes[0]?.id as string] : [] });
