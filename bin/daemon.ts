@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Argv } from 'yargs';
 import { versionText } from '../lib/build-info.js';
 import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
-import { configSecrets, loadConfig } from '../lib/config/load.js';
+import { loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
 import { driverHosts, type DriverHosts } from '../lib/drivers/driver-hosts.js';
 import { ConfigError } from '../lib/errors.js';
@@ -107,13 +107,16 @@ export interface ConfigSource {
 }
 
 /**
- * Loads the config and its secure file, registers the secrets they brought (the secure file's
- * env-vars, secret-named `%(NODEPOOL_…)` values) so no log line shows them, and logs every
- * key accepted but not honoured. Thrown: ConfigError.
+ * Loads the config and its secure file; the loader registers the secrets they brought (the
+ * secure file's env-vars, secret-named `%(NODEPOOL_…)` values, the clouds.yaml the openstack
+ * providers authenticate with) with processSecrets, so no log line, build log or job failure
+ * shows them, from the start and after each reload. Logs every key accepted but not
+ * honoured. Thrown: ConfigError.
  */
 export function loadDaemonConfig(source: ConfigSource, log: Logger): Config {
-  const config = loadConfig(source.file, { env: process.env, ...(source.secureFile !== undefined ? { secureFile: source.secureFile } : {}) });
-  for (const secret of configSecrets(config)) processSecrets.add(secret);
+  const config = loadConfig(source.file, {
+    env: process.env, host: { homeDir: os.homedir(), cwd: process.cwd() }, ...(source.secureFile !== undefined ? { secureFile: source.secureFile } : {}),
+  });
   logConfigWarnings(config, log);
   return config;
 }

@@ -5,6 +5,7 @@
  */
 import { createInterface } from 'node:readline/promises';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { completeWords } from '../cli/commands/completion.js';
@@ -113,7 +114,9 @@ const SECONDS = seconds({ min: 1, fractions: true });
 const DEFAULT_CONFIG = process.env.NODEPOOL_CONFIG ?? '/etc/nodepool/nodepool.yaml';
 
 /** How every command reads the config: the secure file and this process's environment for `%(NODEPOOL_…)`. */
-const loadOptions = (a: { secure?: string | undefined }): LoadOptions => ({ env: process.env, ...(a.secure !== undefined ? { secureFile: a.secure } : {}) });
+const loadOptions = (a: { secure?: string | undefined }): LoadOptions => ({
+  env: process.env, host: { homeDir: os.homedir(), cwd: process.cwd() }, ...(a.secure !== undefined ? { secureFile: a.secure } : {}),
+});
 
 // Shell completion (the script of `nodepool completion` runs `nodepool --get-yargs-completions
 // <words>`): names of diskimages, providers, labels, builds and nodes are answered here, before

@@ -9,6 +9,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import { driverConfigOf, imageTargets, providerPools } from '../drivers/config-registry.js';
+import { isSecretKey, processSecrets, SecretRegistry } from '../redact.js';
 import { substituteEnv, unsetPlaceholders, type ConfigEnv } from './env-substitution.js';
 import { deepFreeze, Problems } from './schema-kit.js';
 import { nodepoolSchema, type Config, type ConfigWarning } from './schema.js';
@@ -22,6 +23,19 @@ export interface LoadOptions {
   env?: ConfigEnv;
   /** The secure file (`-s/--secure`). */
   secureFile?: string;
+  /**
+   * This process's home and working directories, where drivers look for credential files the
+   * config does not name (clouds.yaml's standard locations). None: only named files are read.
+   */
+  host?: { homeDir: string; cwd: string };
+  /**
+   * Where the loaded config's secrets are registered (default: the process's,
+   * {@link processSecrets}): the secure file's env-vars, secret-named env-vars and
+   * `%(NODEPOOL_…)` values, webapp HS256 secrets, and the drivers' credential files
+   * (clouds.yaml), so every log line, build log and failure reason is scrubbed of them from
+   * the moment the config is loaded or reloaded.
+   */
+  secrets?: SecretRegistry;
 }
 
 /** A secure file's text for {@link parseConfig}. */
@@ -30,7 +44,7 @@ export interface SecureText {
   text: string;
 }
 
-/** Values from the secure file's env-vars and secret-named `%(NODEPOOL_…)` variables: bin/ registers them with processSecrets. */
+/** Values from the secure file's env-vars, secret-named env-vars and `%(NODEPOOL_…)` variables, webapp secrets and the drivers' credential files. */
 const SECRETS = new WeakMap<Config, readonly string[]>();
 
 /** The secret values a config was loaded with (never logged; see lib/redact.ts processSecrets). */
@@ -70,6 +84,20 @@ const warningsOf = (file: string, list: readonly ConfigProblem[]): ConfigWarning
 /** Parses config text, and the secure file's (pure). Thrown: {@link ConfigError} listing every problem with its file and key path. */
 export function parseConfig(text: string, file: string, opts: { env?: ConfigEnv; secure?: SecureText } = {}): Config {
   const secrets = new Set<string>();
+  try {
+    return parseWith(text, file, opts, secrets);
+  } catch (err) {
+    // A substituted secret put where the schema quotes what it found (`max-servers: expected
+    // integer, got "<the value>"`) is replaced in the message before the error leaves.
+    if (!(err instanceof ConfigError) || secrets.size === 0) throw err;
+    const known = new SecretRegistry();
+    secrets.forEach((v) => known.add(v));
+    const problems = err.problems.map((p) => ({ path: known.scrub(p.path), message: known.scrub(p.message) }));
+    throw new ConfigError(err.file, problems, { cause: err.cause });
+  }
+}
+
+function parseWith(text: string, file: string, opts: { env?: ConfigEnv; secure?: SecureText }, secrets: Set<string>): Config {
   const warnings: ConfigWarning[] = [];
   let doc = readDocument(text, file, opts.env, secrets);
   let secure: ReturnType<typeof secureParts>;
@@ -80,6 +108,7 @@ export function parseConfig(text: string, file: string, opts: { env?: ConfigEnv;
     warnings.push(...warningsOf(opts.secure.file, sp.warnings));
     if (typeof doc === 'object' && !Array.isArray(doc)) doc = { ...(doc as object), ...secure.replace };
   }
+  secretEnvVars(doc).forEach((v) => secrets.add(v));
   const problems = new Problems();
   const parsed = nodepoolSchema.parse(doc, '', problems);
   if (parsed) checkReferences(parsed, problems);
@@ -133,11 +162,38 @@ function readText(file: string): string {
   }
 }
 
-/** Reads and parses a config file and its secure file. Thrown: {@link ConfigError}, also when a file cannot be read. */
+/**
+ * Reads and parses a config file and its secure file, then registers its secrets with
+ * `opts.secrets` (see {@link LoadOptions.secrets}), the drivers' credential files included.
+ * Thrown: {@link ConfigError}, also when a file cannot be read.
+ */
 export function loadConfig(file: string, opts: LoadOptions = {}): Config {
   const text = readText(file);
   const secure = opts.secureFile === undefined ? undefined : { file: opts.secureFile, text: readText(opts.secureFile) };
-  return parseConfig(text, file, { ...(opts.env ? { env: opts.env } : {}), ...(secure ? { secure } : {}) });
+  const config = parseConfig(text, file, { ...(opts.env ? { env: opts.env } : {}), ...(secure ? { secure } : {}) });
+  const all = [...configSecrets(config), ...hostSecrets(config, opts)];
+  SECRETS.set(config, all);
+  const registry = opts.secrets ?? processSecrets;
+  all.forEach((v) => registry.add(v));
+  return config;
+}
+
+/** The secrets of the credential files of the drivers the config's providers use (each driver asked once). */
+function hostSecrets(config: Config, opts: LoadOptions): string[] {
+  const drivers = new Set(config.providers.map(driverConfigOf));
+  const host = { settings: config as unknown as Readonly<Record<string, unknown>>, env: opts.env ?? {}, ...(opts.host ?? {}) };
+  return [...drivers].flatMap((d) => [...(d.hostSecrets?.(host) ?? [])]);
+}
+
+/** Values of secret-named diskimage env-vars in a parsed document (`DIB_PASSWORD: …`), however they were written. */
+function secretEnvVars(doc: unknown): string[] {
+  return rawDiskimages(doc).flatMap((d) => {
+    const vars = d['env-vars'];
+    if (typeof vars !== 'object' || vars === null || Array.isArray(vars)) return [];
+    return Object.entries(vars as Record<string, unknown>)
+      .filter(([k, v]) => isSecretKey(k) && (typeof v === 'string' || typeof v === 'number'))
+      .map(([, v]) => String(v));
+  });
 }
 
 function rawDiskimages(doc: unknown): Array<Record<string, unknown>> {

@@ -68,4 +68,20 @@ export interface DriverConfig<C extends ProviderConfigBase = ProviderConfigBase>
   checkReferences?(config: C, known: { labels: ReadonlySet<string>; diskimages: ReadonlySet<string> }, at: string, problems: Problems): void;
   /** The diskimages the provider takes, for drivers whose providers take uploaded images. */
   imageTargets?(config: C): ImageTarget[];
+  /**
+   * The secrets in this host's credential files for the driver's providers (the openstack
+   * clouds.yaml's passwords), read by the config loader when a config with such a provider is
+   * loaded, so every path out is scrubbed of them before the first cloud call. Never throws.
+   */
+  hostSecrets?(host: HostSecretSource): readonly string[];
+}
+
+/** Where a driver finds this host's credential files: the loaded config's settings and the process's environment and directories. */
+export interface HostSecretSource {
+  /** The loaded config (a driver reads only its own keys, e.g. `cloudsFile`). */
+  settings: Readonly<Record<string, unknown>>;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Absent (a caller that gave no host): only files the config names explicitly are read. */
+  homeDir?: string;
+  cwd?: string;
 }

@@ -1,11 +1,12 @@
 /**
- * Reading what builders answer (pure): WORK_COMPLETE payloads of builds and uploads, the
+ * Reading what builders answer (pure, apart from the process's known secrets): WORK_COMPLETE payloads of builds and uploads, the
  * reason of a WORK_FAIL or WORK_EXCEPTION, the builder identity sent as WORK_DATA, and the
  * Gearman unique of each job.
  */
 import { createHash } from 'node:crypto';
 import type { JobResult } from '../../lib/gearman/types.js';
 import { MAX_UNIQUE_BYTES } from '../../lib/gearman/types.js';
+import { processSecrets, type SecretRegistry } from '../../lib/redact.js';
 import type { ImageFileInfo } from '../../lib/store/models.js';
 
 /** What a finished build reports. */
@@ -137,14 +138,15 @@ function httpUrl(v: unknown): string | null {
  * "attempts", "last-error"}`), as the reason to show on the uploading record; undefined for
  * other data.
  */
-export function parseUploadAttempt(data: Buffer): string | undefined {
+export function parseUploadAttempt(data: Buffer, secrets: SecretRegistry = processSecrets): string | undefined {
   try {
     const o = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
     const n = o['upload-attempt'];
     const of = o.attempts;
     const error = o['last-error'];
     if (typeof n === 'number' && typeof of === 'number' && typeof error === 'string') {
-      return `attempt ${n} of ${of}, after: ${error.slice(0, 500)}`;
+      // Scrubbed before the cut, so the cut never leaves part of a secret.
+      return `attempt ${n} of ${of}, after: ${secrets.scrub(error).slice(0, 500)}`;
     }
   } catch {
     // Not ours.
@@ -152,16 +154,20 @@ export function parseUploadAttempt(data: Buffer): string | undefined {
   return undefined;
 }
 
-/** The reason to record for a job that did not complete. */
-export function failureReason(result: Exclude<JobResult, { type: 'complete' }>): string {
+/**
+ * The reason to record for a job that did not complete, with every secret this process knows
+ * (its config's, its clouds.yaml's) replaced: a builder that did not know one yet, or runs
+ * another version, must not put it into a record that lists and web pages show.
+ */
+export function failureReason(result: Exclude<JobResult, { type: 'complete' }>, secrets: SecretRegistry = processSecrets): string {
   const warnings = result.warnings.map((w) => w.toString('utf8').trim()).filter(Boolean);
   if (result.type === 'exception') {
     const first = result.data.toString('utf8').trim().split('\n')[0] ?? '';
-    return `builder exception: ${first || warnings.join('; ') || 'no message'}`;
+    return secrets.scrub(`builder exception: ${first || warnings.join('; ') || 'no message'}`);
   }
   // gearmand itself sends a bare WORK_FAIL when the builder running the job disconnected
   // and --job-retries is used up.
-  return warnings.join('; ') || 'the job failed without a message (the builder running it may have died)';
+  return secrets.scrub(warnings.join('; ')) || 'the job failed without a message (the builder running it may have died)';
 }
 
 /** A Gearman unique for a key: the key itself, or a digest of it when gearmand would truncate it. */

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../lib/config/load.js';
+import { SecretRegistry } from '../../lib/redact.js';
 import { waitFor } from '../../lib/lifecycle.js';
 import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
@@ -149,6 +150,104 @@ describe('faults: secrets in failures', () => {
       assert.match(byProvider[1] ?? '', /Keystone authentication failed for user 'demo' in project 'demo' at .*401.*<redacted>/);
       assert.match(byProvider[2] ?? '', /Keystone authentication failed for user 'demo' .*400.*<redacted>/);
       assert.match(byProvider[3] ?? '', /Glance POST \/v2\/images failed with 400; cloud said: .*<redacted>/);
+    } finally {
+      for (const p of procs) await p.stop();
+      await store?.close();
+      await cloud?.stop();
+      await gearmand?.stop();
+      if (!process.env.NODEPOOL_FAULTS_KEEP) await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps the clouds.yaml password out of a just-started builder's first failed build: its log, WORK_FAIL, reason, /api/build/<id>/log and dib-image-list", { timeout: 240_000 }, async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-early-secret-'));
+    // No space: fake-dib's FAKE_DIB_REQUIRE_ENV splits on spaces.
+    const PW = `Early-Pw-${randomBytes(8).toString('hex')}`;
+    let gearmand: GearmandHandle | undefined;
+    let cloud: ScriptedCloud | undefined;
+    let store: Store | undefined;
+    const procs: TrackedProcess[] = [];
+    try {
+      [gearmand, cloud] = await Promise.all([startGearmand(), ScriptedCloud.start()]);
+      const cloudsFile = path.join(dir, 'clouds.yaml');
+      await writeFile(cloudsFile, `clouds:\n  early:\n    auth: {auth_url: "${cloud.url}/v3", username: demo, password: "${PW}", project_name: demo}\n    region_name: ${SCRIPTED_REGION}\n`);
+      const webPort = await freePort();
+      const configPath = path.join(dir, 'nodepool.yaml');
+      await mkdir(path.join(dir, 'state'));
+      await mkdir(path.join(dir, 'images'));
+      await writeFile(configPath, JSON.stringify({
+        'gearman-servers': [{ host: '127.0.0.1', port: gearmand.port }],
+        'state-dir': path.join(dir, 'state'), 'images-dir': path.join(dir, 'images'), 'build-log-dir': path.join(dir, 'build-logs'),
+        'clouds-file': cloudsFile,
+        'image-lifecycle': { interval: 1, 'retry-delay': 1, 'max-retry-delay': 2 },
+        webapp: { port: webPort, 'listen-address': '127.0.0.1' },
+        // The build prints the password (as a DIB element echoing a credential would) and fails.
+        diskimages: [{
+          name: 'early', elements: ['fake-element'], release: 'bookworm', 'dib-cmd': FAKE_DIB, formats: ['raw'],
+          'env-vars': { FAKE_DIB_REQUIRE_ENV: `DIB_CLOUD_PW=${PW}` },
+        }],
+        providers: [{ name: 'p-early', driver: 'openstack', cloud: 'early', 'image-format': 'raw', diskimages: [{ name: 'early' }] }],
+      }));
+      store = await openStore(loadConfig(configPath, { secrets: new SecretRegistry() }));
+      const env = { ...process.env, NODEPOOL_CONFIG: '' };
+      const t0 = Date.now();
+      procs.push(startProcess('nodepool-builder', process.execPath, [
+        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-early', '--shutdown-timeout', '2', '--log-level', 'debug',
+      ], { cwd: ROOT, logFile: path.join(dir, 'builder.log'), env }));
+      procs.push(startProcess('nodepool-server', process.execPath, [
+        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'server-early', '--log-level', 'debug',
+      ], { cwd: ROOT, logFile: path.join(dir, 'server.log'), env }));
+      const st = store;
+      const failed = await waitFor(async () => {
+        for (const p of procs) if (!p.alive()) throw new Error(`${p.name} exited; see ${dir}`);
+        const builds = (await st.listBuilds()).filter((b) => b.state === 'failed');
+        return builds.length >= 1 ? builds : undefined;
+      }, { timeoutMs: 150_000, what: 'the first build of early failed', intervalMs: 250 });
+      const firstFailMs = Date.now() - t0;
+      const build = failed[0];
+      assert.ok(build);
+
+      const places: Array<[string, string]> = [];
+      const cli = async (args: string[]): Promise<void> => {
+        const r = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', configPath, ...args], { cwd: ROOT, env })
+          .catch((e: { stdout?: string; stderr?: string; code?: number }) => ({ stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''} (exit ${e.code})` }));
+        places.push([`nodepool ${args.join(' ')}`, `${r.stdout}\n${r.stderr}`]);
+      };
+      for (const args of [['dib-image-list'], ['dib-image-list', '--json']]) await cli(args);
+      // A failed build is deleted within a few passes and built anew: read the log of whichever failed one is there.
+      let last = '';
+      const [logRoute, got] = await waitFor(async () => {
+        for (const b of (await st.listBuilds()).filter((x) => x.state === 'failed')) {
+          failed.push(...(failed.some((f) => f.id === b.id) ? [] : [b]));
+          const route = `/api/build/${b.id}/log`;
+          const res = await fetch(`http://127.0.0.1:${webPort}${route}`);
+          const text = await res.text();
+          last = `${route} ${res.status}: ${text.slice(0, 300)}`;
+          if (res.status === 200 && text.includes('DIB_CLOUD_PW=')) return [route, text] as const;
+        }
+        return undefined;
+      }, { timeoutMs: 60_000, what: "/api/build/<id>/log serves a failed build's log" }).catch((err: Error) => assert.fail(`${err.message}; last answer ${last}`));
+      places.push([`GET ${logRoute}`, got]);
+      for (const route of ['/api/dib-image-list', '/api/dib-image-list.json', '/dashboard.json']) {
+        const res = await fetch(`http://127.0.0.1:${webPort}${route}`);
+        places.push([`GET ${route} (${res.status})`, await res.text()]);
+      }
+      places.push(['store: reasons of the failed builds (the WORK_FAIL text)', failed.map((b) => b.reason ?? '').join('\n')]);
+      for (const p of procs) await p.stop();
+      for (const [file, text] of await filesUnder(dir)) if (file !== 'clouds.yaml' && file !== 'nodepool.yaml') places.push([file, text]);
+
+      const found = places.filter(([, text]) => text.includes(PW)).map(([place]) => place);
+      const buildLog = places.filter(([place]) => place.startsWith('build-logs/')).map(([, text]) => text).join('\n');
+      recordFault({
+        scenario: "secrets in a just-started builder's first failed build", runs: failed.length,
+        recovered: failed.filter((b) => (b.reason ?? '').includes('<redacted>') || !(b.reason ?? '').includes('DIB_CLOUD_PW')).length, lost: 0, leaked: found.length, recoverMs: null,
+        notes: `the builder's first build failed ${(firstFailMs / 1000).toFixed(1)} s after start, before any cloud call, printing the clouds.yaml password; ${places.length} places searched `
+          + '(builder and server logs, the build log, the SQLite store, the stored reasons, /api/build/<id>/log, 2 dib-image-list outputs, 3 web pages); '
+          + `reason: ${excerpt((build.reason ?? '').replaceAll(dir, '<dir>'))}`,
+      });
+      assert.deepEqual(found, [], `the password was found (dir ${dir})`);
+      // fake-dib really printed it: the line is there, the password replaced.
+      assert.match(buildLog, /expected DIB_CLOUD_PW=<redacted>/);
     } finally {
       for (const p of procs) await p.stop();
       await store?.close();

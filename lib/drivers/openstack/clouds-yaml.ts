@@ -6,6 +6,7 @@
  * lib/ never reads `process.env`: the caller passes the search path, e.g. from
  * {@link standardSearchPaths}.
  */
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -104,6 +105,42 @@ async function readCloudsYaml(opts: LoadCloudOptions): Promise<{ file: string; t
   throw new ConfigError('clouds.yaml', [{ path: '', message: `not found (${where})` }]);
 }
 
+/**
+ * Every value under a secret key of this host's clouds.yaml (explicit `path`, else the first of
+ * `searchPaths` that exists), read when the config is loaded so that the process scrubs them
+ * from its logs, build logs and job failures before its first cloud call. Never throws: a file
+ * that is missing or unreadable gives none (the first cloud call reports it); one that is not
+ * valid YAML gives the values of its `key: value` lines under secret keys.
+ */
+export function cloudsYamlSecrets(opts: LoadCloudOptions): string[] {
+  const candidates = opts.path !== undefined ? [opts.path] : opts.searchPaths ?? [];
+  for (const file of candidates) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    const values: string[] = [];
+    const add = (v: unknown): void => { if (typeof v === 'string' || typeof v === 'number') values.push(String(v)); };
+    try {
+      rememberSecrets(yaml.load(text, { filename: file }), { add });
+    } catch {
+      for (const m of text.matchAll(SECRET_LINE)) if (m[1] !== undefined && isSecretKey(m[1])) add(unquote(m[2] ?? ''));
+    }
+    return values.filter((v) => v !== '');
+  }
+  return [];
+}
+
+/** A `key: value` line of a YAML file (for one that does not parse). */
+const SECRET_LINE = /^[\s-]*["']?([\w.-]+)["']?\s*:[ \t]*(\S[^\r\n]*?)[ \t]*$/gm;
+
+function unquote(v: string): string {
+  const q = v[0];
+  return (q === '"' || q === "'") && v.endsWith(q) && v.length >= 2 ? v.slice(1, -1) : v;
+}
+
 type Obj = Record<string, unknown>;
 
 function isObj(v: unknown): v is Obj {
@@ -135,7 +172,7 @@ function normalizeKeys(o: Obj): Obj {
  * A mapping under a secret key is walked like any other, so a cloud named `token-lab` does
  * not make its user and project names secrets.
  */
-function rememberSecrets(v: unknown, secrets: SecretRegistry, secretKey = false): void {
+function rememberSecrets(v: unknown, secrets: Pick<SecretRegistry, 'add'>, secretKey = false): void {
   if (Array.isArray(v)) v.forEach((x) => rememberSecrets(x, secrets, secretKey));
   else if (isObj(v)) for (const [k, x] of Object.entries(v)) rememberSecrets(x, secrets, isSecretKey(k));
   else if (secretKey) secrets.add(v);

@@ -11,7 +11,8 @@ import { providerDiskimageRollout } from '../../config/rollout-schema.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
-import type { DriverConfig, ImageTarget, PoolInfo } from '../driver-config.js';
+import type { DriverConfig, HostSecretSource, ImageTarget, PoolInfo } from '../driver-config.js';
+import { cloudsYamlSecrets, standardSearchPaths } from './clouds-yaml.js';
 
 /** Placeholders `hostname-format` may use. */
 export const HOSTNAME_FIELDS = ['label.name', 'provider.name', 'node.id', 'pool.name'] as const;
@@ -230,10 +231,19 @@ export function openstackImageTargets(c: OpenStackProviderConfig): ImageTarget[]
 }
 
 /** The openstack driver's config part (runtime-free; lib/drivers/openstack/index.ts adds providers). */
+/** The secrets of the clouds.yaml this host's providers authenticate with: the config's `clouds-file`, else the standard locations. */
+function cloudsFileSecrets(host: HostSecretSource): readonly string[] {
+  const file = host.settings.cloudsFile;
+  if (typeof file === 'string') return cloudsYamlSecrets({ path: file });
+  if (host.homeDir === undefined || host.cwd === undefined) return [];
+  return cloudsYamlSecrets({ searchPaths: standardSearchPaths({ env: host.env, homeDir: host.homeDir, cwd: host.cwd }) });
+}
+
 export const openstackConfig: DriverConfig<OpenStackProviderConfig> = {
   name: 'openstack',
   providerSchema: openstackProviderSchema,
   pools: openstackPools,
   checkReferences: checkOpenStackReferences,
   imageTargets: openstackImageTargets,
+  hostSecrets: cloudsFileSecrets,
 };
