@@ -2,12 +2,13 @@
  * Operator actions: delete a build or one upload (`nodepool image-delete`, `dib-image-delete`),
  * with Nodepool 3.x semantics: a build is marked `deleting` (the server deletes its uploads
  * first, then its files); an upload is marked `deleting` (the server deletes it from the cloud).
- * Neither while it is still being built or uploaded. A corrupt record (lib/store/corrupt.ts)
- * cannot be marked, so it is removed at once.
+ * Neither while it is still being built or uploaded, nor while a pin holds it (unpin first). A
+ * corrupt record (lib/store/corrupt.ts) cannot be marked, so it is removed at once.
  */
 import { CorruptRecordError, StateConflictError } from '../errors.js';
+import type { PinRecord } from '../store/models.js';
 import type { Store } from '../store/store.js';
-import { refuse, type ActionResult } from './action-result.js';
+import { refuse, type ActionResult, type Refused } from './action-result.js';
 
 /** Reason recorded on what an operator deletes. */
 export const OPERATOR_DELETE_REASON = 'deleted by operator';
@@ -16,7 +17,7 @@ export const OPERATOR_DELETE_REASON = 'deleted by operator';
 export type DeleteOutcome = 'marked' | 'already-deleting' | 'corrupt-removed';
 
 /** The answer of {@link deleteBuild}. */
-export type DeleteBuildResult = ActionResult<{ buildId: string; outcome: DeleteOutcome }, 'unknown-build' | 'in-progress'>;
+export type DeleteBuildResult = ActionResult<{ buildId: string; outcome: DeleteOutcome }, 'unknown-build' | 'in-progress' | 'wrong-state'>;
 
 /** An upload as the operator names it (Nodepool's `image-delete --provider --image --build-id --upload-id`). */
 export interface UploadName {
@@ -30,7 +31,21 @@ export interface UploadName {
 }
 
 /** The answer of {@link deleteUpload}. */
-export type DeleteUploadResult = ActionResult<{ uploadId: string; outcome: DeleteOutcome }, 'unknown-upload' | 'in-progress'>;
+export type DeleteUploadResult = ActionResult<{ uploadId: string; outcome: DeleteOutcome }, 'unknown-upload' | 'in-progress' | 'wrong-state'>;
+
+/** `nodepool image-unpin <diskimage> [--provider <p>]`, the command that removes `pin`. */
+function unpinCommand(pin: PinRecord): string {
+  return `nodepool image-unpin ${pin.diskimage}${pin.provider === null ? '' : ` --provider ${pin.provider}`}`;
+}
+
+/**
+ * A refusal to delete what a pin holds (issue 31 §8): deleting it would leave the pin naming a
+ * deleted build while launches quietly boot the newest upload. The operator unpins first.
+ */
+function pinnedRefusal(what: string, pins: readonly PinRecord[]): Refused<'wrong-state'> {
+  const where = pins.map((p) => `${p.diskimage} on ${p.provider ?? 'every provider'}`).join(', ');
+  return refuse('wrong-state', `${what} is pinned (${where}); unpin it first (${pins.map(unpinCommand).join('; ')}), then delete it`);
+}
 
 /**
  * Marks a ready, failed or lost build `deleting`. Thrown: StoreError (e.g. the store refuses to
@@ -54,6 +69,8 @@ export async function deleteBuild(store: Store, args: { buildId: string }): Prom
   const inProgress = refuse('in-progress', 'Cannot delete a build in progress');
   if (build.state === 'deleting') return alreadyDeleting;
   if (build.state === 'building') return inProgress;
+  const pins = (await store.listPins()).filter((p) => p.buildId === id);
+  if (pins.length > 0) return pinnedRefusal(`Build ${id}`, pins);
   try {
     const updated = await store.updateBuild(id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, { expectStates: ['ready', 'failed', 'lost'] });
     if (!updated) return refuse('unknown-build', `Build ${id} not found`);
@@ -97,6 +114,10 @@ export async function deleteUpload(store: Store, t: UploadName): Promise<DeleteU
   const inProgress = refuse('in-progress', 'Cannot delete because image upload in progress');
   if (upload.state === 'deleting') return alreadyDeleting;
   if (upload.state === 'uploading') return inProgress;
+  // A pin serves this upload where it applies: its provider's own pin, or the diskimage-wide one.
+  const pins = (await store.listPins()).filter((p) => p.buildId === upload.buildId && p.diskimage === upload.diskimage
+    && (p.provider === null || p.provider === upload.provider));
+  if (upload.state === 'ready' && pins.length > 0) return pinnedRefusal(what, pins);
   try {
     const updated = await store.updateUpload(upload.id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, { expectStates: ['ready', 'failed'] });
     if (!updated) return refuse('unknown-upload', UPLOAD_NOT_FOUND);

@@ -7,6 +7,7 @@
 import type { Config } from '../config/schema.js';
 import { imageTarget } from '../drivers/config-registry.js';
 import type { Store } from '../store/store.js';
+import { blankReason } from './reason.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
 
@@ -22,7 +23,7 @@ export interface PauseTarget {
   provider?: string;
 }
 
-type PauseRefusal = 'unknown-diskimage' | 'unknown-provider';
+type PauseRefusal = 'unknown-diskimage' | 'unknown-provider' | 'invalid-argument';
 
 /** The answer of {@link pauseImage} and {@link unpauseImage}. */
 export type ImagePauseResult = ActionResult<{
@@ -74,8 +75,8 @@ async function setPause(ctx: ImagePauseContext, t: PauseTarget, paused: boolean,
 }
 
 /** Records an operator pause (with an optional reason shown in the lists). */
-export function pauseImage(ctx: ImagePauseContext, args: PauseTarget & { reason?: string }): Promise<ImagePauseResult> {
-  return setPause(ctx, args, true, args.reason);
+export async function pauseImage(ctx: ImagePauseContext, args: PauseTarget & { reason?: string }): Promise<ImagePauseResult> {
+  return blankReason(args.reason) ?? setPause(ctx, args, true, args.reason);
 }
 
 /** Removes an operator pause. */

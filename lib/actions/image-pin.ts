@@ -12,7 +12,8 @@ import { StoreError } from '../errors.js';
 import type { PinRecord, UploadRecord } from '../store/models.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
-import { findBuild, type RolloutActionContext } from './rollout-context.js';
+import { blankReason } from './reason.js';
+import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** Arguments of {@link pinImage}. */
 export interface PinArgs {
@@ -33,7 +34,7 @@ export type ImagePinResult = ActionResult<{
   uploads: UploadRecord[];
   /** Providers taking the diskimage where a diskimage-wide pin cannot apply (no ready upload of the build there). */
   warnings: string[];
-}, 'unknown-diskimage' | 'unknown-provider' | 'unknown-build' | 'wrong-state'>;
+}, 'unknown-diskimage' | 'unknown-provider' | 'unknown-build' | 'wrong-state' | 'invalid-argument'>;
 
 /** The answer of {@link unpinImage}: the pin removed, or none (nothing to unpin). */
 export type ImageUnpinResult = ActionResult<{
@@ -64,12 +65,15 @@ function checkTarget(config: Config, diskimage: string, provider: string | undef
 export async function pinImage({ store, config }: RolloutActionContext, args: PinArgs): Promise<ImagePinResult> {
   const { diskimage, buildId } = args;
   const provider = args.provider ?? null;
+  const blank = blankReason(args.reason);
+  if (blank) return blank;
   const bad = checkTarget(config, diskimage, args.provider);
   if (bad) return bad;
   const build = await findBuild(store, buildId);
   if (isRefused(build)) return build;
   if (build.diskimage !== diskimage) return refuse('unknown-build', `Build ${buildId} is a build of ${build.diskimage}, not of ${diskimage}`);
-  if (build.state === 'deleting') return refuse('wrong-state', `Build ${buildId} is being deleted; it cannot be pinned`);
+  const unservable = unservableBuild(build, 'pin');
+  if (unservable) return unservable;
   const revoked = (await store.listRevocations()).find((r) => r.buildId === buildId);
   if (revoked) return refuse('wrong-state', `Build ${buildId} is revoked; nodepool image-unrevoke ${buildId} before pinning it`);
   const ready = (await store.listUploads({ buildId, states: ['ready'] })).filter((u) => provider === null || u.provider === provider);
@@ -78,8 +82,8 @@ export async function pinImage({ store, config }: RolloutActionContext, args: Pi
   }
   const samePin = (p: PinRecord): boolean => p.diskimage === diskimage && p.provider === provider;
   const before = await store.listPins();
-  const replaced = before.find(samePin) ?? null;
-  await store.setPin(diskimage, provider, buildId, args.reason);
+  // What this write replaced, as the store swapped it: of two pins at once, only one replaced the pin before them.
+  const replaced = await store.setPin(diskimage, provider, buildId, args.reason);
   const pin = (await store.listPins()).find(samePin);
   if (!pin) throw new StoreError(`the pin of ${diskimage} on ${provider ?? 'every provider'} was not found after it was written`);
   const warnings = provider !== null ? [] : diskimageWideWarnings(config, before, diskimage, buildId, new Set(ready.map((u) => u.provider)));

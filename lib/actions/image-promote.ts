@@ -8,7 +8,7 @@ import { StateConflictError } from '../errors.js';
 import type { UploadRecord } from '../store/models.js';
 import { refuse, type ActionResult } from './action-result.js';
 import { isRefused } from './config-lookup.js';
-import { findBuild, type RolloutActionContext } from './rollout-context.js';
+import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** The reason written on an upload an operator promoted. */
 export const PROMOTED_REASON = 'promoted by operator';
@@ -28,6 +28,8 @@ export async function promoteBuild(ctx: RolloutActionContext, args: { buildId: s
   const build = await findBuild(store, args.buildId);
   if (isRefused(build)) return build;
   const id = build.id;
+  const unservable = unservableBuild(build, 'promote');
+  if (unservable) return unservable;
   if ((await store.listRevocations()).some((r) => r.buildId === id)) {
     return refuse('wrong-state', `Build ${id} is revoked; nodepool image-unrevoke ${id} first`);
   }

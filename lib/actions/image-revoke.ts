@@ -13,7 +13,8 @@ import type { Store } from '../store/store.js';
 import { refuse, type ActionResult } from './action-result.js';
 import { isRefused } from './config-lookup.js';
 import { deleteNode } from './node-delete.js';
-import { findBuild, type RolloutActionContext } from './rollout-context.js';
+import { blankReason } from './reason.js';
+import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** What a revocation does to ready nodes booted from the build: leave them, or delete the idle ones. */
 export const REVOKE_NODES = ['keep', 'delete-ready'] as const;
@@ -45,7 +46,7 @@ export type RevokeResult = ActionResult<{
   skippedNodes: SkippedNode[];
   /** Pins of the build, which no longer decide while it is revoked. */
   warnings: string[];
-}, 'unknown-build' | 'wrong-state'>;
+}, 'unknown-build' | 'wrong-state' | 'invalid-argument'>;
 
 /** The answer of {@link unrevokeBuild}. */
 export type UnrevokeResult = ActionResult<{
@@ -62,8 +63,13 @@ export const UNREVOKED_REASON = 'unrevoked';
 /** Revokes build `buildId`; with `nodes: 'delete-ready'` also deletes the idle ready nodes booted from it. */
 export async function revokeBuild(ctx: RolloutActionContext, args: RevokeArgs): Promise<RevokeResult> {
   const { store } = ctx;
+  const blank = blankReason(args.reason);
+  if (blank) return blank;
   const build = await findBuild(store, args.buildId);
   if (isRefused(build)) return build;
+  // A build being deleted may still be revoked: its uploads serve until they are gone.
+  const failed = build.state === 'failed' ? unservableBuild(build, 'revoke') : undefined;
+  if (failed) return failed;
   const wasRevoked = (await store.listRevocations()).some((r) => r.buildId === build.id);
   await store.setRevocation(build.diskimage, build.id, true, args.reason);
   const revocation = (await store.listRevocations()).find((r) => r.buildId === build.id);
@@ -116,10 +122,15 @@ async function deleteReadyNodes(ctx: RolloutActionContext, buildId: string): Pro
 export async function unrevokeBuild(ctx: RolloutActionContext, args: { buildId: string }): Promise<UnrevokeResult> {
   const { store } = ctx;
   const id = args.buildId;
+  // A revocation outlives its build's record for a few passes: only a build still recorded is checked.
+  const build = await findBuild(store, id);
+  if (!isRefused(build)) {
+    const unservable = unservableBuild(build, 'unrevoke');
+    if (unservable) return unservable;
+  }
   const removed = (await store.listRevocations()).find((r) => r.buildId === id) ?? null;
   const revokedUploads = (await store.listUploads({ buildId: id })).filter((u) => u.rollout?.state === 'revoked');
   if (!removed && revokedUploads.length === 0) {
-    const build = await findBuild(store, id);
     if (isRefused(build)) return build;
     return refuse('wrong-state', `Build ${id} is not revoked, nor any upload of it; nothing to unrevoke`);
   }

@@ -5,6 +5,7 @@
  */
 import type { NodeRecord } from '../store/models.js';
 import { refuse, type ActionResult } from './action-result.js';
+import { blankReason } from './reason.js';
 import { withNodeClient, type NodeActionContext, type NodeClientRefusal } from './node-client.js';
 
 /** The reason recorded when none is given. */
@@ -26,6 +27,8 @@ export type NodeChangeResult = ActionResult<{ node: NodeRecord }, NodeClientRefu
 
 /** Holds a ready, in-use or already held node. */
 export async function holdNode(ctx: NodeActionContext, args: HoldArgs): Promise<NodeChangeResult> {
+  const blank = blankReason(args.reason);
+  if (blank) return blank;
   if (args.expireSeconds !== undefined && !(args.expireSeconds > 0)) {
     return refuse('invalid-argument', `The expiry must be a positive number of seconds, got ${args.expireSeconds}`);
   }

@@ -18,6 +18,18 @@ export interface RolloutActionContext {
   now?: () => number;
 }
 
+/**
+ * Why a rollout action (`verb`: pin, promote, revoke, unrevoke) cannot act on `build`: it failed
+ * (it has no upload to act on), or it is being deleted; undefined when neither.
+ */
+export function unservableBuild(build: BuildRecord, verb: string): Refused<'wrong-state'> | undefined {
+  if (build.state === 'failed') {
+    return refuse('wrong-state', `Build ${build.id} failed${build.reason ? ` (${build.reason})` : ''}; a failed build has no upload to ${verb}`);
+  }
+  if (build.state === 'deleting') return refuse('wrong-state', `Build ${build.id} is being deleted; it cannot be ${verb === 'pin' ? 'pinned' : `${verb}d`}`);
+  return undefined;
+}
+
 /** Build `id`, or an `unknown-build` refusal, or `wrong-state` for a corrupt record. */
 export async function findBuild(store: Store, id: string): Promise<BuildRecord | Refused<'unknown-build' | 'wrong-state'>> {
   try {

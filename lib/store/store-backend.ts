@@ -41,7 +41,7 @@ export interface IntentTable {
   clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): Maybe<void>;
   setPause(diskimage: string, provider: string | null, paused: boolean, reason?: string): Maybe<void>;
   listPauses(): Maybe<PauseRecord[]>;
-  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Maybe<void>;
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Maybe<PinRecord | null>;
   listPins(): Maybe<PinRecord[]>;
   setRevocation(diskimage: string, buildId: string, revoked: boolean, reason?: string): Maybe<void>;
   listRevocations(): Maybe<RevocationRecord[]>;

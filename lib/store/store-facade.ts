@@ -114,7 +114,7 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard('listing pauses', () => this.backend.intents.listPauses());
   }
 
-  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void> {
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<PinRecord | null> {
     const where = provider === null ? '' : ` on ${provider}`;
     const what = buildId === null ? `unpinning ${diskimage}${where}` : `pinning ${diskimage}${where} to build ${buildId}`;
     return this.guard(what, () => this.backend.intents.setPin(diskimage, provider, buildId, reason));

@@ -121,8 +121,10 @@ export interface IntentStore {
   /**
    * Pins a diskimage's launches (on `provider`, or everywhere when null) to build `buildId`, or
    * removes that pin when `buildId` is null. Pinning again replaces the build and the reason.
+   * Resolves to the pin replaced or removed (null: none, or a corrupt one), read and written at
+   * once: of two pins at the same time, exactly one replaced the pin before them.
    */
-  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void>;
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<PinRecord | null>;
   /** By diskimage, then provider (diskimage-wide first). */
   listPins(): Promise<PinRecord[]>;
   /** Revokes (or unrevokes) build `buildId` of `diskimage`; revoking again keeps `since`, a new reason replaces the old. */

@@ -132,8 +132,8 @@ export class SqliteIntents {
   }
 
   /** As SqliteRolloutIntents.setPin. */
-  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): void {
-    this.rollout.setPin(diskimage, provider, buildId, reason);
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): PinRecord | null {
+    return this.rollout.setPin(diskimage, provider, buildId, reason);
   }
 
   listPins(): PinRecord[] {

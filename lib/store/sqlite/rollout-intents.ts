@@ -6,11 +6,13 @@
  * `PRAGMA data_version` (change-watch.ts).
  */
 import type Database from 'better-sqlite3';
+import { CorruptRecordError } from '../../errors.js';
 import { checkBuildOf, checkProviderOrNull } from '../checks.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { PinRecord, RevocationRecord } from '../models.js';
 import { checkedRows, corruptRows } from './columns.js';
 import { WHOLE_DISKIMAGE } from './image-rows.js';
+import { immediate } from './statements.js';
 import {
   pinFromRow, pinRowWhere, revocationFromRow, revocationFromRowLenient, type PinRow, type RevocationRow,
 } from './rollout-rows.js';
@@ -20,6 +22,8 @@ export class SqliteRolloutIntents {
   private readonly pinStmt: Database.Statement<[string, string, string, number, string | null]>;
   private readonly unpinStmt: Database.Statement<[string, string]>;
   private readonly listPinsStmt: Database.Statement<[], PinRow>;
+  private readonly getPinStmt: Database.Statement<[string, string], PinRow>;
+  private readonly swapPinTx: (diskimage: string, key: string, buildId: string | null, reason: string | null) => PinRecord | null;
   private readonly revokeStmt: Database.Statement<[string, string, number, string | null]>;
   private readonly unrevokeStmt: Database.Statement<[string, string]>;
   private readonly listRevocationsStmt: Database.Statement<[], RevocationRow>;
@@ -32,6 +36,20 @@ export class SqliteRolloutIntents {
       INSERT INTO pins (diskimage, provider, build_id, since, reason) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (diskimage, provider) DO UPDATE SET build_id = excluded.build_id, since = excluded.since, reason = excluded.reason`);
     this.unpinStmt = db.prepare<[string, string]>('DELETE FROM pins WHERE diskimage = ? AND provider = ?');
+    this.getPinStmt = db.prepare<[string, string], PinRow>('SELECT * FROM pins WHERE diskimage = ? AND provider = ?');
+    // Read and write in one transaction: of two pins at once, exactly one replaces the pin before them.
+    this.swapPinTx = immediate(db, (diskimage: string, key: string, buildId: string | null, reason: string | null) => {
+      const row = this.getPinStmt.get(diskimage, key);
+      let before: PinRecord | null = null;
+      try {
+        before = row ? pinFromRow(row) : null;
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err; // a corrupt pin is replaced, and was no pin
+      }
+      if (buildId === null) this.unpinStmt.run(diskimage, key);
+      else this.pinStmt.run(diskimage, key, buildId, this.clock(), reason);
+      return before;
+    });
     this.listPinsStmt = db.prepare<[], PinRow>('SELECT * FROM pins ORDER BY diskimage, provider');
     // Revoking again keeps `since` (a corrupt one is replaced); a new reason replaces the old one.
     this.revokeStmt = db.prepare<[string, string, number, string | null]>(`
@@ -42,18 +60,14 @@ export class SqliteRolloutIntents {
     this.listRevocationsStmt = db.prepare<[], RevocationRow>('SELECT * FROM revocations ORDER BY diskimage, build_id');
   }
 
-  /** Pins `diskimage` (on `provider`, or everywhere when null) to `buildId`; null unpins. */
-  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): void {
+  /** Pins `diskimage` (on `provider`, or everywhere when null) to `buildId`; null unpins. Answers the pin replaced or removed (null: none, or a corrupt one). */
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): PinRecord | null {
     const what = `pinning ${diskimage}`;
     checkProviderOrNull(provider, what);
-    const key = provider ?? WHOLE_DISKIMAGE;
-    if (buildId === null) {
-      this.unpinStmt.run(diskimage, key);
-    } else {
-      checkBuildOf(diskimage, buildId, what);
-      this.pinStmt.run(diskimage, key, buildId, this.clock(), reason ?? null);
-    }
+    if (buildId !== null) checkBuildOf(diskimage, buildId, what);
+    const before = this.swapPinTx(diskimage, provider ?? WHOLE_DISKIMAGE, buildId, reason ?? null);
     this.changed();
+    return before;
   }
 
   /** Every pin, by diskimage then provider (diskimage-wide first); corrupt ones are left out (see corrupt()). */

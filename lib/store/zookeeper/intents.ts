@@ -166,7 +166,7 @@ export class ZkIntents {
   }
 
   /** As ZkRolloutIntents.setPin. */
-  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void> {
+  setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<PinRecord | null> {
     return this.rollout.setPin(diskimage, provider, buildId, reason);
   }
 

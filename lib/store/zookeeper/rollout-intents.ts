@@ -5,14 +5,16 @@
  * `…/revocations/<build id>` (`{"since", "reason"}`). Lists read the watched cache; every
  * launcher's cache sees a write within one notification, which also wakes its listeners.
  */
+import { StoreError, ZooKeeperError } from '../../errors.js';
 import { checkBuildOf, checkProviderOrNull } from '../checks.js';
 import type { CorruptRecord } from '../corrupt.js';
 import type { PinRecord, RevocationRecord } from '../models.js';
-import type { ZkContext } from './context.js';
+import { ensure, type ZkContext } from './context.js';
+import type { ZkClient } from './zk-client.js';
 import {
-  corruptIntents, keepingSince, listIntents, removeIntent, upsert, writeIntent, type IntentPlaces, type IntentReader,
+  corruptIntents, keepingSince, listIntents, removeIntent, writeIntent, type IntentPlaces, type IntentReader,
 } from './intent-nodes.js';
-import { encode } from './records.js';
+import { decode, encode, statTime, type Json } from './records.js';
 import { pinFromJson, pinId, pinJson, revocationFromJson, revocationJson } from './rollout-records.js';
 
 const PINS: IntentPlaces = { whole: 'pin', dir: 'provider-pins' };
@@ -44,17 +46,21 @@ const REVOCATION_READER: IntentReader<RevocationRecord> = {
 export class ZkRolloutIntents {
   constructor(private readonly ctx: ZkContext) {}
 
-  /** Pins `diskimage` (on `provider`, or everywhere when null) to `buildId`; null unpins. Pinning again replaces build, reason and since. */
-  async setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<void> {
+  /**
+   * Pins `diskimage` (on `provider`, or everywhere when null) to `buildId`; null unpins. Pinning
+   * again replaces build, reason and since. Answers the pin replaced or removed (null: none, or
+   * a corrupt one), read at the version written over, so of two pins at once exactly one
+   * replaces the pin before them.
+   */
+  async setPin(diskimage: string, provider: string | null, buildId: string | null, reason?: string): Promise<PinRecord | null> {
     const { layout } = this.ctx;
-    const what = `pin of ${diskimage}`;
     checkProviderOrNull(provider, `pinning ${diskimage}`);
+    if (buildId !== null) checkBuildOf(diskimage, buildId, `pinning ${diskimage}`);
     const path = provider === null ? layout.pin(diskimage) : layout.providerPin(diskimage, provider);
-    const client = this.ctx.main();
-    if (buildId === null) return removeIntent(client, path);
-    checkBuildOf(diskimage, buildId, `pinning ${diskimage}`);
     const parents = provider === null ? [layout.image(diskimage)] : [layout.image(diskimage), layout.providerPins(diskimage)];
-    await upsert(client, path, encode(pinJson({ buildId, since: this.ctx.clock(), reason: reason ?? null }), what), parents);
+    const what = `pin of ${diskimage}`;
+    const data = buildId === null ? null : encode(pinJson({ buildId, since: this.ctx.clock(), reason: reason ?? null }), what);
+    return swapPin(this.ctx.main(), path, what, parents, data, (j, ctime) => pinFromJson(diskimage, provider, j, ctime));
   }
 
   /** From the cache, by diskimage then provider (diskimage-wide first); corrupt pins are left out. */
@@ -84,4 +90,42 @@ export class ZkRolloutIntents {
   corrupt(): CorruptRecord[] {
     return [...corruptIntents(this.ctx, PINS, PIN_READER), ...corruptIntents(this.ctx, REVOCATIONS, REVOCATION_READER)];
   }
+}
+
+/**
+ * Writes `data` at `path` (null: removes it) at the version read, answering the pin that was
+ * there (null: none, or a corrupt one, which is replaced); read again when another writer came
+ * first, so each writer answers the pin it replaced.
+ */
+async function swapPin(client: ZkClient, path: string, what: string, parents: readonly string[], data: Buffer | null,
+  parse: (j: Json, ctimeMs: number) => PinRecord): Promise<PinRecord | null> {
+  const taken = (err: unknown, ...codes: string[]): boolean => err instanceof ZooKeeperError && codes.includes(err.code);
+  for (let attempt = 1; attempt <= 20; attempt++) {
+    const got = await client.getData(path);
+    if (!got) {
+      if (data === null) return null;
+      for (const p of parents) await ensure(client, p);
+      try {
+        await client.create(path, data);
+        return null;
+      } catch (err) {
+        if (taken(err, 'NODE_EXISTS')) continue;
+        throw err;
+      }
+    }
+    let before: PinRecord | null = null;
+    try {
+      before = parse(decode(got.data, what), statTime(got.stat.ctime));
+    } catch (err) {
+      if (!(err instanceof StoreError)) throw err; // unreadable or not a pin's: corrupt, replaced
+    }
+    try {
+      if (data === null) await client.remove(path, got.stat.version);
+      else await client.setData(path, data, got.stat.version);
+      return before;
+    } catch (err) {
+      if (!taken(err, 'BAD_VERSION', 'NO_NODE')) throw err;
+    }
+  }
+  throw new StoreError(`${what}: ${path} kept changing while it was written`);
 }

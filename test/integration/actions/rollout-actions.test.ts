@@ -227,5 +227,49 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
       const none = await promoteBuild(ctx, { buildId: build.id });
       assert.deepEqual(none, { ok: false, refusal: 'wrong-state', message: `Every ready upload of build ${build.id} was revoked by a failed canary; nodepool image-unrevoke ${build.id} first` });
     });
+
+    it('of two pins at once, exactly one says it replaced the pin before them, and the other the first one', async () => {
+      const { env, ctx } = await setup();
+      const builds = [];
+      for (let i = 0; i < 3; i++) builds.push((await readyBuild(env, ['cloud-a'])).build);
+      const [b0, b1, b2] = builds as [BuildRecord, BuildRecord, BuildRecord];
+      for (let round = 0; round < 5; round++) {
+        assert.ok((await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: b0.id })).ok);
+        const both = await Promise.all([b1, b2].map((b) => pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: b.id })));
+        const replaced = both.map((r) => (r.ok ? r.replaced?.buildId ?? null : r.message));
+        const last = (await env.store.listPins())[0]?.buildId;
+        const first = last === b1.id ? b2.id : b1.id;
+        // The one written first replaced b0's pin, the last one replaced the first's.
+        assert.deepEqual(replaced.slice().sort(), [b0.id, first].sort(), `round ${round}: ${JSON.stringify(replaced)}`);
+        assert.equal(replaced.filter((id) => id === b0.id).length, 1, `round ${round}: exactly one replaced ${b0.id}`);
+      }
+    });
+
+    it('says a failed build failed, refuses to promote or unrevoke a build being deleted, and refuses a blank reason', async () => {
+      const { env, ctx } = await setup();
+      const failed = await env.store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2'] });
+      await env.store.updateBuild(failed.id, { state: 'failed', reason: 'dib exited 1' });
+      const saysFailed = (verb: string) => ({ ok: false, refusal: 'wrong-state', message: `Build ${failed.id} failed (dib exited 1); a failed build has no upload to ${verb}` });
+      assert.deepEqual(await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: failed.id }), saysFailed('pin'));
+      assert.deepEqual(await promoteBuild(ctx, { buildId: failed.id }), saysFailed('promote'));
+      assert.deepEqual(await revokeBuild(ctx, { buildId: failed.id }), saysFailed('revoke'));
+      assert.deepEqual(await unrevokeBuild(ctx, { buildId: failed.id }), saysFailed('unrevoke'));
+
+      const { build: gone, uploads: [upload] } = await readyBuild(env, ['cloud-a']);
+      await env.store.setRevocation('ubuntu-jammy', gone.id, true, 'bad');
+      await env.store.updateBuild(gone.id, { state: 'deleting', reason: 'deleted by operator' });
+      assert.deepEqual(await promoteBuild(ctx, { buildId: gone.id }), { ok: false, refusal: 'wrong-state', message: `Build ${gone.id} is being deleted; it cannot be promoted` });
+      assert.deepEqual(await unrevokeBuild(ctx, { buildId: gone.id }), { ok: false, refusal: 'wrong-state', message: `Build ${gone.id} is being deleted; it cannot be unrevoked` });
+      assert.equal((await env.store.getUpload(upload!.id))?.rollout ?? null, null, 'nothing promoted');
+      assert.deepEqual((await env.store.listRevocations()).map((r) => r.buildId), [gone.id], 'the revocation stays');
+
+      const { build } = await readyBuild(env, ['cloud-a']);
+      const blank = { ok: false, refusal: 'invalid-argument', message: 'The reason must not be empty or blank; leave it out to give none' };
+      for (const reason of ['', '   ', '\t']) {
+        assert.deepEqual(await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: build.id, reason }), blank);
+        assert.deepEqual(await revokeBuild(ctx, { buildId: build.id, reason }), blank);
+      }
+      assert.deepEqual([await env.store.listPins(), (await env.store.listRevocations()).length], [[], 1], 'blank reasons wrote nothing');
+    });
   });
 }

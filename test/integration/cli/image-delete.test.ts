@@ -57,6 +57,25 @@ describe('nodepool image-delete and dib-image-delete', () => {
     assert.equal((await env.store.getBuild(id))?.state, 'building');
   });
 
+  it('refuses to delete a pinned build or the upload its pin boots with exit 1, saying to unpin first; deletes them once unpinned', async () => {
+    const env = await setup();
+    const { buildId, uploadId } = await uploadIn(env, 'ready');
+    await env.store.setPin('ubuntu-jammy', null, buildId, 'hold');
+    await env.store.setPin('ubuntu-jammy', 'cloud-a', buildId);
+    const pinned = `is pinned (ubuntu-jammy on every provider, ubuntu-jammy on cloud-a); unpin it first (nodepool image-unpin ubuntu-jammy; nodepool image-unpin ubuntu-jammy --provider cloud-a), then delete it\n`;
+    for (const cmd of ['image-delete', 'dib-image-delete']) {
+      assert.deepEqual(await env.run(cmd, buildId), { stdout: '', stderr: `Build ${buildId} ${pinned}`, code: 1 }, cmd);
+    }
+    assert.deepEqual(await env.run(...uploadArgs(buildId, uploadId)), { stdout: '', stderr: `Upload ${uploadId} of ${buildId} to cloud-a ${pinned}`, code: 1 });
+    assert.deepEqual([(await env.store.getBuild(buildId))?.state, (await env.store.getUpload(uploadId))?.state], ['ready', 'ready'], 'nothing marked');
+    assert.equal((await env.store.listPins()).length, 2, 'the pins stay');
+    await env.store.setPin('ubuntu-jammy', null, null);
+    await env.store.setPin('ubuntu-jammy', 'cloud-a', null);
+    assert.equal((await env.run(...uploadArgs(buildId, uploadId))).code, 0);
+    assert.equal((await env.run('image-delete', buildId)).code, 0);
+    assert.deepEqual([(await env.store.getBuild(buildId))?.state, (await env.store.getUpload(uploadId))?.state], ['deleting', 'deleting']);
+  });
+
   it('exits 0 saying a build is already being deleted', async () => {
     const env = await setup();
     const id = await buildIn(env, 'deleting');

@@ -70,6 +70,25 @@ describe('nodepool image-pin, image-unpin, image-revoke, image-unrevoke, image-p
     assert.deepEqual([await env.store.listPins(), await env.store.listRevocations()], [[], []]);
   });
 
+  it('refuses an empty or blank reason with exit 2 as the web does, and says a failed build failed', async () => {
+    const env = await setup();
+    const { build } = await readyBuild(env);
+    const blank = 'The reason must not be empty or blank; leave it out to give none\n';
+    for (const args of [
+      ['image-pin', 'ubuntu-jammy', build.id, '--reason', ''], ['image-pin', 'ubuntu-jammy', build.id, '--reason', '  '],
+      ['image-revoke', build.id, '--reason', ''], ['image-revoke', build.id, '--reason', ' '],
+      ['image-pause', 'ubuntu-jammy', '--reason', ''],
+    ]) {
+      assert.deepEqual(await env.run(...args), { stdout: '', stderr: blank, code: 2 }, args.join(' '));
+    }
+    assert.deepEqual([await env.store.listPins(), await env.store.listRevocations(), await env.store.listPauses()], [[], [], []]);
+    const failed = await env.store.createBuild({ diskimage: 'ubuntu-jammy', formats: ['qcow2'] });
+    await env.store.updateBuild(failed.id, { state: 'failed', reason: 'dib exited 1' });
+    for (const [verb, args] of [['pin', ['image-pin', 'ubuntu-jammy', failed.id]], ['promote', ['image-promote', failed.id]], ['revoke', ['image-revoke', failed.id]], ['unrevoke', ['image-unrevoke', failed.id]]] as const) {
+      assert.deepEqual(await env.run(...args), { stdout: '', stderr: `Build ${failed.id} failed (dib exited 1); a failed build has no upload to ${verb}\n`, code: 1 }, verb);
+    }
+  });
+
   it('revokes a build deleting its idle ready nodes, refuses to promote it, and unrevokes it', async () => {
     const env = await setup();
     const { build, upload } = await readyBuild(env);
