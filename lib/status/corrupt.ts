@@ -20,6 +20,7 @@ export function removeCommand(c: CorruptRecord): string {
     case 'launcher': return 'restart the launcher that registered it (the registration goes with its session)';
     case 'pin': return `nodepool image-unpin ${c.diskimage ?? c.id}${c.provider ? ` --provider ${c.provider}` : ''}`;
     case 'revocation': return `nodepool image-unrevoke ${c.id}`;
+    case 'upload-retry': return `POST /api/upload/<upload-id>/retry for a failed upload of ${c.diskimage ?? '<diskimage>'} on ${c.provider ?? '<provider>'} (a new request replaces it)`;
   }
 }
 

@@ -63,7 +63,7 @@ export async function uploadListView({ store, config, clock }: StatusSource): Pr
   return {
     columns: table.columns, rows: [...table.rows, ...corruptRows(table.columns, corrupt, ['upload'])], idColumn: 'Upload ID',
     lines: [...targetAttention({ targets: status.targets, uploads, pauses, now }),
-      ...corruptLines(corrupt.filter((c) => c.kind === 'upload' || c.provider !== undefined), ['upload', 'pause'])],
+      ...corruptLines(corrupt.filter((c) => c.kind === 'upload' || c.provider !== undefined), ['upload', 'pause', 'upload-retry'])],
     json: { ...json, uploads: [...json.uploads, ...corruptJson(corrupt, ['upload'])] },
   };
 }

@@ -9,15 +9,15 @@ import { CorruptRecordError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** The kinds of records the store checks. */
-export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation'] as const;
+export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation', 'upload-retry'] as const;
 export type CorruptKind = (typeof CORRUPT_KINDS)[number];
 
 /**
  * Kinds of records the store checks and skips (logged once per version) but `listCorrupt` does
- * not name yet: audit entries age out on their own, and a corrupt upload retry request is
- * replaced by the next request or cleared once served (issue 25).
+ * not name: audit entries age out on their own, and naming them would read every kept entry
+ * (10,000) at each list. Upload retry requests are named (issue 31 §12).
  */
-export type SkippedKind = 'audit' | 'upload-retry';
+export type SkippedKind = 'audit';
 
 /** A record that does not parse or validate. */
 export interface CorruptRecord {
@@ -29,9 +29,9 @@ export interface CorruptRecord {
   id: string;
   /** Why it is corrupt (never the record's content: it may hold anything). */
   reason: string;
-  /** The diskimage of a build, upload, pause, pin, revocation or build request. */
+  /** The diskimage of a build, upload, pause, pin, revocation, build request or upload retry request. */
   diskimage?: string;
-  /** The provider of an upload, a provider pause or a provider pin. */
+  /** The provider of an upload, a provider pause, a provider pin or an upload retry request. */
   provider?: string;
 }
 

@@ -15,10 +15,12 @@ export type SpoilTarget =
   | { kind: 'request'; id: string }
   | { kind: 'pause'; diskimage: string; provider: string | null }
   | { kind: 'pin'; diskimage: string; provider: string | null }
-  | { kind: 'revocation'; diskimage: string; buildId: string };
+  | { kind: 'revocation'; diskimage: string; buildId: string }
+  | { kind: 'upload-retry'; diskimage: string; provider: string };
 
-/** Targets whose only checked field is a time (`since`). */
-const sinceOnly = (t: SpoilTarget): boolean => t.kind === 'pause' || t.kind === 'pin' || t.kind === 'revocation';
+/** Targets whose only checked field is a time (`since`; an upload retry request's `requested`). */
+const sinceOnly = (t: SpoilTarget): boolean => t.kind === 'pause' || t.kind === 'pin' || t.kind === 'revocation' || t.kind === 'upload-retry';
+const timeField = (t: SpoilTarget): string => (t.kind === 'upload-retry' ? 'requested' : 'since');
 
 /**
  * How: `garbage` (data that is not JSON: `{"state": "ready", garbage`), `unknown-state` (a
@@ -44,6 +46,7 @@ function zkPath(layout: Layout, t: SpoilTarget): string {
     case 'pause': return t.provider === null ? layout.pause(t.diskimage) : layout.providerPause(t.diskimage, t.provider);
     case 'pin': return t.provider === null ? layout.pin(t.diskimage) : layout.providerPin(t.diskimage, t.provider);
     case 'revocation': return layout.revocation(t.diskimage, t.buildId);
+    case 'upload-retry': return layout.uploadRetry(t.diskimage, t.provider);
   }
 }
 
@@ -61,7 +64,7 @@ export function zkSpoiler(hosts: string, layout: Layout): Spoil {
         if (!got) throw new Error(`${path} does not exist`);
         const j = JSON.parse(got.data.toString('utf8') || '{}') as Record<string, unknown>;
         if (how === 'unknown-state') j.state = 'exploded';
-        else if (sinceOnly(target)) j.since = 'yesterday';
+        else if (sinceOnly(target)) j[timeField(target)] = 'yesterday';
         else { delete j.created_time; delete j.state_time; }
         data = Buffer.from(JSON.stringify(j));
       }
@@ -77,16 +80,18 @@ export function sqliteSpoiler(file: string): Spoil {
   return async (target, how) => {
     const db = new Database(file, { timeout: 5000 });
     try {
-      const table = { build: 'builds', upload: 'uploads', node: 'nodes', request: 'node_requests', pause: 'pauses', pin: 'pins', revocation: 'revocations' }[target.kind];
-      const [where, key] = target.kind === 'pause' || target.kind === 'pin' ? ['diskimage = ? AND provider = ?', [target.diskimage, target.provider ?? '']]
+      const table = {
+        build: 'builds', upload: 'uploads', node: 'nodes', request: 'node_requests', pause: 'pauses', pin: 'pins', revocation: 'revocations', 'upload-retry': 'upload_retries',
+      }[target.kind];
+      const [where, key] = target.kind === 'pause' || target.kind === 'pin' || target.kind === 'upload-retry' ? ['diskimage = ? AND provider = ?', [target.diskimage, target.provider ?? '']]
         : target.kind === 'revocation' ? ['diskimage = ? AND build_id = ?', [target.diskimage, target.buildId]]
           : ['id = ?', [target.id]];
-      const column = sinceOnly(target) ? 'since'
+      const column = sinceOnly(target) ? timeField(target)
         : how === 'unknown-state' ? 'state'
           : how === 'no-time' ? 'created'
             : { build: 'files', upload: 'progress', node: 'labels', request: 'labels' }[target.kind as 'build' | 'upload' | 'node' | 'request'];
       const value = how === 'unknown-state' ? 'exploded' : how === 'no-time' ? 'never' : GARBAGE;
-      // Pause, pin and revocation rows have no JSON column: only their time can be spoiled.
+      // Pause, pin, revocation and upload retry rows have no JSON column: only their time can be spoiled.
       const set = sinceOnly(target) ? `${column} = 'never'` : `${column} = ?`;
       const params = set.endsWith('?') ? [value, ...key] : key;
       const changed = db.prepare(`UPDATE ${table} SET ${set} WHERE ${where}`).run(...params).changes;

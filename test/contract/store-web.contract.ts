@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import type { ImageData, ImageDataStore } from '../../lib/store/image-data.js';
 import type { AuditRecord, NewAuditRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
+import type { Spoil } from './spoil.js';
 import { storeError, T0, type StoreHarness } from './store-helpers.js';
 
 /** An audit entry of `action` on `target` (the rest fixed). */
@@ -31,7 +32,7 @@ const seq = (from: number, to: number): string[] => {
 };
 
 /** Registers the issue 25 cases. */
-export function webStoreContract(h: StoreHarness): void {
+export function webStoreContract(h: StoreHarness, spoil: () => Spoil): void {
   void describe('audit trail', () => {
     void it('records entries with 10-digit sequence ids and lists them newest first, as given', async () => {
       const s = h.store;
@@ -147,6 +148,23 @@ export function webStoreContract(h: StoreHarness): void {
       await s.clearUploadRetry('debian', 'cloud-a', seen.requested);
       assert.deepEqual(await s.listUploadRetries(), [{ diskimage: 'debian', provider: 'cloud-a', requested: T0 + 100 }]);
       assert.deepEqual(await (await h.openAnother()).listUploadRetries(), [{ diskimage: 'debian', provider: 'cloud-a', requested: T0 + 100 }], 'another handle sees it');
+    });
+
+    void it('names a corrupt request in listCorrupt (skipped by the list), and a new request replaces it', async () => {
+      const s = h.store;
+      await s.requestUploadRetry('debian', 'cloud-a');
+      await s.requestUploadRetry('debian', 'cloud-b');
+      await spoil()({ kind: 'upload-retry', diskimage: 'debian', provider: 'cloud-a' }, 'no-time');
+      assert.deepEqual((await s.listUploadRetries()).map((r) => r.provider), ['cloud-b']);
+      const corrupt = await s.listCorrupt();
+      assert.deepEqual(corrupt.map((c) => [c.kind, c.id, c.diskimage, c.provider]), [['upload-retry', 'debian/cloud-a', 'debian', 'cloud-a']]);
+      assert.match(corrupt[0]?.reason ?? '', /requested/);
+      assert.deepEqual(await s.listCorrupt({ kinds: ['upload-retry'] }), corrupt);
+      assert.deepEqual(await s.listCorrupt({ kinds: ['build'] }), []);
+      h.now = T0 + 7;
+      await s.requestUploadRetry('debian', 'cloud-a');
+      assert.deepEqual(await s.listCorrupt(), []);
+      assert.deepEqual((await s.listUploadRetries()).map((r) => [r.provider, r.requested]), [['cloud-a', T0 + 7], ['cloud-b', T0]]);
     });
 
     void it('refuses an empty diskimage or provider with StoreError', async () => {

@@ -78,7 +78,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
     nodepool11StoreContract(harness);
     corruptRecordContract(harness, () => spoil);
     rolloutStoreContract(harness, () => spoil);
-    webStoreContract(harness);
+    webStoreContract(harness, () => spoil);
 
     void describe('installation', () => {
       void it('has one installation id: a UUID made on the first ask, the same on every later ask', async () => {

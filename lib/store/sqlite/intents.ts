@@ -149,10 +149,11 @@ export class SqliteIntents {
     return this.rollout.listRevocations();
   }
 
-  /** Corrupt build requests, pauses, pins and revocations, by diskimage. */
+  /** Corrupt build requests, upload retry requests, pauses, pins and revocations, by diskimage. */
   corrupt(): CorruptRecord[] {
     return [
       ...corruptRows(this.listRequestsStmt.all(), buildRequestFromRow, (r) => ({ diskimage: r.diskimage })),
+      ...corruptRows(this.listRetriesStmt.all(), uploadRetryFromRow, (r) => ({ diskimage: r.diskimage, provider: r.provider })),
       ...corruptRows(this.listPausesStmt.all(), pauseFromRow, (r) => ({ diskimage: r.diskimage, provider: r.provider === WHOLE_DISKIMAGE ? null : r.provider })),
       ...this.rollout.corrupt(),
     ];

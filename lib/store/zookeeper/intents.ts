@@ -7,7 +7,7 @@
  * (rollout-intents.ts), and status values under `/nodepool/status/`.
  */
 import { CorruptRecordError, StoreError, ZooKeeperError } from '../../errors.js';
-import { Fields, type CorruptRecord } from '../corrupt.js';
+import { corruptOf, Fields, type CorruptRecord } from '../corrupt.js';
 import { checkDiskimageProvider } from '../checks.js';
 import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRetryRequest } from '../models.js';
 import { requestedAtOf } from './builds.js';
@@ -82,7 +82,7 @@ export class ZkIntents {
     return memoized(e, this.ctx.corrupt, () => buildRequestFromJson(diskimage, decodeRecord(data, 'build-request', diskimage), stat.ctime), { diskimage });
   }
 
-  /** From the cache (call ctx.fresh() first): corrupt build requests, pauses, pins and revocations, by diskimage. */
+  /** From the cache (call ctx.fresh() first): corrupt build requests, upload retry requests, pauses, pins and revocations, by diskimage. */
   corrupt(): CorruptRecord[] {
     const { layout, cache } = this.ctx;
     const out: CorruptRecord[] = [];
@@ -91,6 +91,16 @@ export class ZkIntents {
       if (req) this.memoRequest(d, req);
       const c = req && corruptEntry(req);
       if (c) out.push(c);
+    }
+    for (const { diskimage, key, entry } of cachedIntents(this.ctx, { dir: 'upload-retries' })) {
+      const { data, stat } = entry;
+      if (key === null || !data || !stat) continue;
+      try {
+        uploadRetryFromJson(diskimage, key, decodeRecord(data, 'upload-retry', `${diskimage}/${key}`), stat.ctime);
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        out.push(corruptOf(err, { diskimage, provider: key }));
+      }
     }
     return [...out, ...corruptIntents(this.ctx, PAUSES, PAUSE_READER), ...this.rollout.corrupt()];
   }
