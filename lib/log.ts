@@ -3,6 +3,7 @@
  * `log.child({ component })`, jobs add `{ job, diskimage, buildId }`.
  */
 import winston from 'winston';
+import { escapeControlChars } from './outside-text.js';
 import { processSecrets, type SecretRegistry } from './redact.js';
 
 export type Logger = winston.Logger;
@@ -20,27 +21,31 @@ export interface RootLoggerOptions {
   secrets?: SecretRegistry;
 }
 
-/** A copy of `v` with every known secret in its strings replaced (depth-bounded; cycles end as they are). */
-function scrubValue(v: unknown, secrets: SecretRegistry, depth: number): unknown {
-  if (typeof v === 'string') return secrets.scrub(v);
+/**
+ * A copy of `v` with every known secret in its strings replaced and every control character
+ * escaped (depth-bounded; cycles end as they are).
+ */
+function cleanValue(v: unknown, secrets: SecretRegistry, depth: number): unknown {
+  if (typeof v === 'string') return escapeControlChars(secrets.scrub(v));
   if (depth > 6 || typeof v !== 'object' || v === null) return v;
-  if (Array.isArray(v)) return v.map((x) => scrubValue(x, secrets, depth + 1));
-  if (v instanceof Error) return secrets.scrub(v.stack ?? v.message);
+  if (Array.isArray(v)) return v.map((x) => cleanValue(x, secrets, depth + 1));
+  if (v instanceof Error) return escapeControlChars(secrets.scrub(v.stack ?? v.message));
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = scrubValue(x, secrets, depth + 1);
+  for (const [k, x] of Object.entries(v)) out[escapeControlChars(k)] = cleanValue(x, secrets, depth + 1);
   return out;
 }
 
 /**
- * A winston format that replaces every known secret (a clouds.yaml password, a Keystone
- * token) in a line's message and metadata with `<redacted>`: the last guard, whatever path
- * a secret took into an error message.
+ * A winston format that makes every line safe to write: each known secret (a clouds.yaml
+ * password, a Keystone token) in the message and metadata becomes `<redacted>`, the last guard
+ * whatever path a secret took into an error message; and each control character (a `%0a` or
+ * ESC from a URL path, an operator's reason, a cloud's answer) is escaped
+ * (lib/outside-text.ts), so no value can forge a log line or drive the reader's terminal.
  */
 export function scrubSecrets(secrets: SecretRegistry = processSecrets): winston.Logform.Format {
   return winston.format((info) => {
-    if (secrets.size === 0) return info;
     const rec = info as unknown as Record<string, unknown>;
-    for (const key of Object.keys(rec)) rec[key] = scrubValue(rec[key], secrets, 0);
+    for (const key of Object.keys(rec)) rec[key] = cleanValue(rec[key], secrets, 0);
     return info;
   })();
 }
@@ -48,8 +53,9 @@ export function scrubSecrets(secrets: SecretRegistry = processSecrets): winston.
 const pretty = winston.format.printf((info) => {
   const { level, message, timestamp, component, ...rest } = info as Record<string, unknown>;
   const meta = Object.entries(rest).filter(([k]) => typeof k === 'string' && !k.startsWith('Symbol('));
-  const metaText = meta.length ? ' ' + meta.map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ') : '';
-  return `${String(timestamp)} ${String(level)} ${component ? `[${String(component)}] ` : ''}${String(message)}${metaText}`;
+  // Values were escaped by scrubSecrets; escaped again here for what a format after it added.
+  const metaText = meta.length ? ' ' + meta.map(([k, v]) => `${k}=${typeof v === 'string' ? escapeControlChars(v) : JSON.stringify(v)}`).join(' ') : '';
+  return `${String(timestamp)} ${String(level)} ${component ? `[${escapeControlChars(String(component))}] ` : ''}${escapeControlChars(String(message))}${metaText}`;
 });
 
 /** Builds the process's root logger. */

@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import { imageTarget } from '../drivers/config-registry.js';
 import type { Store } from '../store/store.js';
 import { blankReason } from './reason.js';
+import { storedReason } from './stored-text.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
 
@@ -76,7 +77,7 @@ async function setPause(ctx: ImagePauseContext, t: PauseTarget, paused: boolean,
 
 /** Records an operator pause (with an optional reason shown in the lists). */
 export async function pauseImage(ctx: ImagePauseContext, args: PauseTarget & { reason?: string }): Promise<ImagePauseResult> {
-  return blankReason(args.reason) ?? setPause(ctx, args, true, args.reason);
+  return blankReason(args.reason) ?? setPause(ctx, args, true, storedReason(args.reason));
 }
 
 /** Removes an operator pause. */

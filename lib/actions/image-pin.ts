@@ -13,6 +13,7 @@ import type { PinRecord, UploadRecord } from '../store/models.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
 import { blankReason } from './reason.js';
+import { storedReason } from './stored-text.js';
 import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** Arguments of {@link pinImage}. */
@@ -67,6 +68,7 @@ export async function pinImage({ store, config }: RolloutActionContext, args: Pi
   const provider = args.provider ?? null;
   const blank = blankReason(args.reason);
   if (blank) return blank;
+  const reason = storedReason(args.reason);
   const bad = checkTarget(config, diskimage, args.provider);
   if (bad) return bad;
   const build = await findBuild(store, buildId);
@@ -83,14 +85,14 @@ export async function pinImage({ store, config }: RolloutActionContext, args: Pi
   const samePin = (p: PinRecord): boolean => p.diskimage === diskimage && p.provider === provider;
   const before = await store.listPins();
   // What this write replaced, as the store swapped it: of two pins at once, only one replaced the pin before them.
-  const replaced = await store.setPin(diskimage, provider, buildId, args.reason);
+  const replaced = await store.setPin(diskimage, provider, buildId, reason);
   const pin = (await store.listPins()).find(samePin);
   if (!pin) throw new StoreError(`the pin of ${diskimage} on ${provider ?? 'every provider'} was not found after it was written`);
   const warnings = provider !== null ? [] : diskimageWideWarnings(config, before, diskimage, buildId, new Set(ready.map((u) => u.provider)));
   const was = replaced && replaced.buildId !== buildId ? ` (was ${replaced.buildId})` : '';
   return {
     ok: true, pin, replaced, uploads: ready, warnings,
-    message: `${pinSubject(diskimage, provider)} pinned to ${buildId}${args.reason ? ` (${args.reason})` : ''}${was}`,
+    message: `${pinSubject(diskimage, provider)} pinned to ${buildId}${reason ? ` (${reason})` : ''}${was}`,
   };
 }
 

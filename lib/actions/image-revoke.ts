@@ -14,6 +14,7 @@ import { refuse, type ActionResult } from './action-result.js';
 import { isRefused } from './config-lookup.js';
 import { deleteNode } from './node-delete.js';
 import { blankReason } from './reason.js';
+import { storedReason } from './stored-text.js';
 import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** What a revocation does to ready nodes booted from the build: leave them, or delete the idle ones. */
@@ -65,19 +66,20 @@ export async function revokeBuild(ctx: RolloutActionContext, args: RevokeArgs): 
   const { store } = ctx;
   const blank = blankReason(args.reason);
   if (blank) return blank;
+  const reason = storedReason(args.reason);
   const build = await findBuild(store, args.buildId);
   if (isRefused(build)) return build;
   // A build being deleted may still be revoked: its uploads serve until they are gone.
   const failed = build.state === 'failed' ? unservableBuild(build, 'revoke') : undefined;
   if (failed) return failed;
   const wasRevoked = (await store.listRevocations()).some((r) => r.buildId === build.id);
-  await store.setRevocation(build.diskimage, build.id, true, args.reason);
+  await store.setRevocation(build.diskimage, build.id, true, reason);
   const revocation = (await store.listRevocations()).find((r) => r.buildId === build.id);
   if (!revocation) throw new StoreError(`the revocation of ${build.id} was not found after it was written`);
   const warnings = (await store.listPins()).filter((p) => p.buildId === build.id)
     .map((p) => `${p.diskimage} on ${p.provider ?? 'every provider'} is pinned to ${build.id}, which serves no launch while revoked (nodepool image-unpin ${p.diskimage}${p.provider === null ? '' : ` --provider ${p.provider}`})`);
   const { deleted, skipped } = args.nodes === 'delete-ready' ? await deleteReadyNodes(ctx, build.id) : { deleted: [], skipped: [] };
-  const what = `Build ${build.id} ${wasRevoked ? 'was already revoked' : 'revoked'}${args.reason ? ` (${args.reason})` : ''}: no launch boots its uploads`;
+  const what = `Build ${build.id} ${wasRevoked ? 'was already revoked' : 'revoked'}${reason ? ` (${reason})` : ''}: no launch boots its uploads`;
   const nodes = args.nodes === 'delete-ready'
     ? `; ${deleted.length} ready node(s) marked for deletion${skipped.length > 0 ? `, ${skipped.length} kept because busy (${skipped.map((s) => s.nodeId).join(', ')})` : ''}`
     : '';

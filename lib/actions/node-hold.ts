@@ -6,6 +6,7 @@
 import type { NodeRecord } from '../store/models.js';
 import { refuse, type ActionResult } from './action-result.js';
 import { blankReason } from './reason.js';
+import { storedReason } from './stored-text.js';
 import { withNodeClient, type NodeActionContext, type NodeClientRefusal } from './node-client.js';
 
 /** The reason recorded when none is given. */
@@ -33,7 +34,7 @@ export async function holdNode(ctx: NodeActionContext, args: HoldArgs): Promise<
     return refuse('invalid-argument', `The expiry must be a positive number of seconds, got ${args.expireSeconds}`);
   }
   const node = await withNodeClient(ctx, args.requestor ?? 'nodepool hold', (client) =>
-    client.hold(args.nodeId, { reason: args.reason ?? DEFAULT_HOLD_REASON, expireSeconds: args.expireSeconds }));
+    client.hold(args.nodeId, { reason: storedReason(args.reason) ?? DEFAULT_HOLD_REASON, expireSeconds: args.expireSeconds }));
   if ('ok' in node) return node;
   return { ok: true, node, message: `Node ${node.id} held` };
 }

@@ -14,6 +14,7 @@
 import { coerceError } from '../../../lib/errors.js';
 import { contentTypeProblem, crossOriginProblem } from '../../../lib/http/write-guard.js';
 import type { Logger } from '../../../lib/log.js';
+import { escapeControlChars } from '../../../lib/outside-text.js';
 import type { AuditRecord, NewAuditRecord } from '../../../lib/store/models.js';
 import { roleAllows, type Identity } from '../../../lib/web-auth/auth-types.js';
 import { BodyTooLargeError, type Answer, type Route, type WebRequest } from '../routes.js';
@@ -148,12 +149,13 @@ function entryOf(ctx: WebContext, ep: WriteEndpoint, req: WebRequest, who: Who, 
     role: who.role,
     authenticator: who.authenticator,
     action: ep.action,
-    target,
+    // From the URL and the body: one printable line, so it forges no line where it is shown.
+    target: escapeControlChars(target),
     method: req.method,
-    path: req.url.pathname,
+    path: escapeControlChars(req.url.pathname),
     status,
     result: status === 0 ? 'attempted' : auditResult(status),
-    message: message.length > MAX_AUDIT_MESSAGE ? `${message.slice(0, MAX_AUDIT_MESSAGE)}…` : message,
+    message: escapeControlChars(message.length > MAX_AUDIT_MESSAGE ? `${message.slice(0, MAX_AUDIT_MESSAGE)}…` : message),
     remote: req.remoteAddress || null,
   };
 }
