@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, describe, it } from 'node:test';
-import { createRootLogger } from '../../../../lib/log.js';
-import { hasControlChars } from '../../../../lib/outside-text.js';
-import { recordFault } from '../../../support/fault-report.js';
-import { seed, startApiEnv } from './api-env.js';
+import { createRootLogger } from '../../lib/log.js';
+import { hasControlChars } from '../../lib/outside-text.js';
+import { recordFault } from '../support/fault-report.js';
+import { seed, startApiEnv } from '../integration/web/api/api-env.js';
 
 /** Lines a logger wrote to `stream`. */
 function collect(stream: PassThrough): () => string[] {
