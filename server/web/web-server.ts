@@ -7,7 +7,10 @@
  * dashboard at `/` (polling `/dashboard.json`; the console takes `/` when its module is served,
  * and the dashboard moves to `/dashboard`). The built-in paths answer only GET and HEAD;
  * the routes of the web modules (server/web/routes.ts: write API, build logs, console) are asked
- * first and answer their own methods; unknown paths are 404 (`//x` and `/x/` are `/x`). Only the
+ * first and answer their own methods; unknown paths are 404 (`//x` and `/x/` are `/x`). A write
+ * (any method but GET and HEAD) no route takes, and a request whose headers are too large (431),
+ * is counted with the write API's refusals (`unrouted`), and 429 past its source's limit. Every
+ * answer carries the security headers (security-headers.ts); only the
  * built-in reads carry `Access-Control-Allow-Origin: *`. With `tls` it serves HTTPS. Lists are cached for a second per path, query and format, as Nodepool's
  * webapp does, and `/metrics` is rendered at most once a second whatever the number of
  * scrapes; the health endpoints read only memory, and the connections held at once are

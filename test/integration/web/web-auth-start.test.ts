@@ -100,7 +100,7 @@ void describe('nodepool-server start with webapp.auth', () => {
   void it('answers every write 403 without webapp.auth', async () => {
     const { port, server } = await start(undefined);
     const s = await server();
-    const got = await call(port, '/api/image/deb/pause', { method: 'POST' });
+    const got = await call(port, '/api/image/deb/pause', { method: 'POST', headers: { 'Content-Type': 'application/json' } });
     assert.equal(got.status, 403);
     assert.match(got.body, /webapp\.auth/);
     assert.deepEqual(await s.store.listPauses(), []);

@@ -68,7 +68,7 @@ describe('upload retry through the image lifecycle', () => {
     };
     web = await WebServer.start({ host: '127.0.0.1', port: 0, log, status: ctx.status, loops: ctx.loops, started: ctx.started, routes: apiModule(ctx).routes });
     const res = await fetch(`http://127.0.0.1:${web.port}/api/upload/${first}/retry`, {
-      method: 'POST', headers: { Authorization: `Bearer ${await signToken(LOCAL, { user: 'alice', role: 'operator', expiresInS: 600 })}`, Connection: 'close' },
+      method: 'POST', headers: { Authorization: `Bearer ${await signToken(LOCAL, { user: 'alice', role: 'operator', expiresInS: 600 })}`, 'Content-Type': 'application/json', Connection: 'close' },
       signal: AbortSignal.timeout(10_000),
     });
     assert.equal(res.status, 200, await res.text());

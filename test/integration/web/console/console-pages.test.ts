@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { waitFor } from '../../../../lib/lifecycle.js';
 import type { Route } from '../../../../server/web/routes.js';
 import { HOSTILE, seedStore, startConsoleEnv, type ConsoleEnv, type Seeded } from './console-env.js';
 
@@ -50,9 +51,14 @@ describe('the operator console in headless Chromium', () => {
     return page;
   }
 
-  /** Waits until the element's text matches (the page's script redraws every two seconds). */
+  /**
+   * Waits until the element's text matches (the page's script redraws every two seconds). Read
+   * through a locator: the pages' Content-Security-Policy forbids the string evaluation
+   * `page.waitForFunction` needs.
+   */
   async function waitForText(page: Page, selector: string, re: RegExp): Promise<void> {
-    await page.waitForFunction(`(() => { const e = document.querySelector(${JSON.stringify(selector)}); return e !== null && new RegExp(${JSON.stringify(re.source)}).test(e.innerText); })()`, undefined, WAIT);
+    const text = (): Promise<string> => page.locator(selector).first().innerText({ timeout: 1000 }).catch(() => '');
+    await waitFor(async () => re.test(await text()), { timeoutMs: WAIT.timeout, intervalMs: 100, what: `${selector} matching ${re.source}` });
   }
 
   async function screenshot(page: Page, name: string): Promise<void> {
