@@ -39,7 +39,7 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
       : `expected ${IMAGE_DATA_VERSION}, got ${show(value.version)}`);
     return c.problems;
   }
-  const { installation: _optional, pins: _pins, revocations: _revocations, ...required } = value;
+  const { installation: _optional, pins: _pins, revocations: _revocations, uploadRetries: _retries, ...required } = value;
   c.fields(required, '', ['format', 'version', 'exported', 'builds', 'uploads', 'pauses', 'buildRequests', 'sequences']);
   c.time(value.exported, 'exported');
   if (value.installation !== undefined && !(typeof value.installation === 'string' && INSTALLATION_ID_RE.test(value.installation))) {
@@ -94,6 +94,17 @@ export function checkImageData(value: unknown): ImageDataProblem[] {
     requests.add(x.diskimage);
   });
   checkRollout(c, value);
+  const retries = new Set<string>();
+  c.list(value.uploadRetries, 'uploadRetries', (x, p) => {
+    if (!c.object(x, p)) return;
+    c.fields(x, p, ['diskimage', 'provider', 'requested']);
+    c.name(x.diskimage, `${p}.diskimage`);
+    c.nonEmpty(x.provider, `${p}.provider`, 'a provider name');
+    c.time(x.requested, `${p}.requested`);
+    const key = JSON.stringify([x.diskimage, x.provider]);
+    if (retries.has(key)) c.problem(p, `a second upload retry request of ${show(x.diskimage)} on ${show(x.provider)}`);
+    retries.add(key);
+  });
   return c.problems;
 }
 

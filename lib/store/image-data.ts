@@ -11,7 +11,7 @@
  */
 import { StoreError } from '../errors.js';
 import { IMAGE_ID_RE, UPLOAD_ID_RE } from '../images/image-file.js';
-import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from './models.js';
+import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadRetryRequest } from './models.js';
 
 export { checkImageData, parseImageData } from './image-data-check.js';
 
@@ -51,6 +51,11 @@ export interface ImageData {
    */
   pins?: PinRecord[];
   revocations?: RevocationRecord[];
+  /**
+   * Upload retry requests (issue 25, exported since issue 31 §12), by diskimage then provider:
+   * present when the store has any, so a file without them imports as before.
+   */
+  uploadRetries?: UploadRetryRequest[];
   sequences: ImageDataSequences;
   /**
    * The source store's installation id (lib/store/installation.ts), when a server had made one:
@@ -76,6 +81,9 @@ export interface ImportCounts {
   pinsKept?: number;
   revocations?: number;
   revocationsKept?: number;
+  /** Upload retry requests written, and those the target already had for the same diskimage and provider (kept); present when the data had any. */
+  uploadRetries?: number;
+  uploadRetriesKept?: number;
 }
 
 /** `data` without its builds' log URLs (issue 25: a URL of a running builder, not image data; the file format has none). */
@@ -93,6 +101,17 @@ export function withoutLogUrls(data: ImageData): ImageData {
 /** `data`'s pins and revocations, with the keys only when there are any (older files have none). */
 export function withRollout<T extends object>(data: T, pins: PinRecord[], revocations: RevocationRecord[]): T & Pick<ImageData, 'pins' | 'revocations'> {
   return { ...data, ...(pins.length > 0 ? { pins } : {}), ...(revocations.length > 0 ? { revocations } : {}) };
+}
+
+/** `data` with its upload retry requests, with the key only when there are any (older files have none). */
+export function withUploadRetries<T extends object>(data: T, retries: UploadRetryRequest[]): T & Pick<ImageData, 'uploadRetries'> {
+  return { ...data, ...(retries.length > 0 ? { uploadRetries: retries } : {}) };
+}
+
+/** Counts of an import's upload retry requests (written, and kept), as the ImportCounts fields; none when the data had none. */
+export function uploadRetryCounts(data: ImageData, written: number): Partial<ImportCounts> {
+  const all = data.uploadRetries ?? [];
+  return all.length === 0 ? {} : { uploadRetries: written, uploadRetriesKept: all.length - written };
 }
 
 /**
@@ -115,8 +134,8 @@ export interface ImageDataStore {
   exportImageData(): Promise<ImageData>;
   /**
    * Writes `data` into this store, all or nothing. Sequences become max(existing, imported),
-   * so a new build never reuses an imported id. Pauses, build requests, pins and revocations
-   * the store already has for the same key are kept as they are.
+   * so a new build never reuses an imported id. Pauses, build requests, upload retry requests,
+   * pins and revocations the store already has for the same key are kept as they are.
    * Thrown: {@link InvalidImageDataError} when `data` does not validate;
    * {@link ImageDataConflictError} (nothing written) when a build or upload id already exists,
    * or when an imported sequence is behind a record already in this store.

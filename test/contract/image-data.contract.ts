@@ -244,10 +244,38 @@ export function imageDataContract(name: string, open: OpenImageDataStore): void 
       assert.deepEqual([got?.launches, got?.launchFailures, got?.rollout], [1, 1, { state: 'revoked', time: T0 + 5, reason: 'aborted after 1 failed launch' }]);
     });
 
+    void it('moves upload retry requests, keeping the target\'s own, and refuses a malformed or repeated one', async () => {
+      await source.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
+      await source.requestUploadRetry('debian', 'cloud-a');
+      now += 10;
+      await source.requestUploadRetry('debian', 'cloud-b');
+      await source.requestUploadRetry('ubuntu-noble', 'cloud-a');
+      now += 1000;
+      await target.requestUploadRetry('debian', 'cloud-b');
+      const data = await source.exportImageData();
+      assert.deepEqual(data.uploadRetries, [
+        { diskimage: 'debian', provider: 'cloud-a', requested: T0 }, { diskimage: 'debian', provider: 'cloud-b', requested: T0 + 10 },
+        { diskimage: 'ubuntu-noble', provider: 'cloud-a', requested: T0 + 10 },
+      ]);
+      const counts = await target.importImageData(JSON.parse(JSON.stringify(data)) as ImageData);
+      assert.deepEqual([counts.uploadRetries, counts.uploadRetriesKept], [2, 1]);
+      assert.deepEqual(await target.listUploadRetries(), [
+        { diskimage: 'debian', provider: 'cloud-a', requested: T0 }, { diskimage: 'debian', provider: 'cloud-b', requested: now },
+        { diskimage: 'ubuntu-noble', provider: 'cloud-a', requested: T0 + 10 },
+      ]);
+      const bad = {
+        ...data, builds: [], sequences: { build: {}, upload: 0 },
+        uploadRetries: [{ diskimage: 'debian', provider: '', requested: T0 }, { diskimage: 'debian', provider: 'cloud-a', requested: 'soon' },
+          { diskimage: 'centos', provider: 'cloud-a', requested: T0 }, { diskimage: 'centos', provider: 'cloud-a', requested: T0 + 1 }],
+      };
+      const err = await storeError(target.importImageData(bad as unknown as ImageData), InvalidImageDataError);
+      assert.deepEqual(err.problems.map((p) => p.path), ['uploadRetries[0].provider', 'uploadRetries[1].requested', 'uploadRetries[3]']);
+    });
+
     void it('imports a file without pins and revocations (older exports) as before, and refuses a pin of another diskimage\'s build', async () => {
       const b = await source.createBuild({ diskimage: 'debian', formats: ['qcow2'] });
       const data = await source.exportImageData();
-      assert.equal('pins' in data || 'revocations' in data, false, 'a store without any exports neither key');
+      assert.equal('pins' in data || 'revocations' in data || 'uploadRetries' in data, false, 'a store without any exports none of these keys');
       assert.deepEqual(await target.importImageData(data),
         { builds: 1, uploads: 0, pauses: 0, buildRequests: 0, pausesKept: 0, buildRequestsKept: 0, sequencesRaised: 1 });
       const bad = { ...data, builds: [], sequences: { build: {}, upload: 0 }, pins: [{ diskimage: 'ubuntu', provider: null, buildId: b.id, since: T0, reason: null }] };

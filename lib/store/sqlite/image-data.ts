@@ -7,9 +7,9 @@ import type Database from 'better-sqlite3';
 import { CorruptLog } from '../corrupt.js';
 import {
   buildIdSequence, findImportConflict, withoutOrphanUploads, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, rolloutCounts,
-  uploadIdSequence, withRollout, type ImageData, type ImportCounts, type ImportTarget,
+  uploadIdSequence, uploadRetryCounts, withRollout, withUploadRetries, type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
-import type { BuildRecord, BuildRequest, UploadRecord } from '../models.js';
+import type { BuildRecord, BuildRequest, UploadRecord, UploadRetryRequest } from '../models.js';
 import { toJson } from '../to-json.js';
 import { checkedRows, toJsonOrNull } from './columns.js';
 import {
@@ -37,6 +37,8 @@ export class SqliteImageData {
   private readonly insertRequestStmt: Database.Statement<SqlValue[]>;
   private readonly insertPinStmt: Database.Statement<SqlValue[]>;
   private readonly insertRevocationStmt: Database.Statement<SqlValue[]>;
+  private readonly insertRetryStmt: Database.Statement<SqlValue[]>;
+  private readonly allRetriesStmt: Database.Statement<[], UploadRetryRequest>;
   private readonly allPinsStmt: Database.Statement<[], PinRow>;
   private readonly allRevocationsStmt: Database.Statement<[], RevocationRow>;
   private readonly allBuildsStmt: Database.Statement<[], BuildRow>;
@@ -52,6 +54,7 @@ export class SqliteImageData {
     this.allRequestsStmt = db.prepare<[], BuildRequest>('SELECT diskimage, requested FROM build_requests ORDER BY diskimage');
     this.allPinsStmt = db.prepare<[], PinRow>('SELECT * FROM pins ORDER BY diskimage, provider');
     this.allRevocationsStmt = db.prepare<[], RevocationRow>('SELECT * FROM revocations ORDER BY diskimage, build_id');
+    this.allRetriesStmt = db.prepare<[], UploadRetryRequest>('SELECT diskimage, provider, requested FROM upload_retries ORDER BY diskimage, provider');
     this.allSequencesStmt = db.prepare<[], { name: string; value: number }>('SELECT name, value FROM sequences ORDER BY name');
     this.hasBuildStmt = db.prepare<[string], number>('SELECT 1 FROM builds WHERE id = ?').pluck();
     this.hasUploadStmt = db.prepare<[string], number>('SELECT 1 FROM uploads WHERE id = ?').pluck();
@@ -82,6 +85,9 @@ export class SqliteImageData {
     this.insertRevocationStmt = db.prepare<SqlValue[]>(`
       INSERT INTO revocations (diskimage, build_id, since, reason) VALUES (?, ?, ?, ?)
       ON CONFLICT (diskimage, build_id) DO NOTHING`);
+    this.insertRetryStmt = db.prepare<SqlValue[]>(`
+      INSERT INTO upload_retries (diskimage, provider, requested) VALUES (?, ?, ?)
+      ON CONFLICT (diskimage, provider) DO NOTHING`);
     // A deferred transaction of reads: one snapshot under WAL, without blocking writers.
     this.exportTx = db.transaction(() => this.exportNow());
     this.importTx = immediate(db, (data: ImageData) => this.importNow(data));
@@ -122,10 +128,13 @@ export class SqliteImageData {
     // A corrupt pin is left out (which build it pins cannot be told); a corrupt revocation still revokes.
     const pins = checkedRows(this.allPinsStmt.all(), pinFromRow, quiet);
     const revocations = this.allRevocationsStmt.all().map((r) => revocationFromRowLenient(r).revocation);
-    return withRollout({
+    // A corrupt retry request is left out (listCorrupt names it), as a corrupt build request.
+    const retries = this.allRetriesStmt.all().filter((r) => typeof r.requested === 'number' && Number.isFinite(r.requested))
+      .map((r) => ({ diskimage: r.diskimage, provider: r.provider, requested: r.requested }));
+    return withUploadRetries(withRollout({
       format: IMAGE_DATA_FORMAT, version: IMAGE_DATA_VERSION, exported: this.clock(),
       builds, uploads, pauses, buildRequests, sequences: { build, upload },
-    } as ImageData, pins, revocations);
+    } as ImageData, pins, revocations), retries);
   }
 
   private importNow(data: ImageData): ImportCounts {
@@ -160,6 +169,9 @@ export class SqliteImageData {
     let revocations = 0;
     for (const r of data.revocations ?? []) revocations += this.insertRevocationStmt.run(r.diskimage, r.buildId, r.since, r.reason).changes;
     Object.assign(counts, rolloutCounts(data, pins, revocations));
+    let retries = 0;
+    for (const r of data.uploadRetries ?? []) retries += this.insertRetryStmt.run(r.diskimage, r.provider, r.requested).changes;
+    Object.assign(counts, uploadRetryCounts(data, retries));
     const sequences: Array<[string, number]> = [
       ...Object.entries(data.sequences.build).map(([d, n]): [string, number] => [buildSequence(d), n]),
       [UPLOAD_SEQUENCE, data.sequences.upload],

@@ -6,7 +6,7 @@
 import { StoreError } from '../../errors.js';
 import { UPLOAD_ID_RE, uploadNodeName } from '../../images/image-file.js';
 import type { ImageData } from '../image-data.js';
-import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from '../models.js';
+import type { BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadRetryRequest } from '../models.js';
 import { splitBuildId } from './builds.js';
 import { buildJson, pauseJson, uploadJson } from './image-records.js';
 import type { Layout } from './layout.js';
@@ -28,6 +28,8 @@ export interface ImportRecords {
   requests: BuildRequest[];
   pins: PinRecord[];
   revocations: RevocationRecord[];
+  /** Upload retry requests (issue 31 §12). */
+  retries?: UploadRetryRequest[];
 }
 
 /** The creates of the records, parents before children (builds, their upload tree; pauses; requests; pins; revocations). */
@@ -70,6 +72,9 @@ export function recordOps(layout: Layout, r: ImportRecords): Op[] {
   }
   for (const v of r.revocations) {
     ops.push({ op: 'create', path: layout.revocation(v.diskimage, v.buildId), data: encode(revocationJson(v), `revocation of ${v.buildId}`) });
+  }
+  for (const q of r.retries ?? []) {
+    ops.push({ op: 'create', path: layout.uploadRetry(q.diskimage, q.provider), data: encode({ requested: toSeconds(q.requested) }, `upload retry request of ${q.diskimage} on ${q.provider}`) });
   }
   return ops;
 }

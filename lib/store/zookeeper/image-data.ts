@@ -26,9 +26,9 @@
 import { coerceError, StoreError, ZooKeeperError } from '../../errors.js';
 import {
   buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, rolloutCounts, uploadIdSequence,
-  withoutOrphanUploads, withRollout, type ImageData, type ImportCounts, type ImportTarget,
+  uploadRetryCounts, withoutOrphanUploads, withRollout, withUploadRetries, type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
-import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord } from '../models.js';
+import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadRetryRequest } from '../models.js';
 import { buildLockDir } from './build-lock.js';
 import { maxSeq, splitBuildId } from './builds.js';
 import { ensure, type ZkContext } from './context.js';
@@ -52,6 +52,7 @@ export interface ImageLists {
   buildRequests(): Promise<BuildRequest[]>;
   pins(): Promise<PinRecord[]>;
   revocations(): Promise<RevocationRecord[]>;
+  uploadRetries(): Promise<UploadRetryRequest[]>;
 }
 
 /** Test seams of {@link ZkImageData}. */
@@ -88,6 +89,7 @@ export class ZkImageData {
       const [uploads, pauses, buildRequests] = [withoutOrphanUploads(builds, await this.lists.uploads()), await this.lists.pauses(), await this.lists.buildRequests()];
       // A corrupt pin is left out (which build it pins cannot be told); a corrupt revocation still revokes.
       const [pins, revocations] = [await this.lists.pins(), await this.lists.revocations()];
+      const retries = await this.lists.uploadRetries();
       const counters = await this.readCounters();
       await cache.sync();
       if (!sameRefs(before, this.fingerprint())) continue;
@@ -100,10 +102,10 @@ export class ZkImageData {
       // Records written without the counters (Nodepool's own builder) still count: no id is handed out twice.
       for (const b of builds) build[b.diskimage] = Math.max(build[b.diskimage] ?? 0, buildIdSequence(b.id));
       for (const u of uploads) upload = Math.max(upload, uploadIdSequence(u.id));
-      return withRollout({
+      return withUploadRetries(withRollout({
         format: IMAGE_DATA_FORMAT, version: IMAGE_DATA_VERSION, exported: this.ctx.clock(),
         builds, uploads, pauses, buildRequests, sequences: { build: sortKeys(build), upload },
-      } as ImageData, pins, revocations);
+      } as ImageData, pins, revocations), retries);
     }
     throw new StoreError(`exporting image data: the image records kept changing over ${MAX_ATTEMPTS} attempts at a consistent read; try again when the builders are quieter`);
   }
@@ -136,6 +138,7 @@ export class ZkImageData {
     });
     const pins = (data.pins ?? []).filter((p) => !cache.get(p.provider === null ? layout.pin(p.diskimage) : layout.providerPin(p.diskimage, p.provider)));
     const revocations = (data.revocations ?? []).filter((r) => !cache.get(layout.revocation(r.diskimage, r.buildId)));
+    const retries = (data.uploadRetries ?? []).filter((r) => !cache.get(layout.uploadRetry(r.diskimage, r.provider)));
 
     // 2. Counters first.
     const raised = await this.raiseCounters(data);
@@ -147,7 +150,7 @@ export class ZkImageData {
       const second = findImportConflict(data, this.target());
       if (second) throw second;
       // Directories that outlive an import (as createBuild and setPause leave them).
-      const images = new Set([...data.builds, ...pauses, ...requests, ...pins, ...revocations].map((r) => r.diskimage));
+      const images = new Set([...data.builds, ...pauses, ...requests, ...pins, ...revocations, ...retries].map((r) => r.diskimage));
       for (const d of [...images].sort()) {
         if (!cache.get(layout.image(d))) await ensure(client, layout.image(d));
         if (data.builds.some((b) => b.diskimage === d)) {
@@ -158,9 +161,10 @@ export class ZkImageData {
         if (pauses.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPauses(d))) await ensure(client, layout.providerPauses(d));
         if (pins.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPins(d))) await ensure(client, layout.providerPins(d));
         if (revocations.some((r) => r.diskimage === d) && !cache.get(layout.revocations(d))) await ensure(client, layout.revocations(d));
+        if (retries.some((r) => r.diskimage === d) && !cache.get(layout.uploadRetries(d))) await ensure(client, layout.uploadRetries(d));
       }
       // 4. The records, in bounded transactions.
-      const batches = cutBatches(recordOps(layout, { data, pauses, requests, pins, revocations }), this.opts.maxBatchBytes ?? MAX_BATCH_BYTES);
+      const batches = cutBatches(recordOps(layout, { data, pauses, requests, pins, revocations, retries }), this.opts.maxBatchBytes ?? MAX_BATCH_BYTES);
       for (const [i, ops] of batches.entries()) {
         await this.opts.beforeBatch?.(i, ops);
         try {
@@ -184,7 +188,7 @@ export class ZkImageData {
     counts.uploads = data.uploads.length;
     counts.pauses = pauses.length;
     counts.buildRequests = requests.length;
-    Object.assign(counts, rolloutCounts(data, pins.length, revocations.length));
+    Object.assign(counts, rolloutCounts(data, pins.length, revocations.length), uploadRetryCounts(data, retries.length));
     this.ctx.wroteElsewhere(); // the next list syncs first: it shows the import whole
     return counts;
   }

@@ -90,7 +90,7 @@ export class ZkBackend implements StoreBackend {
     this.imageData = new ZkImageData(ctx, {
       builds: () => this.builds.list(), uploads: () => this.uploads.list(),
       pauses: () => this.intents.listPauses(), buildRequests: () => this.intents.listBuildRequests(),
-      pins: () => this.intents.listPins(), revocations: () => this.intents.listRevocations(),
+      pins: () => this.intents.listPins(), revocations: () => this.intents.listRevocations(), uploadRetries: () => this.intents.listUploadRetries(),
     });
     this.watchMain(main);
   }
