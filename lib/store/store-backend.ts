@@ -15,7 +15,7 @@ import type {
   UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 import type {
-  BuildFilter, ExpectRollout, ExpectState, IdleDelete, NewSession, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
+  BuildFilter, ExpectRollout, ExpectState, IdleDelete, NewSession, NodeClaim, NodeFilter, ReapCounts, RequestFilter, UploadFilter,
 } from './store.js';
 
 /** A value now or later. */
@@ -91,6 +91,8 @@ export interface StoreBackend {
   readonly nodes: RecordTable<NodeRecord, NewNode, NodePatch, NodeState, NodeFilter> & {
     /** As NodeStore.deleteNodeIfIdle (lib/store/store.ts). */
     deleteIfIdle(seen: NodeRecord): Maybe<IdleDelete>;
+    /** As CorruptStore.listCorruptNodes (lib/store/store.ts), in any order. */
+    corruptClaims(): Maybe<NodeClaim[]>;
   };
   readonly requests: RecordTable<NodeRequestRecord, NewNodeRequest, NodeRequestPatch, RequestState, RequestFilter>;
   readonly intents: IntentTable;

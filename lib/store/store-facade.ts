@@ -18,7 +18,7 @@ import type {
 } from './models.js';
 import type { Maybe, StoreBackend } from './store-backend.js';
 import type {
-  BuildFilter, ExpectRollout, ExpectState, IdleDelete, LockOptions, NewSession, NodeFilter, ReapCounts, RequestFilter, Store, UploadFilter,
+  BuildFilter, ExpectRollout, ExpectState, IdleDelete, LockOptions, NewSession, NodeClaim, NodeFilter, ReapCounts, RequestFilter, Store, UploadFilter,
 } from './store.js';
 
 /** A {@link Store} (with image data export and import) over one backend. */
@@ -282,6 +282,13 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard('listing corrupt records', async () => {
       const all = await this.backend.corrupt();
       return sortCorrupt(filter.kinds ? all.filter((c) => filter.kinds?.includes(c.kind)) : all);
+    });
+  }
+
+  listCorruptNodes(): Promise<NodeClaim[]> {
+    return this.guard('listing corrupt node records', async () => {
+      const claims = await this.backend.nodes.corruptClaims();
+      return claims.sort((a, b) => a.id.localeCompare(b.id));
     });
   }
 

@@ -255,6 +255,22 @@ export interface SessionStore {
 export interface CorruptStore {
   /** Corrupt records by kind (builds, uploads, pauses, build requests, nodes, requests, launchers), then id. */
   listCorrupt(filter?: CorruptFilter): Promise<CorruptRecord[]>;
+  /**
+   * The corrupt node records, by id, with what each still names (read leniently from its raw
+   * data). Leak cleanup counts them as covering their servers and VMs, as Nodepool counts any
+   * znode that exists: a record we refuse (one Zuul wrote, say) must not get its server deleted.
+   */
+  listCorruptNodes(): Promise<NodeClaim[]>;
+}
+
+/** What a node record that does not validate still names (see {@link CorruptStore.listCorruptNodes}). */
+export interface NodeClaim {
+  /** The record's id (its znode's name, its row's id): always known. */
+  id: string;
+  /** Its external id when that reads as a non-empty string; null when it cannot be read. */
+  externalId: string | null;
+  /** Its provider when that reads as a string; null when it cannot be read (it may be any provider's). */
+  provider: string | null;
 }
 
 /** Everything one state store offers. */

@@ -128,7 +128,8 @@ export class ImageLifecycle extends EventEmitter<ImageLifecycleEvents> {
     if (leakEvery > 0 && now - this.lastLeakCheck >= leakEvery) {
       this.lastLeakCheck = now;
       const leaks = await deleteLeakedImages(config, {
-        readUploads: () => store.listUploads(), builds, installation: this.installation, since: this.leakSince, now,
+        readUploads: () => store.listUploads(),
+        readCorruptUploads: async () => (await store.listCorrupt({ kinds: ['upload'] })).map((c) => c.id), builds, installation: this.installation, since: this.leakSince, now,
       }, this.deps.imageServices, this.log);
       this.leakHeld = leaks.held;
       if (leaks.deleted.length) this.emit('leaks:deleted', leaks.deleted);

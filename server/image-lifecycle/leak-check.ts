@@ -20,13 +20,16 @@ import { graceOver, trackUnknown, UNKNOWN_ADVICE, unknownGuard } from './unknown
  * accounts for every image carrying its id (one of them may be the upload in flight); a
  * `validating`, `ready` or `deleting` record with an external id accounts for that image only, so an earlier attempt
  * of the same upload (re-run after a server or gearmand restart) is a leak too. Failed records and
- * missing records account for nothing. Pure: the caller lists the images before reading records.
+ * missing records account for nothing. An upload record that does not validate (`corrupt`, its
+ * id) accounts for every image carrying its id, as an `uploading` one does, whatever it says: a
+ * record we refuse must never get its image deleted. Pure: the caller lists the images before
+ * reading records.
  */
-export function unaccountedImages(provider: string, images: ListedImage[], uploads: UploadRecord[]): ListedImage[] {
+export function unaccountedImages(provider: string, images: ListedImage[], uploads: UploadRecord[], corrupt: ReadonlySet<string> = new Set()): ListedImage[] {
   const byId = new Map(uploads.filter((u) => u.provider === provider).map((u) => [u.id, u]));
   return images.filter((image) => {
     const uploadId = image.properties.nodepool_upload_id;
-    if (!uploadId) return false;
+    if (!uploadId || corrupt.has(uploadId)) return false;
     const record = byId.get(uploadId);
     if (!record || record.state === 'failed') return true;
     if (record.state === 'uploading' || record.externalId === null) return false;
@@ -58,6 +61,8 @@ export interface LeakedImage {
 export interface LeakCheckInput {
   /** Reads the upload records (called after the listings). */
   readUploads: () => Promise<UploadRecord[]>;
+  /** Reads the ids of the upload records that do not validate (Store.listCorrupt; called after the listings). */
+  readCorruptUploads: () => Promise<string[]>;
   /** The store's builds, for images without an installation id. */
   builds: readonly Pick<BuildRecord, 'id'>[];
   /** The store's installation id. */
@@ -98,13 +103,13 @@ export async function deleteLeakedImages(
   }
   const result: LeakCheckResult = { deleted: [], held: [] };
   if (listed.length === 0) return result;
-  const uploads = await input.readUploads();
+  const [uploads, corrupt] = await Promise.all([input.readUploads(), input.readCorruptUploads().then((ids) => new Set(ids))]);
   const knownBuilds = new Set(input.builds.map((b) => b.id));
   const { strayGrace, deleteUnknown } = config.imageLifecycle;
   const recorded = new Set(uploads.map((u) => u.id));
   const candidates = listed.map(({ provider, service, images }) => {
     const ours = images.filter((i) => i.properties.nodepool_upload_id !== undefined && isOurs(i, input.installation, knownBuilds));
-    const leaked = unaccountedImages(provider, ours, uploads);
+    const leaked = unaccountedImages(provider, ours, uploads, corrupt);
     // An image whose upload record exists (failed, or naming another image) is ours for sure; one without waits.
     const unknown = leaked.filter((i) => !recorded.has(i.properties.nodepool_upload_id as string));
     return { provider, service, ours, leaked, unknown: new Set(unknown) };

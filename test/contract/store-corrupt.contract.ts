@@ -82,6 +82,25 @@ export function corruptRecordContract(h: StoreHarness, spoil: () => Spoil): void
       assert.deepEqual(ids(await s.listNodes()), [good.id]);
     });
 
+    void it('names what a corrupt node still says, its external id and provider where they can be read (listCorruptNodes, for leak cleanup)', async () => {
+      const s = h.store;
+      const mk = (externalId: string): ReturnType<typeof s.createNode> =>
+        s.createNode({ state: 'in-use', provider: 'p', pool: 'main', labels: ['small'], externalId });
+      const [a, b, good] = [await mk('server-a'), await mk('server-b'), await mk('server-c')];
+      assert.deepEqual(await s.listCorruptNodes(), []);
+      await spoil()({ kind: 'node', id: a.id }, 'unknown-state');
+      await spoil()({ kind: 'node', id: b.id }, 'garbage');
+      const claims = await s.listCorruptNodes();
+      assert.deepEqual(claims.map((c) => c.id), [a.id, b.id]);
+      assert.deepEqual(claims[0], { id: a.id, externalId: 'server-a', provider: 'p' });
+      // Garbage in a znode is no JSON at all, so only its id is known; a SQLite row keeps its other columns.
+      assert.ok(claims[1]?.externalId === null || claims[1]?.externalId === 'server-b', String(claims[1]?.externalId));
+      assert.deepEqual(ids(await s.listNodes()), [good.id]);
+      assert.equal(await s.deleteNode(a.id), true);
+      assert.equal(await s.deleteNode(b.id), true);
+      assert.deepEqual(await s.listCorruptNodes(), []);
+    });
+
     void it('leaves a request that does not parse out of listRequests and deletes it', async () => {
       const s = h.store;
       const bad = await s.createRequest({ labels: ['small'], requestor: 'zuul' });

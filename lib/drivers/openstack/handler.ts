@@ -136,13 +136,13 @@ export class OpenStackHandler extends LaunchingHandler {
     // A record that arrives naming an upload boots exactly that one (validation); others core's choice for this node.
     const image = node.image ? await p.pinnedImage(node.image, label) : await p.bootImage(label, node.id);
     if (!image) throw new LaunchError(`no image for label ${label.name} in provider ${p.name}`);
-    const [nova, flavor, networkIds] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(label.networks)]);
+    const [nova, flavor, networkIds, installation] = await Promise.all([p.nova(), p.flavorFor(label), p.networkIds(label.networks), p.installation()]);
     const hostname = formatHostname(p.config.hostnameFormat, { label: label.name, provider: p.name, node: node.id, pool: this.poolConfig.name });
     const dynamic = dynamicProperties(label.dynamicInstanceProperties, requestAttrs(this.hctx.request));
     for (const s of dynamic.skipped) log.warn('dynamic-instance-properties: skipped a key that could not be formatted', { key: s.key, error: s.error });
     const metadata = serverMetadata({
       provider: p.name, pool: this.poolConfig.name, label: label.name, imageName: image.name, nodeId: node.id,
-      instanceProperties: label.instanceProperties, dynamicProperties: dynamic.values,
+      instanceProperties: label.instanceProperties, dynamicProperties: dynamic.values, installation,
     });
     // From here the launch boots the upload: its outcome counts on it (rollout), Nova refusing the
     // create (an image it will not boot) included; a flavor or network lookup that failed above does not.

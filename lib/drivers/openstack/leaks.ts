@@ -1,9 +1,12 @@
 /**
  * Leak detection (pure): which of a provider's servers no node record accounts for. A
- * server is ours when its metadata names this provider; it is leaked when no record accounts
- * for it (see {@link recordCoverage}).
+ * server is ours when its metadata names this provider (and no other installation); it is
+ * leaked when no record accounts for it, valid or corrupt (see {@link recordCoverage},
+ * {@link LeakScope}).
  */
+import { INSTALLATION_PROPERTY } from '../../store/installation.js';
 import type { NodeRecord } from '../../store/models.js';
+import type { NodeClaim } from '../../store/store.js';
 
 /** A server as leak detection sees it. */
 export interface ServerTags {
@@ -40,11 +43,39 @@ export function recordCoverage(provider: string, nodes: readonly Pick<NodeRecord
   };
 }
 
-/** The provider's servers that no record covers. */
-export function findLeakedServers(servers: readonly ServerTags[], provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): LeakedServer[] {
+/** What besides the listed records keeps a server from being a leak. */
+export interface LeakScope {
+  /**
+   * Node records that do not validate (Store.listCorruptNodes): each covers every server whose
+   * `nodepool_node_id` names it and the server its external id names, whatever its provider, as
+   * Nodepool counts any znode that exists. A record we refuse (one Zuul wrote in a form we do
+   * not know) must never get its server deleted.
+   */
+  corrupt?: readonly Pick<NodeClaim, 'id' | 'externalId'>[];
+  /**
+   * This store's installation id: a server whose `nodepool_installation_id` names another
+   * installation is that installation's (same provider name, same cloud), never a leak here.
+   * Servers without the key (made before servers carried it, or by Nodepool) are judged as before.
+   */
+  installation?: string;
+}
+
+/**
+ * The provider's servers that no record covers: neither a listed record ({@link recordCoverage})
+ * nor a corrupt one, and not another installation's ({@link LeakScope}).
+ */
+export function findLeakedServers(servers: readonly ServerTags[], provider: string, nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[],
+  scope: LeakScope = {}): LeakedServer[] {
   const covered = recordCoverage(provider, nodes);
+  const corruptIds = new Set((scope.corrupt ?? []).map((c) => c.id));
+  const corruptExternal = new Set((scope.corrupt ?? []).flatMap((c) => (c.externalId ? [c.externalId] : [])));
+  const othersServer = (s: ServerTags): boolean => {
+    const tagged = s.metadata[INSTALLATION_PROPERTY];
+    return tagged !== undefined && scope.installation !== undefined && tagged !== scope.installation;
+  };
   return servers
-    .filter((s) => s.metadata.nodepool_provider_name === provider && !covered(s))
+    .filter((s) => s.metadata.nodepool_provider_name === provider && !covered(s) && !othersServer(s)
+      && !corruptExternal.has(s.id) && !(s.metadata.nodepool_node_id !== undefined && corruptIds.has(s.metadata.nodepool_node_id)))
     .map((s) => ({
       externalId: s.id,
       name: s.name,

@@ -64,6 +64,7 @@ export class OpenStackProvider implements Provider {
   private readonly networks = new Map<string, Promise<string>>();
   private readonly cloudImageIds = new Map<string, { at: number; id: string | undefined }>();
   private quota?: { at: number; value: Promise<CloudQuota> };
+  private readonly installationId = new KeptUnlessFailed(() => this.ctx.store.installationId());
 
   constructor(readonly config: OpenStackProviderConfig, readonly ctx: ProviderContext<OpenStackAccess>, opts: OpenStackProviderOptions = {}) {
     this.name = config.name;
@@ -75,6 +76,14 @@ export class OpenStackProvider implements Provider {
       delete: async (id) => (await svc()).delete(id),
       list: async (filter, signal) => (await svc()).list(filter, signal),
     };
+  }
+
+  /**
+   * The store's installation id (made by the first server to ask): new servers carry it
+   * (server-metadata.ts) and leak cleanup leaves servers carrying another one alone.
+   */
+  installation(): Promise<string> {
+    return this.installationId.get();
   }
 
   /** The driver's host access (session, Glance); its owner closes it. Thrown: CloudError (credentials, Keystone). */
@@ -368,8 +377,11 @@ export class OpenStackProvider implements Provider {
     }
     // Servers first, records second: a server listed was created after its record, so the record is seen.
     const servers = await (await this.nova()).listServers();
-    const nodes = await this.ctx.store.listNodes({ provider: this.name });
-    for (const leak of findLeakedServers(servers, this.name, nodes)) {
+    // Corrupt records cover their servers too, and another installation's servers are its own (leaks.ts LeakScope).
+    const [nodes, corrupt, installation] = await Promise.all([
+      this.ctx.store.listNodes({ provider: this.name }), this.ctx.store.listCorruptNodes(), this.installation(),
+    ]);
+    for (const leak of findLeakedServers(servers, this.name, nodes, { corrupt, installation })) {
       const rec = await this.ctx.store.createNode({
         state: 'deleting', provider: this.name, pool: leak.pool, labels: leak.labels, externalId: leak.externalId,
         hostname: leak.name, reason: 'leaked', cloud: this.config.cloud, region: this.config.regionName ?? null,

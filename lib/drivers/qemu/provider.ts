@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { CloudError, coerceError, LaunchError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
+import type { NodeClaim } from '../../store/store.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import { resolveAccel } from './accel.js';
 import type { QemuLabelConfig, QemuPoolConfig, QemuProviderConfig } from './config.js';
@@ -136,13 +137,13 @@ export class QemuProvider implements Provider {
     await this.vms.destroy(node.externalId);
   }
 
-  /** Kills and removes VMs of this provider that no node record accounts for. */
+  /** Kills and removes VMs of this provider that no node record, valid or corrupt, accounts for. */
   async cleanupLeakedResources(): Promise<void> {
     // VMs first, records second: a VM listed was checkpointed on its record before it was made.
     const vms = await this.vms.list();
     if (vms.length === 0) return;
-    const nodes = await this.ctx.store.listNodes({ provider: this.name });
-    const covered = vmCoverage(nodes);
+    const [nodes, corrupt] = await Promise.all([this.ctx.store.listNodes({ provider: this.name }), this.ctx.store.listCorruptNodes()]);
+    const covered = vmCoverage(nodes, corrupt);
     for (const vm of vms.filter((v) => !covered(v))) {
       this.log.warn('leaked VM: killing it', { vm: vm.record.id, pid: vm.pid, formerNode: vm.record.nodeId });
       try {
@@ -167,10 +168,14 @@ export class QemuProvider implements Provider {
 /**
  * Whether a node record accounts for a VM: a record names it as its `externalId`, or the VM's
  * node has a record that names no VM yet. A record naming another VM does not cover it (an
- * earlier attempt of that node). Pure.
+ * earlier attempt of that node). A record that does not validate (`corrupt`,
+ * Store.listCorruptNodes) covers every VM of its node id and the VM its external id names,
+ * whatever its provider: a record we refuse must never get its VM killed. Pure.
  */
-export function vmCoverage(nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[]): (vm: FoundVm) => boolean {
+export function vmCoverage(nodes: readonly Pick<NodeRecord, 'id' | 'externalId'>[],
+  corrupt: readonly Pick<NodeClaim, 'id' | 'externalId'>[] = []): (vm: FoundVm) => boolean {
   const vmOf = new Map(nodes.map((n) => [n.id, n.externalId]));
-  const ids = new Set(nodes.flatMap((n) => (n.externalId ? [n.externalId] : [])));
-  return (vm) => ids.has(vm.record.id) || (vmOf.has(vm.record.nodeId) && !vmOf.get(vm.record.nodeId));
+  const ids = new Set([...nodes, ...corrupt].flatMap((n) => (n.externalId ? [n.externalId] : [])));
+  const corruptIds = new Set(corrupt.map((c) => c.id));
+  return (vm) => ids.has(vm.record.id) || corruptIds.has(vm.record.nodeId) || (vmOf.has(vm.record.nodeId) && !vmOf.get(vm.record.nodeId));
 }

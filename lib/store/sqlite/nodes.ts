@@ -9,7 +9,7 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { nodeLock } from '../lock-names.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
-import type { ExpectState, IdleDelete, NodeFilter } from '../store.js';
+import type { ExpectState, IdleDelete, NodeClaim, NodeFilter } from '../store.js';
 import { checkStringList } from '../checks.js';
 import { checkedRows, corruptRows, placeholders } from './columns.js';
 import { checkNodeState } from '../checks.js';
@@ -31,6 +31,11 @@ const FIELDS = Object.keys(NODE_COLUMNS) as Array<keyof NodeFields>;
 function initialValue(input: NewNode, field: keyof NodeFields): unknown {
   const given = input[field];
   return given !== undefined ? given : (NODE_DEFAULTS as Partial<NodeFields>)[field];
+}
+
+/** `v` when it is a non-empty string (a column of a corrupt row may hold anything), else null. */
+function nonEmpty(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
 }
 
 /** Nodes in a SQLite database. */
@@ -94,6 +99,19 @@ export class SqliteNodes {
   /** The nodes whose rows do not validate, by id. */
   corrupt(): CorruptRecord[] {
     return corruptRows(this.stmts.get('SELECT * FROM nodes ORDER BY id').all() as NodeRow[], nodeFromRow);
+  }
+
+  /**
+   * The nodes whose rows do not validate, with what each row still names: its external id and
+   * provider when those columns hold strings (a row is columns, so they read past a bad state or
+   * time). Leak cleanup counts these as covering (CorruptStore.listCorruptNodes).
+   */
+  corruptClaims(): NodeClaim[] {
+    const rows = this.stmts.get('SELECT * FROM nodes ORDER BY id').all() as NodeRow[];
+    const bad = new Set(corruptRows(rows, nodeFromRow).map((c) => c.id));
+    return rows.filter((r) => bad.has(r.id)).map((r) => ({
+      id: r.id, externalId: nonEmpty(r.external_id), provider: typeof r.provider === 'string' ? r.provider : null,
+    }));
   }
 
   /** Applies `patch`; undefined for an unknown id. Thrown: StateConflictError (nothing changed). */

@@ -12,7 +12,7 @@ import type { CorruptRecord } from '../corrupt.js';
 import { NODE_DEFAULTS, type NewNode, type NodePatch, type NodeRecord, type NodeState } from '../models.js';
 import { checkStringList } from '../checks.js';
 import { checkNodeState } from '../checks.js';
-import type { ExpectState, IdleDelete, NodeFilter } from '../store.js';
+import type { ExpectState, IdleDelete, NodeClaim, NodeFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { removeTree, updateJson, type ZkContext } from './context.js';
 import { maxSeq } from './builds.js';
@@ -23,6 +23,21 @@ import type { Op, Stat } from './zk-library.js';
 
 /** Reads of node records {@link ZkNodes.update} may write at (bounded; cleared when full). */
 const MAX_READS_KEPT = 5000;
+
+/** The JSON object in `data`, or undefined when it is not one (a corrupt record may hold anything). */
+function lenientObject(data: Buffer): Record<string, unknown> | undefined {
+  try {
+    const j: unknown = JSON.parse(data.toString('utf8'));
+    return typeof j === 'object' && j !== null && !Array.isArray(j) ? j as Record<string, unknown> : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `v` when it is a non-empty string, else null. */
+function nonEmpty(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
+}
 
 /** Nodes of one store handle. */
 export class ZkNodes {
@@ -142,6 +157,26 @@ export class ZkNodes {
       memoized(entry, this.ctx.corrupt, () => nodeFromJson(id, decodeRecord(data, 'node', id)));
       const c = corruptEntry(entry);
       if (c) out.push(c);
+    }
+    return out;
+  }
+
+  /**
+   * The corrupt nodes with what each still names, read leniently from its data: `external_id`
+   * and `provider` when the data is a JSON object holding strings there, else null (the znode's
+   * name, its node id, is always known). Leak cleanup counts these as covering
+   * (CorruptStore.listCorruptNodes), as Nodepool counts any znode that exists.
+   */
+  async corruptClaims(): Promise<NodeClaim[]> {
+    await this.ctx.fresh();
+    const out: NodeClaim[] = [];
+    for (const { name: id, entry } of this.ctx.cache.childEntries(this.ctx.layout.nodes)) {
+      const data = entry.data;
+      if (!data || data.length === 0) continue;
+      memoized(entry, this.ctx.corrupt, () => nodeFromJson(id, decodeRecord(data, 'node', id)));
+      if (!corruptEntry(entry)) continue;
+      const j = lenientObject(data);
+      out.push({ id, externalId: nonEmpty(j?.external_id), provider: typeof j?.provider === 'string' ? j.provider : null });
     }
     return out;
   }

@@ -69,16 +69,21 @@ export function providerYaml(cloud: NovaCloud, name: string, o: ProviderYamlOpti
 /** A store, session and log for one test file. */
 export class OpenStackEnv {
   readonly lines: string[] = [];
-  /** A provider name of this file only: the cloud is shared with other test files. */
-  readonly providerName = `os-${randomUUID().slice(0, 8)}`;
+  private constructor(readonly cloud: NovaCloud, readonly dir: string, readonly store: Store, readonly sessionId: string,
+    /** A provider name of this file only (the cloud is shared with other test files), unless given. */
+    readonly providerName: string) {}
 
-  private constructor(readonly cloud: NovaCloud, readonly dir: string, readonly store: Store, readonly sessionId: string) {}
-
-  static async create(cloud: NovaCloud): Promise<OpenStackEnv> {
+  /** `providerName`: the same name as another env's (a second installation with its own store on one cloud). */
+  static async create(cloud: NovaCloud, providerName = `os-${randomUUID().slice(0, 8)}`): Promise<OpenStackEnv> {
     const dir = await mkdtemp(path.join(tmpdir(), 'openstack-driver-'));
     const store = await SqliteStore.open(path.join(dir, 'nodepool.db'));
     const session = await store.openSession({ owner: 'openstack-driver-test', hostname: 'localhost', pid: process.pid, ttlMs: 600_000 });
-    return new OpenStackEnv(cloud, dir, store, session.id);
+    return new OpenStackEnv(cloud, dir, store, session.id, providerName);
+  }
+
+  /** The SQLite file of {@link store} (for test/contract/spoil.ts). */
+  get dbFile(): string {
+    return path.join(this.dir, 'nodepool.db');
   }
 
   /** Loads the test provider with the real loader. */

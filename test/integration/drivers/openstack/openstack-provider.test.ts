@@ -1,15 +1,18 @@
 /**
  * The openstack provider against the loopback Nova cloud: booting diskimage uploads with
  * nodepool's metadata, flavor choice, launch retries ending in a failed node, quota
- * (pool max-servers, max-cores and max-ram; the cloud's instance quota → aborted), leak cleanup, and stop during a
- * launch.
+ * (pool max-servers, max-cores and max-ram; the cloud's instance quota → aborted), leak cleanup (past corrupt
+ * records and another installation's servers), and stop during a launch.
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
+import Database from 'better-sqlite3';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
+import { INSTALLATION_PROPERTY } from '../../../../lib/store/installation.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
+import { sqliteSpoiler } from '../../../contract/spoil.js';
 import { useNovaCloud, type NovaCloud } from '../../../support/openstack-full.js';
 import { OpenStackEnv, type ProviderYamlOptions } from './openstack-env.js';
 
@@ -99,6 +102,7 @@ describe('openstack provider on the loopback cloud', () => {
       nodepool_node_id: node.id,
       nodepool_image_name: 'deb',
       nodepool_node_label: 'disk',
+      [INSTALLATION_PROPERTY]: await env.store.installationId(),
     });
   });
 
@@ -214,6 +218,74 @@ describe('openstack provider on the loopback cloud', () => {
     assert.equal(env.leaks.length, reported, 'and not reported twice');
     await p.cleanupNode(marked[0] as NodeRecord);
     assert.deepEqual(await ourServers(p), []);
+  });
+
+  it('keeps the server of a node whose record does not validate through the leak pass, and marks it once the record is gone', async () => {
+    const p = await provider();
+    const byExternalId = await launch(p, 'tiny');
+    const byNodeId = await launch(p, 'tiny');
+    assert.equal(byExternalId.state, 'ready', String(byExternalId.reason));
+    assert.equal(byNodeId.state, 'ready', String(byNodeId.reason));
+    // As Zuul writing records in a form this version does not know: states it has never heard of;
+    // the second with no readable external id either, so only the node id in its server's metadata names it.
+    const spoil = sqliteSpoiler(env.dbFile);
+    await spoil({ kind: 'node', id: byExternalId.id }, 'unknown-state');
+    await spoil({ kind: 'node', id: byNodeId.id }, 'unknown-state');
+    const db = new Database(env.dbFile, { timeout: 5000 });
+    try {
+      db.prepare('UPDATE nodes SET external_id = NULL WHERE id = ?').run(byNodeId.id);
+    } finally {
+      db.close();
+    }
+    assert.deepEqual(await env.store.listNodes({ provider: p.name }), [], 'the store refuses both records');
+    const leaksBefore = env.leaks.length;
+    assert.deepEqual((await env.store.listCorruptNodes()).map((c) => [c.id, c.externalId]), [[byExternalId.id, byExternalId.externalId], [byNodeId.id, null]]);
+    await p.cleanupLeakedResources();
+    await p.cleanupLeakedResources();
+    assert.deepEqual(await env.store.listNodes({ provider: p.name }), [], 'no record was made to delete either server');
+    assert.deepEqual((await ourServers(p)).map((s) => s.id).sort(), [byExternalId.externalId, byNodeId.externalId].sort(), 'both servers stay');
+    assert.deepEqual(env.leaks.slice(leaksBefore), [], 'and no leak is reported');
+    assert.equal(await env.store.deleteNode(byExternalId.id), true);
+    assert.equal(await env.store.deleteNode(byNodeId.id), true);
+    await p.cleanupLeakedResources();
+    const marked = await env.store.listNodes({ provider: p.name });
+    assert.deepEqual(marked.map((n) => [n.state, n.reason]), [['deleting', 'leaked'], ['deleting', 'leaked']], 'once deleted, the records\' servers are leaks');
+    for (const n of marked) await p.cleanupNode(n);
+    assert.deepEqual(await ourServers(p), []);
+  });
+
+  it("leaves a server of another installation with the same provider name alone, and still cleans up a server that names no installation", async () => {
+    const p = await provider();
+    const node = await launch(p, 'tiny');
+    assert.equal(node.state, 'ready', String(node.reason));
+    const mine = (await ourServers(p)).find((s) => s.id === node.externalId);
+    assert.equal(mine?.metadata[INSTALLATION_PROPERTY], await env.store.installationId(), 'the server carries its installation');
+    assert.equal(mine?.metadata.nodepool_node_id, node.id, "Nodepool 11's keys are as they were");
+    // A second installation (its own store) with a provider of the same name on the same cloud.
+    const other = await OpenStackEnv.create(cloud, env.providerName);
+    try {
+      const { config, provider: pc } = other.config();
+      const q = new OpenStackProvider(pc, other.ctx(config), { quotaCacheMs: 0, imageCacheMs: 0 });
+      started.push(q);
+      await q.start();
+      assert.notEqual(await q.installation(), await p.installation());
+      // A server made before servers carried an installation (or by Nodepool): judged as before.
+      const label = p.labelConfig('tiny');
+      assert.ok(label);
+      const nova = await q.nova();
+      const bare = await nova.createServer({
+        name: 'no-installation', imageId: cloud.image.id, flavorId: (await q.flavorFor(label)).id, networkIds: await q.networkIds([cloud.network.name]),
+        metadata: { nodepool_provider_name: p.name, nodepool_node_id: '0000009999', nodepool_pool_name: 'main' },
+      });
+      await q.cleanupLeakedResources();
+      const marked = await other.store.listNodes();
+      assert.deepEqual(marked.map((n) => n.externalId), [bare], "only the server without an installation is the other installation's leak");
+      assert.deepEqual(await env.store.listNodes({ provider: p.name }).then((ns) => ns.map((n) => [n.id, n.state])), [[node.id, 'ready']]);
+      for (const n of marked) await q.cleanupNode(n);
+      assert.deepEqual((await ourServers(p)).map((s) => s.id), [node.externalId], 'the first installation\'s server stays');
+    } finally {
+      await other.close();
+    }
   });
 
   it('fails a node whose host does not answer within boot-timeout, after scanning for host keys', async () => {

@@ -2,7 +2,8 @@
  * The qemu driver's config and image capability, with the real loader and the real qemu-img:
  * uploads copied or converted into image-dir and checked, corrupt and backed files refused,
  * aborts leaving nothing, list and delete; the accelerator choice and its per-host cache; the
- * NoCloud seed and the leak rule. No VM boots here (see qemu-vm.test.ts).
+ * NoCloud seed and the leak rule (a VM on a blank disk kept for its corrupt record). No VM boots
+ * an operating system here (see qemu-vm.test.ts).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -16,10 +17,11 @@ import { resolveAccel } from '../../../../lib/drivers/qemu/accel.js';
 import { qemuDriver } from '../../../../lib/drivers/qemu/index.js';
 import { QemuImageService } from '../../../../lib/drivers/qemu/image-store.js';
 import { vmHostname } from '../../../../lib/drivers/qemu/handler.js';
-import { vmCoverage } from '../../../../lib/drivers/qemu/provider.js';
+import { vmCoverage, type QemuProvider } from '../../../../lib/drivers/qemu/provider.js';
 import { makeSeedIso, parseAuthorizedKeys } from '../../../../lib/drivers/qemu/seed.js';
 import type { FoundVm } from '../../../../lib/drivers/qemu/vm-host.js';
 import { imageTargets } from '../../../../lib/drivers/config-registry.js';
+import { sqliteSpoiler } from '../../../contract/spoil.js';
 import { testLogger } from '../../../support/test-log.js';
 import { QemuEnv } from './qemu-env.js';
 
@@ -218,6 +220,40 @@ void describe('qemu driver: seeds and leak coverage (no boot)', () => {
     assert.equal(meta, 'instance-id: "0000000007-abcdef"\nlocal-hostname: "vm-0000000007"\n');
   });
 
+  it('keeps the VM of a node whose record does not validate through a leak pass, and kills it once the record is gone', async () => {
+    // A blank disk: QEMU runs (in its firmware) without booting anything, which is all a leak pass looks at.
+    const blank = path.join(env.dir, 'blank.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', blank, '16M']);
+    const upload = await env.readyUpload(blank);
+    const leaks: string[] = [];
+    const { config, provider: pc } = env.config({ accel: 'tcg' });
+    const provider = qemuDriver.createProvider(pc, env.ctx(config, (r) => leaks.push(r))) as QemuProvider;
+    await provider.start();
+    const vm = async (nodeId: string, id: string): Promise<FoundVm> => provider.vms.create(id, {
+      nodeId, pool: 'main', label: 'vm', image: upload.externalId ?? '', imagePath: blank, hostname: `vm-${nodeId}`,
+      accel: 'tcg', memory: 64, cpus: 1, authorizedKeys: [],
+    });
+    try {
+      const node = await env.store.createNode({ state: 'in-use', provider: 'vms', pool: 'main', labels: ['vm'] });
+      const kept = await vm(node.id, `${node.id}-kept01`);
+      await env.store.updateNode(node.id, { externalId: kept.record.id });
+      // As Zuul writing the record in a form this version does not know: a state it has never heard of.
+      await sqliteSpoiler(path.join(env.dir, 'nodepool.db'))({ kind: 'node', id: node.id }, 'unknown-state');
+      assert.deepEqual((await env.store.listNodes()).map((n) => n.id), [], 'the store refuses the record');
+      const leaked = await vm('9999999998', '9999999998-leak01');
+      await provider.cleanupLeakedResources();
+      assert.equal(await provider.vms.runningPid(leaked.record.id), null, 'the pass ran: the VM no record names is killed');
+      assert.ok(await provider.vms.runningPid(kept.record.id), 'the VM of the corrupt record still runs');
+      assert.deepEqual(leaks, ['vm']);
+      assert.equal(await env.store.deleteNode(node.id), true);
+      await provider.cleanupLeakedResources();
+      assert.equal(await provider.vms.runningPid(kept.record.id), null, 'once the record is deleted its VM is a leak');
+      assert.deepEqual(leaks, ['vm', 'vm']);
+    } finally {
+      await provider.stop();
+    }
+  });
+
   it('counts a VM as accounted for by its node record, or by a launch that has not named a VM yet', () => {
     const vm = (id: string, nodeId: string): FoundVm => ({ record: { id, nodeId } as FoundVm['record'], pid: 1 });
     const covered = vmCoverage([{ id: '1', externalId: '1-aaaaaa' }, { id: '2', externalId: null }, { id: '3', externalId: '3-bbbbbb' }]);
@@ -225,6 +261,10 @@ void describe('qemu driver: seeds and leak coverage (no boot)', () => {
     assert.equal(covered(vm('2-cccccc', '2')), true, 'launch in progress');
     assert.equal(covered(vm('3-dddddd', '3')), false, 'an earlier attempt of node 3');
     assert.equal(covered(vm('4-eeeeee', '4')), false, 'no record');
+    const past = vmCoverage([], [{ id: '5', externalId: null }, { id: '6', externalId: '7-ffffff' }]);
+    assert.equal(past(vm('5-aaaaaa', '5')), true, 'a corrupt record covers every VM of its node id');
+    assert.equal(past(vm('7-ffffff', '7')), true, 'and the VM its external id names');
+    assert.equal(past(vm('8-aaaaaa', '8')), false);
     assert.equal(vmHostname('Debian_VM', '0000000012'), 'debian-vm-0000000012');
   });
 });

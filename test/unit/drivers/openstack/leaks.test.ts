@@ -35,3 +35,27 @@ describe('leak detection', () => {
   });
 });
 
+
+describe('leak detection past corrupt records and other installations (issue 31)', () => {
+  const servers = [
+    server('named', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000011' }),
+    server('by-external-id', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000012' }),
+    server('taken-over', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000001' }),
+    server('leaked', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000013' }),
+  ];
+
+  it('counts a corrupt record as covering every server of its node id and the server its external id names', () => {
+    const corrupt = [{ id: '0000000011', externalId: null }, { id: '0000000099', externalId: 'taken-over' }, { id: '0000000012', externalId: 'elsewhere' }];
+    assert.deepEqual(findLeakedServers(servers, 'p1', [], { corrupt }).map((l) => l.externalId), ['leaked']);
+    assert.deepEqual(findLeakedServers(servers, 'p1', []).map((l) => l.externalId), ['named', 'by-external-id', 'taken-over', 'leaked'], 'without them all four are leaks');
+  });
+
+  it("leaves another installation's servers alone and judges servers without the key as before", () => {
+    const tagged = [
+      server('mine', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000021', nodepool_installation_id: 'inst-a' }),
+      server('theirs', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000022', nodepool_installation_id: 'inst-b' }),
+      server('untagged', { nodepool_provider_name: 'p1', nodepool_node_id: '0000000023' }),
+    ];
+    assert.deepEqual(findLeakedServers(tagged, 'p1', [], { installation: 'inst-a' }).map((l) => l.externalId), ['mine', 'untagged']);
+  });
+});

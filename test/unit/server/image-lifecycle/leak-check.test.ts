@@ -34,6 +34,11 @@ describe('leak check: which cloud images no upload record accounts for', () => {
     assert.deepEqual(leaked([image('ext-1', 1), image('old', 1)], [deleting]), ['old']);
   });
 
+  it('keeps every image of an upload record that does not validate, whatever it says (issue 31)', () => {
+    const images = [image('x', 1), image('y', 2), image('z', 3)];
+    assert.deepEqual(unaccountedImages('p1', images, [upload(1, 'a', 1, 'p1', 'failed')], new Set([uid(1), uid(2)])).map((i) => i.externalId), ['z']);
+  });
+
   it('ignores images without an upload id, and records of other providers', () => {
     assert.deepEqual(leaked([image('mine', null)]), []);
     assert.deepEqual(leaked([image('ext-1', 1)], [upload(1, 'a', 1, 'p2')]), ['ext-1']);
