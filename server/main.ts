@@ -201,15 +201,37 @@ export class NodepoolServer {
     });
   }
 
-  /** Closes the web status first (no new questions while stopping), then every service in reverse order of start. Idempotent. */
+  /**
+   * Closes the web status first (no new questions while stopping), then every service in reverse
+   * order of start. Idempotent. A store that cannot be reached for {@link STORE_GONE_MS} while
+   * stopping is given up (ZooKeeper: its calls fail at once), so the stop never waits out the
+   * store's timeouts; what was given up is logged, and the release failures it caused do not
+   * fail the stop.
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      const givenUp = this.store.giveUpWhenUnreachable?.(STORE_GONE_MS);
       await this.web?.stop().catch(() => undefined);
-      await this.releasers.releaseAll();
+      try {
+        await this.releasers.releaseAll();
+      } catch (err) {
+        if (!givenUp?.count) throw err;
+        const errors = err instanceof AggregateError ? err.errors as Error[] : [err as Error];
+        this.log.warn('release steps failed for want of the state store', { errors: errors.map((e) => e.message) });
+      }
+      if (givenUp?.count) {
+        this.log.warn('stopping without the state store: it was unreachable, so what still needed it was given up', {
+          unreachableForMs: STORE_GONE_MS, givenUp: givenUp.count, calls: givenUp.given,
+          consequences: 'locks not released and records not updated: the store session (its locks and this launcher\'s registration) ends when the store sees the session timeout pass; requests and nodes locked here are taken up by the next launcher then',
+        });
+      }
     })();
     return this.stopping;
   }
 }
+
+/** How long a stopping server waits for an unreachable store before giving up what still needs it. */
+export const STORE_GONE_MS = 2000;
 
 function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher | undefined): LoopHealth[] {
   return [...(lifecycle ? [lifecycle.loop.health] : []), ...(launcher?.loopHealth() ?? [])];

@@ -149,6 +149,12 @@ export interface IntentStore {
   installationId(): Promise<string>;
   /** The installation id without making one: undefined while no server has asked (read-only). */
   peekInstallationId(): Promise<string | undefined>;
+  /**
+   * For a process that is stopping (ZooKeeper only; SQLite has no such wait): from now on, a
+   * session that cannot reach ZooKeeper for `afterMs` fails its pending and later calls at once
+   * instead of waiting out their deadlines. Answers what was given up (read it after the stop).
+   */
+  giveUpWhenUnreachable?(afterMs: number): { count: number; given: readonly string[] };
 }
 
 /** Nodes: cloud servers and static host slots. */

@@ -27,7 +27,7 @@ import type { TlsTunnel } from './tls-tunnel.js';
 import { treeShape } from './tree-shape.js';
 import { TreeCache } from './tree-cache.js';
 import { ZkUploads } from './uploads.js';
-import { ZkClient, type ReadCounter } from './zk-client.js';
+import { ZkClient, type ReadCounter, type StoreGiveUp } from './zk-client.js';
 
 /** Delays between attempts to replace an expired main session: 100 ms doubling, at most 5 s. */
 const REBIND_RETRY: BackoffPolicy = { initialMs: 100, maxMs: 5000 };
@@ -43,6 +43,8 @@ export interface ZkConnection {
   connectTimeoutMs: number | undefined;
   clock: () => number;
   corrupt: CorruptLog;
+  /** Stopping without ZooKeeper: shared by every client of this store. */
+  giveUp?: StoreGiveUp;
 }
 
 /** One ZooKeeper tree as a store backend. */
@@ -190,7 +192,7 @@ export class ZkBackend implements StoreBackend {
   }
 
   private connect(ttlMs: number, onExpired: () => void): Promise<ZkClient> {
-    return ZkClient.connect({ hosts: this.conn.hosts, sessionTimeoutMs: ttlMs, reads: this.conn.reads, connectTimeoutMs: this.conn.connectTimeoutMs })
+    return ZkClient.connect({ hosts: this.conn.hosts, sessionTimeoutMs: ttlMs, reads: this.conn.reads, connectTimeoutMs: this.conn.connectTimeoutMs, giveUp: this.conn.giveUp })
       .then((c) => c.once('expired', onExpired));
   }
 
@@ -201,7 +203,7 @@ export class ZkBackend implements StoreBackend {
       this.rebinding = (async () => {
         for (let attempt = 0; !this.closed; attempt++) {
           try {
-            const next = await ZkClient.connect({ hosts: this.conn.hosts, sessionTimeoutMs: this.conn.sessionTimeoutMs, reads: this.conn.reads, connectTimeoutMs: this.conn.connectTimeoutMs });
+            const next = await ZkClient.connect({ hosts: this.conn.hosts, sessionTimeoutMs: this.conn.sessionTimeoutMs, reads: this.conn.reads, connectTimeoutMs: this.conn.connectTimeoutMs, giveUp: this.conn.giveUp });
             if (this.closed) { await next.close(); return; }
             this.main = next;
             this.watchMain(next);

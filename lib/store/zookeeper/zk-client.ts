@@ -28,6 +28,42 @@ export class ReadCounter {
   count = 0;
 }
 
+/**
+ * Stopping without ZooKeeper (issue 31 §11), shared by every client of one store: once
+ * {@link arm}ed (the process is stopping), a client that has not reached ZooKeeper for
+ * `afterMs` fails its pending calls, and every later call at once, while it stays unreachable,
+ * instead of waiting out each call's deadline. What was given up is kept for the stop to log.
+ */
+export class StoreGiveUp {
+  /** Unset until armed. */
+  afterMs: number | undefined;
+  /** The calls given up, first ones (at most {@link MAX_NAMED}); `count` has them all. */
+  readonly given: string[] = [];
+  count = 0;
+  private readonly onArm = new Set<() => void>();
+
+  static readonly MAX_NAMED = 50;
+
+  /** From now on, give up after `afterMs` without ZooKeeper. Idempotent (the first bound stays). */
+  arm(afterMs: number): void {
+    if (this.afterMs !== undefined) return;
+    this.afterMs = afterMs;
+    for (const f of this.onArm) f();
+  }
+
+  /** Called at arm (at once when armed already); returns the unsubscription. */
+  subscribe(f: () => void): () => void {
+    this.onArm.add(f);
+    if (this.afterMs !== undefined) f();
+    return () => this.onArm.delete(f);
+  }
+
+  note(what: string): void {
+    this.count += 1;
+    if (this.given.length < StoreGiveUp.MAX_NAMED) this.given.push(what);
+  }
+}
+
 /** Options of {@link ZkClient.connect}. */
 export interface ZkClientOptions {
   /** `host:port,host:port` (no chroot: the store prefixes its paths itself). */
@@ -39,6 +75,8 @@ export interface ZkClientOptions {
   reads: ReadCounter;
   /** How long connect() waits for the first connection (default 15 s). */
   connectTimeoutMs?: number;
+  /** The store's stop-without-ZooKeeper switch (see {@link StoreGiveUp}). */
+  giveUp?: StoreGiveUp;
 }
 
 /** A connected ZooKeeper session. Events: `expired`, `disconnected`, `connected`. */
@@ -53,6 +91,12 @@ export class ZkClient extends EventEmitter {
   /** Paths with a persistent recursive watch (added again after every reconnect). */
   private readonly watchedRoots = new Set<string>();
   private writeObserver: WriteObserver | undefined;
+  /** Calls waiting for an answer: failed at once when the client gives up (a stop without ZooKeeper). */
+  private readonly pending = new Set<{ what: string; fail: (err: Error) => void }>();
+  /** Armed while stopping and unreachable; `givingUp` once it fired (until a reconnect). */
+  private giveUpTimer: NodeJS.Timeout | undefined;
+  private givingUp = false;
+  private readonly unsubscribeGiveUp: () => void;
 
   private constructor(private readonly client: zookeeper.Client, private readonly opts: ZkClientOptions) {
     super();
@@ -61,12 +105,16 @@ export class ZkClient extends EventEmitter {
       if (this.state === 'connected') {
         this.state = 'disconnected';
         this.startWatchdog();
+        this.armGiveUp();
         this.emit('disconnected');
       }
     });
     client.on('connected', () => {
       this.lastHeard = Date.now();
       this.stopWatchdog();
+      clearTimeout(this.giveUpTimer);
+      this.giveUpTimer = undefined;
+      this.givingUp = false;
       if (this.state === 'disconnected') {
         this.state = 'connected';
         // Persistent watches belong to the connection: added again before anyone hears of the
@@ -91,6 +139,25 @@ export class ZkClient extends EventEmitter {
       }
     }, Math.max(100, Math.floor(client.getSessionTimeout() / 3)));
     this.heartbeat.unref();
+    this.unsubscribeGiveUp = opts.giveUp?.subscribe(() => this.armGiveUp()) ?? (() => undefined);
+  }
+
+  /** While stopping (the store's give-up armed) and unreachable: give up after its bound. */
+  private armGiveUp(): void {
+    const afterMs = this.opts.giveUp?.afterMs;
+    if (afterMs === undefined || this.state !== 'disconnected' || this.giveUpTimer || this.givingUp) return;
+    this.giveUpTimer = setTimeout(() => {
+      this.giveUpTimer = undefined;
+      if (this.state !== 'disconnected') return;
+      this.givingUp = true;
+      for (const p of [...this.pending]) p.fail(this.givenUp(p.what));
+    }, afterMs);
+    this.giveUpTimer.unref();
+  }
+
+  private givenUp(what: string): ZooKeeperError {
+    this.opts.giveUp?.note(what);
+    return new ZooKeeperError('CONNECTION_LOSS', `${what}: given up, ZooKeeper unreachable while stopping`);
   }
 
   /**
@@ -326,10 +393,26 @@ export class ZkClient extends EventEmitter {
   close(): Promise<void> {
     clearInterval(this.heartbeat);
     this.stopWatchdog();
+    clearTimeout(this.giveUpTimer);
+    this.unsubscribeGiveUp();
     this.closing ??= new Promise<void>((resolve) => {
       const wasLive = this.state === 'connected' || this.state === 'disconnected';
+      const unreachable = this.givingUp || (this.state === 'disconnected' && this.opts.giveUp?.afterMs !== undefined);
       this.state = 'closed';
       if (!wasLive) { resolve(); return; }
+      if (unreachable) {
+        // Stopping without ZooKeeper: no CLOSE_SESSION can be sent; the server ends the session
+        // (and its ephemeral lock nodes) once the session timeout passes.
+        this.opts.giveUp?.note('closing the ZooKeeper session');
+        this.client.close();
+        cutSocket(this.client);
+        // A cut socket leaves the library's connect deadline (the session timeout, not unref'd)
+        // armed while it reconnects: it would hold the stopping process that long.
+        const manager = (this.client as unknown as { connectionManager?: { connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager;
+        clearTimeout(manager?.connectTimeoutHandler);
+        resolve();
+        return;
+      }
       // The server answers CLOSE_SESSION once the session and its ephemeral nodes are gone,
       // and then drops the connection; a client that cannot reach it gives up after a while.
       const timer = setTimeout(() => { cutSocket(this.client); resolve(); }, Math.min(this.sessionTimeoutMs, 5000));
@@ -343,14 +426,19 @@ export class ZkClient extends EventEmitter {
     inOrder?: (value: T) => void): Promise<T> {
     if (this.state === 'closed') return Promise.reject(new ZooKeeperClosedError('CONNECTION_LOSS', `${what}: the ZooKeeper session is closed`, path));
     if (this.state === 'expired') return Promise.reject(new ZooKeeperError('SESSION_EXPIRED', `${what}: the ZooKeeper session expired`, path));
+    if (this.givingUp) return Promise.reject(this.givenUp(what));
     const timeoutMs = this.opts.opTimeoutMs ?? Math.max(this.sessionTimeoutMs, 5000);
     return new Promise<T>((resolve, reject) => {
+      const entry = { what, fail: (e: Error) => { clearTimeout(timer); this.pending.delete(entry); reject(e); } };
+      this.pending.add(entry);
       const timer = setTimeout(() => {
+        this.pending.delete(entry);
         reject(new ZooKeeperError('OPERATION_TIMEOUT', `${what}: no answer from ZooKeeper in ${timeoutMs} ms`, path));
       }, timeoutMs);
       try {
         start((err, value) => {
           clearTimeout(timer);
+          this.pending.delete(entry);
           const code = (err as { code?: unknown } | null)?.code;
           if (!err || (code !== zookeeper.Exception.CONNECTION_LOSS && code !== zookeeper.Exception.SESSION_EXPIRED)) this.lastHeard = Date.now();
           // inOrder runs inside the library's socket handler: a throw there would be an
@@ -369,6 +457,7 @@ export class ZkClient extends EventEmitter {
         });
       } catch (err) {
         clearTimeout(timer);
+        this.pending.delete(entry);
         reject(zkError(err, what, path));
       }
     });

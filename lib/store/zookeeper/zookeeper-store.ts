@@ -12,7 +12,7 @@ import type { StoreOptions } from '../store.js';
 import { Layout } from './layout.js';
 import { TlsTunnel, type TlsMaterial } from './tls-tunnel.js';
 import { ZkBackend } from './zk-backend.js';
-import { ReadCounter, ZkClient } from './zk-client.js';
+import { ReadCounter, StoreGiveUp, ZkClient } from './zk-client.js';
 
 /** One ZooKeeper server as configured. */
 export interface ZooKeeperServer {
@@ -34,8 +34,14 @@ export interface ZooKeeperStoreOptions extends StoreOptions {
 
 /** A state store (lib/store/store.ts) in ZooKeeper, with image data export and import. */
 export class ZooKeeperStore extends StoreFacade {
-  private constructor(private readonly zk: ZkBackend, private readonly readCounter: ReadCounter) {
+  private constructor(private readonly zk: ZkBackend, private readonly readCounter: ReadCounter, private readonly stopping: StoreGiveUp) {
     super(zk);
+  }
+
+  /** Store.giveUpWhenUnreachable: every session of this handle gives up after `afterMs` without ZooKeeper. */
+  giveUpWhenUnreachable(afterMs: number): { count: number; given: readonly string[] } {
+    this.stopping.arm(afterMs);
+    return this.stopping;
   }
 
   /** Where the tree lives (its chroot and paths). */
@@ -61,18 +67,19 @@ export class ZooKeeperStore extends StoreFacade {
     const tunnel = opts.tls ? await TlsTunnel.open(opts.servers, opts.tls) : undefined;
     const hosts = tunnel ? tunnel.hosts : opts.servers.map((s) => `${s.host}:${s.port}`).join(',');
     const reads = new ReadCounter();
+    const giveUp = new StoreGiveUp();
     const sessionTimeoutMs = opts.sessionTimeoutMs ?? 10_000;
     let main: ZkClient | undefined;
     try {
-      main = await ZkClient.connect({ hosts, sessionTimeoutMs, reads, connectTimeoutMs: opts.connectTimeoutMs });
+      main = await ZkClient.connect({ hosts, sessionTimeoutMs, reads, connectTimeoutMs: opts.connectTimeoutMs, giveUp });
       const present = new Set(await main.getChildren(layout.root) ?? []);
       // A read-only handle (a listing command) leaves the tree as it found it; missing parts read as empty.
       if (!opts.readOnly) for (const dir of layout.dirs) if (!present.has(dir.slice(layout.root.length + 1))) await main.mkdirp(dir);
       const backend = new ZkBackend(main, layout, {
         hosts, tunnel, reads, sessionTimeoutMs, connectTimeoutMs: opts.connectTimeoutMs,
-        clock: opts.clock ?? Date.now, corrupt: new CorruptLog(opts.log?.child({ component: 'store' })),
+        clock: opts.clock ?? Date.now, corrupt: new CorruptLog(opts.log?.child({ component: 'store' })), giveUp,
       });
-      const store = new ZooKeeperStore(backend, reads);
+      const store = new ZooKeeperStore(backend, reads, giveUp);
       await backend.cache.start();
       // Issue 31: records an older version wrote with a state of ours in Nodepool's `state` field.
       if (!opts.readOnly) for (const restate of [backend.builds, backend.uploads]) await restate.restateOwn();
