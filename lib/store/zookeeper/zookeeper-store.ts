@@ -82,7 +82,14 @@ export class ZooKeeperStore extends StoreFacade {
       const store = new ZooKeeperStore(backend, reads, giveUp);
       await backend.cache.start();
       // Issue 31: records an older version wrote with a state of ours in Nodepool's `state` field.
-      if (!opts.readOnly) for (const restate of [backend.builds, backend.uploads]) await restate.restateOwn();
+      // A one-off rewrite: a failure is logged and the open goes on (the records still read as before).
+      if (!opts.readOnly) {
+        for (const restate of [backend.builds, backend.uploads]) {
+          await restate.restateOwn().catch((err: unknown) => {
+            opts.log?.warn('could not rewrite old records to Nodepool 11 states; trying again at the next open', { error: coerceError(err).message });
+          });
+        }
+      }
       return store;
     } catch (err) {
       await main?.close();
