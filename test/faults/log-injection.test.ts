@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, describe, it } from 'node:test';
+import { waitFor } from '../../lib/lifecycle.js';
 import { createRootLogger } from '../../lib/log.js';
 import { hasControlChars } from '../../lib/outside-text.js';
 import { recordFault } from '../support/fault-report.js';
@@ -47,7 +48,9 @@ describe('log injection through the web API', () => {
       ];
       const held = await env.call('POST', `/api/node/${s.node.id}/hold`, { token: op, body: { reason: FORGED_REASON } });
       assert.equal(held.status, 200, JSON.stringify(held.json));
-      await new Promise((r) => setImmediate(r));
+      // Each request's line is written when its answer is sent; wait for the hold's, the last.
+      // The hold's line is written once its answer is on its way: wait for it, the last of the run.
+      await waitFor(() => lines().some((l) => l.includes(`Node ${s.node.id} held`)), { timeoutMs: 30_000, what: 'the hold logged' });
 
       const node = await env.store.getNode(s.node.id);
       const audit = await env.store.listAudit({ limit: 100 });
