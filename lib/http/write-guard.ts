@@ -5,7 +5,11 @@
  * `mode: 'no-cors'`) without a CORS preflight, but never with `Content-Type: application/json`
  * and never without the browser's `Origin` and `Sec-Fetch-Site` headers saying where it came
  * from; so such a request is refused here, before it is authenticated, acted on or audited one
- * by one. Clients that are not browsers (curl, scripts) send neither header and pass. Pure.
+ * by one. `Sec-Fetch-Site` is the browser's own word (no page can set it) and is trusted when
+ * present: `same-origin` or `none` passes without comparing `Origin` with `Host` (a reverse
+ * proxy may rewrite `Host` and add no `X-Forwarded-Host`), anything else is refused. Without it
+ * (older browsers), `Origin` must name the host the request was sent to. Clients that are not
+ * browsers (curl, scripts) send neither header and pass. Pure.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -26,9 +30,10 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 export function crossOriginProblem(headers: IncomingHttpHeaders): WriteGuardRefusal | undefined {
   const site = one(headers['sec-fetch-site']);
   // `none`: the user's own navigation (typed, bookmarked); `same-origin`: this server's page.
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
-    return refusal(`a write from another site's page is refused (Sec-Fetch-Site: ${clip(site)})`);
-  }
+  // The browser says so itself, so Origin needs no comparison with a Host a proxy may have rewritten.
+  if (site === 'same-origin' || site === 'none') return undefined;
+  if (site !== undefined) return refusal(`a write from another site's page is refused (Sec-Fetch-Site: ${clip(site)})`);
+  // No Sec-Fetch-Site (a browser without it, or no browser): Origin, when sent, must name this host.
   const origin = one(headers.origin);
   if (origin === undefined) return undefined;
   let host: string;

@@ -56,6 +56,29 @@ export function checkNewAudit(e: NewAuditRecord): void {
   if (bad) throw new StoreError(`recording an audit entry: ${bad}`);
 }
 
+/**
+ * How an attempted action ended, written over its `attempted` entry (Store.completeAudit), so
+ * that one action is one entry of the trail: its HTTP status, its result (never `attempted`
+ * again) and its message. The entry keeps the rest, `time` included (when the action began).
+ */
+export interface AuditOutcome {
+  status: number;
+  result: Exclude<AuditResult, 'attempted'>;
+  message: string;
+}
+
+/** Checks an outcome and the id it is written to. Thrown: StoreError naming what is wrong. */
+export function checkAuditOutcome(id: string, o: AuditOutcome): void {
+  const what = `completing audit entry ${JSON.stringify(String(id).slice(0, 40))}`;
+  if (!AUDIT_ID_RE.test(id)) throw new StoreError(`${what}: not an audit id (10 digits)`);
+  if (!Number.isSafeInteger(o.status)) throw new StoreError(`${what}: status is ${describe(o.status)}, expected an HTTP status`);
+  if (o.result === ('attempted' as string) || !(AUDIT_RESULTS as readonly unknown[]).includes(o.result)) {
+    const got = typeof o.result === 'string' ? JSON.stringify((o.result as string).slice(0, 20)) : describe(o.result);
+    throw new StoreError(`${what}: result is ${got}, expected one of ${AUDIT_RESULTS.filter((r) => r !== 'attempted').join(', ')}`);
+  }
+  if (typeof o.message !== 'string') throw new StoreError(`${what}: message is ${describe(o.message)}, expected a string`);
+}
+
 /** A fresh audit entry from its stored fields (`time` in epoch ms). Thrown: CorruptRecordError naming the field. */
 export function auditFromFields(id: string, j: Record<string, unknown>): AuditRecord {
   const bad = auditProblem(j);
@@ -99,18 +122,22 @@ function describe(v: unknown): string {
 }
 
 /**
- * Refused write attempts that no verified token names, counted per source and minute (issue 31
- * §3): one aggregate stands for every such attempt from one address in one minute, so a storm
- * of them costs one store write a minute and never pushes an entry of the audit trail out.
+ * Refused write attempts, counted per source and minute, or per user and minute when a verified
+ * token named one (issue 31 §3): one aggregate stands for every such attempt from one address
+ * (or of one user) in one minute, so a storm of them costs one store write a minute and never
+ * pushes an entry of the audit trail out.
  * Aggregates are kept apart from the trail, under the status key {@link REFUSALS_STATUS_KEY},
  * the newest {@link REFUSALS_KEEP}.
  */
 export interface RefusalAggregate {
   /** The start of the minute (epoch ms). */
   minute: number;
-  /** The client's address (an IPv6 address's /64), or `(other)` past the sources one minute tracks. */
+  /**
+   * The client's address (an IPv6 address's /64), or `(other)` past the sources one minute
+   * tracks; for a user's minute, the one source it came from or `(several)`.
+   */
   source: string;
-  /** The user a verified token named (a role too weak, no role), else null. */
+  /** The user a verified token named (a role too weak or none, a bad body), else null. */
   user: string | null;
   /** Attempts refused. */
   count: number;

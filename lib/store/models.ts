@@ -178,8 +178,9 @@ export interface RevocationRecord {
 export const AUDIT_RESULTS = ['ok', 'refused', 'denied', 'error', 'attempted'] as const;
 /**
  * `ok`: done; `refused`: the action refused (unknown, wrong state, …); `denied`: too weak a role
- * or none; `error`: it failed; `attempted` (status 0): the action is about to run, written
- * before it runs (its outcome is the next entry of the same request).
+ * or none; `error`: it failed; `attempted` (status 0): the action was begun, written before it
+ * runs and replaced by its outcome once it ended (Store.completeAudit); an entry left
+ * `attempted` is one whose outcome could not be written.
  */
 export type AuditResult = (typeof AUDIT_RESULTS)[number];
 

@@ -5,6 +5,7 @@
  * backend. Operations may answer synchronously (better-sqlite3) or with a promise (ZooKeeper).
  * A backend passes the contract suite test/contract/store.contract.ts.
  */
+import type { AuditOutcome } from './audit.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import type { CorruptRecord } from './corrupt.js';
 import type { ImageData, ImportCounts } from './image-data.js';
@@ -49,9 +50,11 @@ export interface IntentTable {
   getStatus<T = unknown>(key: string): Maybe<{ value: T; updated: number } | undefined>;
 }
 
-/** The audit trail of web writes (issue 25): as IntentStore.recordAudit and listAudit (lib/store/store.ts). */
+/** The audit trail of web writes (issue 25): as IntentStore.recordAudit, completeAudit and listAudit (lib/store/store.ts). */
 export interface AuditTable {
   record(entry: NewAuditRecord): Maybe<AuditRecord>;
+  /** As IntentStore.completeAudit. */
+  complete(id: string, outcome: AuditOutcome): Maybe<AuditRecord | undefined>;
   list(filter?: { limit?: number; before?: string }): Maybe<AuditRecord[]>;
 }
 

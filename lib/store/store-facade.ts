@@ -6,6 +6,7 @@
  * ZooKeeperStore extend it with how they open and their own extras.
  */
 import { coerceError, StoreError } from '../errors.js';
+import type { AuditOutcome } from './audit.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import { sortCorrupt, type CorruptFilter, type CorruptRecord } from './corrupt.js';
 import { withoutLogUrls, type ImageData, type ImageDataStore, type ImportCounts } from './image-data.js';
@@ -99,6 +100,10 @@ export class StoreFacade implements Store, ImageDataStore {
 
   recordAudit(entry: NewAuditRecord): Promise<AuditRecord> {
     return this.guard(`recording an audit entry of ${String(entry.action)}`, () => this.backend.audit.record(entry));
+  }
+
+  completeAudit(id: string, outcome: AuditOutcome): Promise<AuditRecord | undefined> {
+    return this.guard(`completing audit entry ${String(id).slice(0, 40)}`, () => this.backend.audit.complete(id, outcome));
   }
 
   listAudit(filter?: { limit?: number; before?: string }): Promise<AuditRecord[]> {

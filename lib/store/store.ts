@@ -7,6 +7,7 @@
  */
 import type { Logger } from '../log.js';
 import type { RolloutSnapshot } from '../images/rollout.js';
+import type { AuditOutcome } from './audit.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
@@ -136,6 +137,13 @@ export interface IntentStore {
    * The store keeps at least the newest {@link AUDIT_KEEP} entries and drops older ones.
    */
   recordAudit(entry: NewAuditRecord): Promise<AuditRecord>;
+  /**
+   * Writes how an action ended over its `attempted` entry `id` (status, result, message; the
+   * rest, `time` included, stays), so one action is one entry. Resolves to the entry, or
+   * undefined when no entry `id` is `attempted` (pruned, or completed already). Thrown:
+   * StoreError for a malformed outcome or id.
+   */
+  completeAudit(id: string, outcome: AuditOutcome): Promise<AuditRecord | undefined>;
   /** Audit entries, newest first: at most `limit` (default 100), older than id `before` when given. */
   listAudit(filter?: { limit?: number; before?: string }): Promise<AuditRecord[]>;
   /** Stores a JSON value the server publishes for the CLI (lifecycle status, heartbeat). */

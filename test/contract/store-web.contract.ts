@@ -1,6 +1,6 @@
 /**
  * The store contract for issue 25: the audit trail of web writes (ids, newest first, paging,
- * refused malformed entries), each build's log URL (stored, patched, cleared, not exported),
+ * refused malformed entries, an attempt completed in place with its outcome), each build's log URL (stored, patched, cleared, not exported),
  * and upload retry requests (as build requests: refreshed, cleared up to a time). Part of
  * storeContract in store.contract.ts; pruning past AUDIT_KEEP and corrupt entries are tested
  * per backend under test/unit/store/.
@@ -68,6 +68,38 @@ export function webStoreContract(h: StoreHarness, spoil: () => Spoil): void {
       await storeError(s.listAudit({ before: '../1' }));
       assert.deepEqual(await s.listAudit(), []);
       assert.equal((await s.recordAudit(auditEntry(1))).id, '0000000001', 'a refused entry takes no id');
+    });
+
+    void it('completes an attempted entry in place with its outcome, once: one action is one entry', async () => {
+      const s = h.store;
+      const attempt = auditEntry(1, { status: 0, result: 'attempted', message: 'image-build image-1 attempted by alice' });
+      const a = await s.recordAudit(attempt);
+      const b = await s.recordAudit(auditEntry(2));
+      const outcome = { status: 200, result: 'ok' as const, message: 'build of image-1 requested' };
+      const done = await s.completeAudit(a.id, outcome);
+      assert.deepEqual(done, { ...a, ...outcome }, 'the rest, time included, stays');
+      assert.deepEqual(await s.listAudit(), [b, { ...a, ...outcome }]);
+      assert.deepEqual(await (await h.openAnother()).listAudit(), [b, { ...a, ...outcome }], 'another handle reads it');
+      // Only an attempted entry is completed: not twice, not a finished one, not one that does not exist.
+      assert.equal(await s.completeAudit(a.id, { status: 500, result: 'error', message: 'again' }), undefined);
+      assert.equal(await s.completeAudit(b.id, { status: 409, result: 'refused', message: 'over a finished one' }), undefined);
+      assert.equal(await s.completeAudit('0000000099', outcome), undefined);
+      assert.deepEqual(await s.listAudit(), [b, { ...a, ...outcome }]);
+      // An entry left attempted (its outcome never written) stays visible as attempted.
+      const c = await s.recordAudit(auditEntry(3, { status: 0, result: 'attempted' }));
+      assert.deepEqual((await s.listAudit({ limit: 1 }))[0], c);
+      assert.equal(c.result, 'attempted');
+    });
+
+    void it('refuses a malformed outcome or id with StoreError and leaves the entry attempted', async () => {
+      const s = h.store;
+      const a = await s.recordAudit(auditEntry(1, { status: 0, result: 'attempted' }));
+      await storeError(s.completeAudit(a.id, { status: 200, result: 'attempted' as never, message: 'x' }));
+      await storeError(s.completeAudit(a.id, { status: 200, result: 'maybe' as never, message: 'x' }));
+      await storeError(s.completeAudit(a.id, { status: '200' as never, result: 'ok', message: 'x' }));
+      await storeError(s.completeAudit(a.id, { status: 200, result: 'ok', message: 7 as never }));
+      await storeError(s.completeAudit('../1', { status: 200, result: 'ok', message: 'x' }));
+      assert.deepEqual(await s.listAudit(), [a]);
     });
 
     void it('leaves audit entries out of the image data export', async () => {

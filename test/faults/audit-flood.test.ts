@@ -4,19 +4,22 @@
  * few genuine writes; then a page on another origin sends a no-cors style POST (`Origin:
  * http://evil.example`, `Content-Type: text/plain`), and a client with no token sends 10,400
  * (SQLite) or 12,000 (ZooKeeper, once with `webapp.auth` and once without) POSTs as fast as 32
- * connections carry them. Wanted: every genuine entry is still in the audit trail, the flood
- * cost a bounded number of store writes (counted: every row SQLite writes, by triggers on
- * every table; every ZooKeeper write transaction, by the server's zxid), most of it was
- * answered 429, and it is counted per source and minute, the total matching the flood.
+ * connections carry them; or an account of the identity provider whose verified token names no
+ * nodepool role sends 3,000. Wanted: every genuine entry is still in the audit trail and the
+ * flood wrote none, it cost a bounded number of store writes (counted: every row SQLite
+ * writes, by triggers on every table; every ZooKeeper write transaction, by the server's
+ * zxid), most of it was answered 429, and it is counted per source (or user) and minute, the
+ * total matching the flood.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import { SignJWT } from 'jose';
 import { storePath } from '../../lib/store/open-store.js';
 import type { RefusalAggregate } from '../../lib/store/audit.js';
 import { REFUSAL_BURST } from '../../server/web/api/refusal-ledger.js';
-import { startApiEnv, type ApiEnv, type ApiEnvOptions } from '../integration/web/api/api-env.js';
+import { LOCAL, startApiEnv, type ApiEnv, type ApiEnvOptions } from '../integration/web/api/api-env.js';
 import { recordFault } from '../support/fault-report.js';
 import { runningProcesses } from '../support/processes.js';
 import { fourLetter, startZooKeeper, type ZooKeeperHandle } from '../support/zookeeper.js';
@@ -98,13 +101,24 @@ interface FloodFigures {
   counted: number;
   ms: number;
   crossOriginAudited: number;
+  /** Entries the flood itself added to the trail. */
+  floodAudited: number;
+}
+
+/** A verified token of `user` whose role claim names no nodepool role: what any account at the identity provider can get. */
+async function rolelessToken(user: string): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ sub: user, nodepool: { role: 'employee' } }).setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(LOCAL.issuer).setAudience(LOCAL.audience).setIssuedAt(now).setExpirationTime(now + 3600)
+    .sign(new TextEncoder().encode(LOCAL.secret));
 }
 
 /**
  * Genuine writes (when `withAuth`), a no-cors style cross-origin POST, then the flood of
- * `size` token-less POSTs; `writes` reads the store's write count.
+ * `size` POSTs, token-less or with `token` (counted under `user`); `writes` reads the store's
+ * write count.
  */
-async function runFlood(env: ApiEnv, size: number, withAuth: boolean, writes: () => Promise<number>): Promise<FloodFigures> {
+async function runFlood(env: ApiEnv, size: number, withAuth: boolean, writes: () => Promise<number>, by: { token: string; user: string } | undefined = undefined): Promise<FloodFigures> {
   const genuineIds: string[] = [];
   if (withAuth) {
     const op = await env.token('operator', 'alice');
@@ -113,7 +127,7 @@ async function runFlood(env: ApiEnv, size: number, withAuth: boolean, writes: ()
       assert.equal(res.status, 200, JSON.stringify(res.json));
     }
     genuineIds.push(...(await env.store.listAudit({ limit: 1000 })).map((e) => e.id));
-    assert.equal(genuineIds.length, 10, 'five writes, each an attempt and an outcome');
+    assert.equal(genuineIds.length, 5, 'five writes, one entry each (its attempt completed with its outcome)');
   }
   // A page on another origin: fetch(url, { mode: 'no-cors', method: 'POST', body: '...' }) sends text/plain and its Origin.
   const evil = await env.call('POST', '/api/image/deb/build', { rawBody: '{}', contentType: 'text/plain;charset=UTF-8', headers: { Origin: 'http://evil.example', 'Sec-Fetch-Site': 'cross-site', 'Sec-Fetch-Mode': 'no-cors' } });
@@ -122,22 +136,25 @@ async function runFlood(env: ApiEnv, size: number, withAuth: boolean, writes: ()
   const crossOriginAudited = (await env.store.listAudit({ limit: 1000 })).length - genuineIds.length;
 
   const before = await writes();
-  const f = await flood(env.web.port, size, { 'Content-Type': 'application/json' });
+  const trailBefore = (await env.store.listAudit({ limit: 1000 })).length;
+  const f = await flood(env.web.port, size, { 'Content-Type': 'application/json', ...(by ? { Authorization: `Bearer ${by.token}` } : {}) });
   const during = (await writes()) - before;
   const trail = await env.store.listAudit({ limit: 1000 });
   const kept = genuineIds.filter((id) => trail.some((e) => e.id === id)).length;
   await env.ledger.flush(true);
   const withFlush = (await writes()) - before;
   const aggregates: RefusalAggregate[] = await env.ledger.recent(100);
-  const counted = aggregates.filter((a) => a.source === '127.0.0.1').reduce((n, a) => n + a.count, 0);
+  const counted = aggregates.filter((a) => (by ? a.user === by.user : a.source === '127.0.0.1')).reduce((n, a) => n + a.count, 0);
   return {
     flood: size, genuine: genuineIds.length, kept, writes: during, withFlush, limited: f.statuses['429'] ?? 0, counted, ms: f.ms, crossOriginAudited,
+    floodAudited: trail.length - trailBefore,
   };
 }
 
 function check(f: FloodFigures, expectAnswered: number): void {
   assert.equal(f.kept, f.genuine, `every genuine entry kept: ${JSON.stringify(f)}`);
   assert.equal(f.crossOriginAudited, 0, 'the cross-origin POST is no entry of its own');
+  assert.equal(f.floodAudited, 0, `the flood wrote no entry: ${JSON.stringify(f)}`);
   // One flush a minute the flood spans (ended minutes only; the last is written by the flush after it).
   assert.ok(f.writes <= 2 * (Math.ceil(f.ms / 60_000) + 1), `store writes during the flood: ${JSON.stringify(f)}`);
   assert.ok(f.withFlush <= f.writes + 2, `store writes with the flush of the counts: ${JSON.stringify(f)}`);
@@ -145,10 +162,10 @@ function check(f: FloodFigures, expectAnswered: number): void {
   assert.equal(f.counted, expectAnswered, `every refused POST counted: ${JSON.stringify(f)}`);
 }
 
-function row(scenario: string, f: FloodFigures): void {
+function row(scenario: string, f: FloodFigures, what = 'token-less POSTs'): void {
   recordFault({
-    scenario, runs: 1, recovered: f.kept === f.genuine ? 1 : 0, lost: f.genuine - f.kept, leaked: 0, recoverMs: null,
-    notes: `${f.flood} token-less POSTs in ${(f.ms / 1000).toFixed(1)} s (${f.limited} answered 429); genuine entries kept ${f.kept}/${f.genuine}; `
+    scenario, runs: 1, recovered: f.kept === f.genuine && f.floodAudited === 0 ? 1 : 0, lost: f.genuine - f.kept, leaked: 0, recoverMs: null,
+    notes: `${f.flood} ${what} in ${(f.ms / 1000).toFixed(1)} s (${f.limited} answered 429); genuine entries kept ${f.kept}/${f.genuine}, entries the flood wrote ${f.floodAudited}; `
       + `store writes during the flood ${f.writes}, with the flush of its counts ${f.withFlush}; refusals counted ${f.counted} in per-minute aggregates; cross-origin no-cors POST refused, entries ${f.crossOriginAudited}`,
   });
 }
@@ -161,6 +178,20 @@ describe('a flood of refused writes on SQLite', () => {
       const f = await runFlood(env, 10_400, true, () => Promise.resolve(count()));
       row('10,400 token-less POSTs to the write API (SQLite)', f);
       check(f, 10_400 + 1);
+    } finally {
+      await env.close();
+    }
+  });
+});
+
+describe('a flood of refusals of a verified token with no nodepool role on SQLite', () => {
+  it('writes no audit entry for them, keeps every genuine one and counts them under the user', async () => {
+    const env = await startApiEnv();
+    try {
+      const count = sqliteWriteCounter(storePath(env.config));
+      const f = await runFlood(env, 3000, true, () => Promise.resolve(count()), { token: await rolelessToken('mallory'), user: 'mallory' });
+      row('3,000 POSTs of a verified token with no nodepool role (SQLite)', f, 'role-less verified POSTs');
+      check(f, 3000);
     } finally {
       await env.close();
     }
@@ -180,6 +211,18 @@ describe('a flood of refused writes on ZooKeeper', () => {
     if (!zk) throw new Error('ZooKeeper did not start');
     return { zookeeper: { host: zk.host, port: zk.port }, ...extra };
   };
+
+  it('a verified token with no nodepool role: no audit entry for its refusals, a bounded number of znode writes', async () => {
+    const env = await startApiEnv(on({}));
+    try {
+      const port = (zk as ZooKeeperHandle).port;
+      const f = await runFlood(env, 3000, true, () => zxid(port), { token: await rolelessToken('mallory'), user: 'mallory' });
+      row('3,000 POSTs of a verified token with no nodepool role (ZooKeeper)', f, 'role-less verified POSTs');
+      check(f, 3000);
+    } finally {
+      await env.close();
+    }
+  });
 
   for (const withAuth of [true, false]) {
     it(`${withAuth ? 'with' : 'without'} webapp.auth: keeps the audit trail and costs a bounded number of znode writes`, async () => {

@@ -2,9 +2,10 @@
  * The audit trail of web writes in SQLite (issue 25 §1): the `audit` table, ids from the
  * `audit` sequence. A write is one BEGIN IMMEDIATE transaction: the sequence, the row, and on
  * every AUDIT_PRUNE_EVERYth entry one DELETE of the entries past AUDIT_KEEP (by primary key).
+ * An action's outcome is written over its `attempted` row by one UPDATE (so one action is one row).
  */
 import type Database from 'better-sqlite3';
-import { auditFromFields, auditPruneUpTo, auditQuery, checkNewAudit, formatAuditId } from '../audit.js';
+import { auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, formatAuditId, type AuditOutcome } from '../audit.js';
 import type { AuditRecord, NewAuditRecord } from '../models.js';
 import { AUDIT_KEEP } from '../store.js';
 import type { CorruptLog } from '../corrupt.js';
@@ -25,6 +26,7 @@ export class SqliteAudit {
   private readonly newestStmt: Database.Statement<[number], AuditRow>;
   private readonly beforeStmt: Database.Statement<[string, number], AuditRow>;
   private readonly recordTx: (e: NewAuditRecord) => AuditRecord;
+  private readonly completeStmt: Database.Statement<[number, string, string, string], AuditRow>;
 
   /** `keep`: entries kept at least (AUDIT_KEEP; smaller only in tests of pruning). */
   constructor(db: Database.Database, private readonly sequences: Sequences, private readonly corruptLog: CorruptLog,
@@ -36,6 +38,20 @@ export class SqliteAudit {
     this.newestStmt = db.prepare<[number], AuditRow>('SELECT * FROM audit ORDER BY id DESC LIMIT ?');
     this.beforeStmt = db.prepare<[string, number], AuditRow>('SELECT * FROM audit WHERE id < ? ORDER BY id DESC LIMIT ?');
     this.recordTx = immediate(db, (e: NewAuditRecord) => this.recordNow(e));
+    // One statement: the row is changed only while it is still `attempted`, and read back as written.
+    this.completeStmt = db.prepare<[number, string, string, string], AuditRow>(
+      "UPDATE audit SET status = ?, result = ?, message = ? WHERE id = ? AND result = 'attempted' RETURNING *");
+  }
+
+  /**
+   * Writes `outcome` over the `attempted` entry `id`; undefined when there is none (pruned, or
+   * completed already). Thrown: StoreError for a malformed outcome or id; CorruptRecordError when
+   * the row read back does not validate.
+   */
+  complete(id: string, outcome: AuditOutcome): AuditRecord | undefined {
+    checkAuditOutcome(id, outcome);
+    const row = this.completeStmt.get(outcome.status, outcome.result, outcome.message, id);
+    return row === undefined ? undefined : auditFromFields(row.id, row);
   }
 
   /** Appends `entry` with the next id (and prunes, every AUDIT_PRUNE_EVERYth entry). Thrown: StoreError for a malformed entry. */

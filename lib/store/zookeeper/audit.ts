@@ -4,13 +4,14 @@
  * ids from the `audit` counter under `/nodepool/sequences/`. The JSON has the record's fields
  * with `time` in float seconds, as the other records. Not in the watched cache: a list reads the
  * children once and the page it answers. Every AUDIT_PRUNE_EVERYth entry removes the entries
- * past AUDIT_KEEP, in transactions of {@link PRUNE_BATCH} removes.
+ * past AUDIT_KEEP, in transactions of {@link PRUNE_BATCH} removes. An action's outcome is
+ * written over its `attempted` znode (a version-checked set), so one action is one znode.
  */
 import { CorruptRecordError, ZooKeeperError } from '../../errors.js';
-import { auditFromFields, auditPruneUpTo, auditQuery, checkNewAudit } from '../audit.js';
+import { auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, type AuditOutcome } from '../audit.js';
 import type { AuditRecord, NewAuditRecord } from '../models.js';
 import { AUDIT_KEEP } from '../store.js';
-import { ensure, type ZkContext } from './context.js';
+import { ensure, updateJson, type ZkContext } from './context.js';
 import { seq10, SEQ_RE } from './layout.js';
 import { decodeRecord, encode, toMs, toSeconds } from './records.js';
 
@@ -46,6 +47,24 @@ export class ZkAudit {
     // Best effort: the entry is written; what this prune leaves, the next one removes.
     if (upTo !== undefined) await this.prune(upTo).catch(() => undefined);
     return auditFromFields(seq10(seq), { ...entry });
+  }
+
+  /**
+   * Writes `outcome` over the `attempted` entry `id`, at the version read (read again when
+   * another writer came first); undefined when there is none (pruned, or completed already).
+   * Thrown: StoreError for a malformed outcome or id; CorruptRecordError when the entry does not
+   * validate.
+   */
+  async complete(id: string, outcome: AuditOutcome): Promise<AuditRecord | undefined> {
+    checkAuditOutcome(id, outcome);
+    let attempted = false;
+    const done = await updateJson(this.ctx.main(), `${this.ctx.layout.audit}/${id}`, `audit entry ${id}`, (cur) => {
+      attempted = cur.result === 'attempted';
+      return attempted ? { ...cur, ...outcome } : null;
+    });
+    if (!done || !attempted) return undefined;
+    const j = done.json;
+    return auditFromFields(id, { ...j, time: typeof j.time === 'number' ? toMs(j.time) : j.time });
   }
 
   /** Entries newest first; corrupt ones are skipped (and logged once), and the page filled from older ones. */

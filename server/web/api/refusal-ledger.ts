@@ -1,13 +1,14 @@
 /**
- * Refused write attempts that no verified token names (issue 31 §3): no or a bad token, the
+ * Refused write attempts (issue 31 §3): those no verified token names (no or a bad token, the
  * write API not configured, a page on another origin, a body not declared JSON, a write to a
- * path or with a method no route takes, a request whose headers are too large; and a verified
- * user's refusals past their own limit. None of them is a store write of its own: each is
- * counted in memory per source and minute, and the minutes that have ended are written as one
- * aggregate each (lib/store/audit.ts), in one store write a flush, apart from the audit trail,
- * which they can never push out. Each source (and user) may be refused {@link REFUSAL_BURST}
- * times at once and once a second after that; past it the answer is 429. The log has one line
- * a source a minute, not one a request.
+ * path or with a method no route takes, a request whose headers are too large), and a verified
+ * user's refusals before any action runs (a role too weak or none, a bad body). None of them is
+ * a store write of its own: each is counted in memory, per source and minute when no verified
+ * token names it, per user and minute when one does, and the minutes that have ended are
+ * written as one aggregate each (lib/store/audit.ts), in one store write a flush, apart from
+ * the audit trail, which they can never push out. Each source (and user) may be refused
+ * {@link REFUSAL_BURST} times at once and once a second after that; past it the answer is 429.
+ * The log has one line an aggregate, not one a request.
  */
 import { coerceError } from '../../../lib/errors.js';
 import { RateLimiter } from '../../../lib/http/rate-limit.js';
@@ -22,6 +23,8 @@ export const REFUSAL_BURST = 30;
 export const REFUSALS_PER_SECOND = 1;
 /** Sources one minute tracks; more count under `(other)`. */
 export const MAX_SOURCES_PER_MINUTE = 1000;
+/** The source of a user's minute of refusals that came from more than one source. */
+export const SEVERAL_SOURCES = '(several)';
 /** Aggregates held unwritten while the store fails; the oldest go past it. */
 const MAX_PENDING = 5000;
 const MINUTE_MS = 60_000;
@@ -63,7 +66,7 @@ export function refusalSource(remote: string): string {
 export class RefusalLedger {
   private readonly bySource: RateLimiter;
   private readonly byUser: RateLimiter;
-  /** Aggregates of the minutes not yet written, by minute, source and user. */
+  /** Aggregates of the minutes not yet written, by minute and source (no user) or by minute and user. */
   private readonly open = new Map<string, RefusalAggregate>();
   private readonly sourcesIn = new Map<number, Set<string>>();
   private timer: NodeJS.Timeout | undefined;
@@ -93,28 +96,33 @@ export class RefusalLedger {
   }
 
   /**
-   * Counts a refused attempt; true when its source (or user) is over its limit, and the answer
-   * is to be 429 instead (the attempt counts as limited).
+   * Counts a refused attempt (under its source, or its user when a verified token named one);
+   * true when its source (or user) is over its limit, and the answer is to be 429 instead (the
+   * attempt counts as limited).
    */
   note(n: RefusalNote): boolean {
     const source = refusalSource(n.remote);
     const user = n.user ?? null;
-    // A verified user's refusal comes here once over the user's limit (userWithin said so).
     const within = user === null ? this.bySource.take(`a:${source}`) : this.byUser.take(`u:${user}`);
     const now = this.clock();
     const minute = now - (now % MINUTE_MS);
-    let sources = this.sourcesIn.get(minute);
-    if (!sources) this.sourcesIn.set(minute, (sources = new Set()));
-    const tracked = sources.has(source) || sources.size < MAX_SOURCES_PER_MINUTE;
-    if (tracked) sources.add(source);
-    const src = tracked ? source : '(other)';
-    const key = `${minute}\u0000${src}\u0000${user ?? ''}`;
+    let src = source;
+    if (user === null) {
+      let sources = this.sourcesIn.get(minute);
+      if (!sources) this.sourcesIn.set(minute, (sources = new Set()));
+      const tracked = sources.has(source) || sources.size < MAX_SOURCES_PER_MINUTE;
+      if (tracked) sources.add(source);
+      else src = '(other)';
+    }
+    const key = user === null ? `${minute}\u0000a\u0000${src}` : `${minute}\u0000u\u0000${user}`;
     let a = this.open.get(key);
     if (!a) {
       a = { minute, source: src, user: user === null ? null : escapeControlChars(user), count: 0, limited: 0, first: now, last: now, statuses: {}, reasons: {}, requests: {} };
       this.open.set(key, a);
       this.trimPending();
     }
+    // A user's minute names the one source it came from, or none when it came from several.
+    if (a.source !== src && a.source !== SEVERAL_SOURCES) a.source = SEVERAL_SOURCES;
     a.count += 1;
     a.last = now;
     const status = within ? n.status : 429;
@@ -125,14 +133,6 @@ export class RefusalLedger {
     bump(a.requests, request in a.requests || Object.keys(a.requests).length < REFUSAL_PATHS_KEPT ? request : '(other)');
     this.opts.log.debug('write refused', { source: src, user, status, reason: n.reason, request });
     return !within;
-  }
-
-  /**
-   * Takes one refusal of verified user `user` (written as an entry of its own while within the
-   * limit): false when the user is over it (the refusal is then to be {@link note}d and 429).
-   */
-  userWithin(user: string): boolean {
-    return this.byUser.take(`u:${user}`);
   }
 
   /** Seconds a source over its limit should wait (Retry-After). */

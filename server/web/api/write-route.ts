@@ -3,18 +3,21 @@
  * not declare a JSON body, is refused before anything else (lib/http/write-guard.ts); then the
  * bearer token is verified and the role checked, the body read (bounded) and checked, the
  * operator action run, and its result or refusal answered with the HTTP status the refusal maps
- * to. What no verified token names (refused by the guard, no or a bad token, no `webapp.auth`)
- * is counted per source and minute by the {@link RefusalLedger}, never an audit entry of its
- * own; a verified user's refusal (a role too weak or none, a bad body) is an entry. Past a
- * source's or user's limit of refusals the answer is 429. An action is written to the audit
- * trail as `attempted` before it runs, and not run when that entry cannot be written; its
- * outcome is a second entry, and an outcome that cannot be written is logged while the answer
- * still goes out. Entries name who the verified token says, never the token.
+ * to. A request refused before its action runs is never an audit entry of its own: what no
+ * verified token names (refused by the guard, no or a bad token, no `webapp.auth`) is counted
+ * per source and minute by the {@link RefusalLedger}, and a verified user's refusal (a role too
+ * weak or none, a bad body) per user and minute, so no account at the identity provider can
+ * push the trail out. Past a source's or user's limit of refusals the answer is 429. The trail
+ * holds only actions a permitted role began: one entry each, written as `attempted` before the
+ * action runs (not run when that cannot be written), then completed in place with its outcome;
+ * an outcome that cannot be written is logged, the entry stays `attempted` and the answer still
+ * goes out. Entries name who the verified token says, never the token.
  */
 import { coerceError } from '../../../lib/errors.js';
 import { contentTypeProblem, crossOriginProblem } from '../../../lib/http/write-guard.js';
 import type { Logger } from '../../../lib/log.js';
 import { escapeControlChars } from '../../../lib/outside-text.js';
+import type { AuditOutcome } from '../../../lib/store/audit.js';
 import type { AuditRecord, NewAuditRecord } from '../../../lib/store/models.js';
 import { roleAllows, type Identity } from '../../../lib/web-auth/auth-types.js';
 import { BodyTooLargeError, type Answer, type Route, type WebRequest } from '../routes.js';
@@ -44,7 +47,6 @@ export function writeRoute(ctx: WebContext, log: Logger, ep: WriteEndpoint, ledg
     method: ep.method,
     pattern: ep.pattern,
     async handle(req, params) {
-      const target = safeTarget(ep, params);
       const remote = req.remoteAddress;
       const tooMany = (user?: string): Answer => {
         const s = ledger.retryAfterSeconds(remote, user);
@@ -55,15 +57,10 @@ export function writeRoute(ctx: WebContext, log: Logger, ep: WriteEndpoint, ledg
         if (ledger.note({ remote, method: req.method, path: req.url.pathname, status, reason })) return tooMany();
         return errorAnswer(status, errorWord(status), message);
       };
-      /** A verified user's refusal before the action: an entry, within the user's limit. */
-      const userRefusal = async (who: Who, status: number, reason: string, message: string, headers?: Record<string, string>): Promise<Answer> => {
-        if (!ledger.userWithin(who.user)) {
-          ledger.note({ remote, method: req.method, path: req.url.pathname, status, reason, user: who.user });
-          return tooMany(who.user);
-        }
-        const end = { answer: errorAnswer(status, errorWord(status), message, headers), message, target };
-        await record(ctx, log, ep, req, who, end);
-        return end.answer;
+      /** A verified user's refusal before the action: counted under the user, not an entry. */
+      const userRefusal = (who: Who, status: number, reason: string, message: string, headers?: Record<string, string>): Answer => {
+        if (ledger.note({ remote, method: req.method, path: req.url.pathname, status, reason, user: who.user })) return tooMany(who.user);
+        return errorAnswer(status, errorWord(status), message, headers);
       };
 
       const guard = crossOriginProblem(req.headers) ?? contentTypeProblem(req.headers['content-type']);
@@ -105,8 +102,9 @@ function safeTarget(ep: WriteEndpoint, params: Record<string, string>): string {
 }
 
 /**
- * Writes the attempt, runs the action as `nodepool-web:<user>`, writes its outcome: its result
- * (200), its refusal's status, or 500. An attempt that cannot be written runs nothing (503).
+ * Writes the attempt, runs the action as `nodepool-web:<user>`, writes its outcome over the
+ * attempt: its result (200), its refusal's status, or 500. An attempt that cannot be written
+ * runs nothing (503).
  */
 async function runAudited(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: WebRequest, params: Record<string, string>, body: BodyFields, who: Identity): Promise<Answer> {
   const target = safeTarget(ep, params);
@@ -117,8 +115,9 @@ async function runAudited(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: 
     // The params' target serves.
   }
   const attempt = entryOf(ctx, ep, req, who, bodyTarget, 0, `${ep.action} ${bodyTarget} attempted by ${who.user}`);
+  let attempted: AuditRecord;
   try {
-    await ctx.store.recordAudit(attempt);
+    attempted = await ctx.store.recordAudit(attempt);
   } catch (err) {
     const message = `the audit trail cannot be written, so ${ep.action} was not run: ${coerceError(err).message}`;
     log.error('write request not run: its attempt could not be written to the audit trail', { action: ep.action, target: bodyTarget, user: who.user, error: coerceError(err).message });
@@ -130,7 +129,7 @@ async function runAudited(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: 
     const message = `internal error: ${err.message}`;
     return { answer: errorAnswer(500, 'internal', message), message, target: bodyTarget };
   });
-  await record(ctx, log, ep, req, who, end);
+  await complete(ctx, log, ep, req, who, attempted.id, end);
   return end.answer;
 }
 
@@ -160,18 +159,22 @@ function entryOf(ctx: WebContext, ep: WriteEndpoint, req: WebRequest, who: Who, 
   };
 }
 
-/** Writes the outcome's audit entry and the log line; a failed write is logged, never thrown. */
-async function record(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: WebRequest, who: Who, end: Ending): Promise<void> {
+/**
+ * Writes the outcome over the action's `attempted` entry `id`, and the log line. An entry gone
+ * meanwhile (pruned) gets the outcome as a new entry; a failed write is logged, never thrown,
+ * and leaves the entry `attempted`.
+ */
+async function complete(ctx: WebContext, log: Logger, ep: WriteEndpoint, req: WebRequest, who: Who, id: string, end: Ending): Promise<void> {
   const entry = entryOf(ctx, ep, req, who, end.target, end.answer.status, end.message);
-  const fields = { action: entry.action, target: entry.target, user: entry.user, role: entry.role, status: entry.status, result: entry.result, remote: entry.remote, message: entry.message };
+  const fields = { id, action: entry.action, target: entry.target, user: entry.user, role: entry.role, status: entry.status, result: entry.result, remote: entry.remote, message: entry.message };
   if (entry.result === 'ok') log.info('write request', fields);
   else if (entry.result === 'error') log.error('write request', fields);
   else log.warn('write request', fields);
-  let saved: AuditRecord | undefined;
+  const outcome: AuditOutcome = { status: entry.status, result: entry.result as AuditOutcome['result'], message: entry.message };
   try {
-    saved = await ctx.store.recordAudit(entry);
+    const saved = await ctx.store.completeAudit(id, outcome) ?? await ctx.store.recordAudit(entry);
+    log.debug('audit entry completed', { id: saved.id, result: saved.result });
   } catch (err) {
     log.error('could not write the audit entry of a write request', { ...fields, error: coerceError(err).message });
   }
-  if (saved) log.debug('audit entry written', { id: saved.id });
 }
