@@ -5,7 +5,8 @@
  * jobs (up to --shutdown-timeout), a second one aborts them at once. The builder's port
  * (`--metrics-port`, default any free port) serves Prometheus `/metrics`, `/health/live` and the
  * build logs (`/build-logs/<build-id>`, whose URL on `--advertise-host` each build reports to the
- * server) on webapp.listen-address; with webapp.auth, logs only to a token of role `read`.
+ * server) on webapp.listen-address; a build's log only to that build's log token, which the
+ * server sends with the build job (the builder needs no webapp.auth).
  */
 import os from 'node:os';
 import { createRequire } from 'node:module';
@@ -18,8 +19,6 @@ import { NodepoolBuilder } from '../workers/builder/nodepool-builder.js';
 import { BUILDER_DEFAULTS } from '../workers/builder/builder-defaults.js';
 import { BuilderMetricsServer } from '../workers/builder/metrics-server.js';
 import { INSTALLATION_ID_RE } from '../lib/store/installation.js';
-import { loadAuthenticators } from '../lib/web-auth/authenticators.js';
-import { ReloadableAuthenticator } from '../lib/web-auth/reloadable.js';
 import {
   daemonLogger, exitOnFatalError, exitWhenStuck, processImageServices, loadConfigOrExit, reloadedConfig, reloadOnChange, withDaemonOptions,
 } from './daemon.js';
@@ -82,34 +81,23 @@ const builder = new NodepoolBuilder({
   ...(argv.installation ? { installation: argv.installation } : {}),
 });
 
-// Build logs are read with the same tokens as the server's API (webapp.auth): the server passes
-// on its reader's token, and a reader without one is refused here too.
-let logAuth: ReloadableAuthenticator;
-try {
-  logAuth = new ReloadableAuthenticator(await loadAuthenticators(config.webapp.auth));
-} catch (err) {
-  process.stderr.write(processSecrets.scrub(`nodepool-builder: ${(err as Error).message}\n`));
-  process.exit(2);
-}
 const metricsPort = argv['metrics-port'] ?? 0;
 let metrics: BuilderMetricsServer;
 try {
   metrics = await BuilderMetricsServer.start({
     builder, imagesDir: () => current.imagesDir, host: config.webapp.listenAddress, port: metricsPort, log,
-    buildLogs: { dir: () => current.buildLogDir, advertiseHost: argv['advertise-host'] ?? advertisedHost(config.webapp.listenAddress, argv.hostname), auth: logAuth },
+    buildLogs: { dir: () => current.buildLogDir, advertiseHost: argv['advertise-host'] ?? advertisedHost(config.webapp.listenAddress, argv.hostname) },
   });
 } catch (err) {
   process.stderr.write(`nodepool-builder: --metrics-port ${metricsPort}: cannot listen on ${config.webapp.listenAddress}: ${(err as Error).message}\n`);
   process.exit(2);
 }
-if (!logAuth.enabled) log.info('build logs are served without a token, as the server\'s are: webapp.auth names no authenticator', { port: metrics.port });
 
 const watcher = reloadOnChange(source, log, (next) => {
   // Thrown here, the reload is refused and logged; the running config stays.
   checkGearmanServers(next, { forBuilder: true });
   current = reloadedConfig(current, next, log);
   builder.reconfigure(current);
-  logAuth.reload(current.webapp.auth).catch((err: Error) => log.error('build log authenticators not reloaded: the ones before stay', { error: err.message }));
 });
 
 let signals = 0;

@@ -3,6 +3,7 @@
  * backend writes them. Thrown: StoreError naming what was being done.
  */
 import { StoreError } from '../errors.js';
+import { LOG_TOKEN_RE } from '../http/build-log-protocol.js';
 import { IMAGE_ID_RE } from '../images/image-file.js';
 import { BUILD_STATES, NODE_STATES, REQUEST_STATES, ROLLOUT_STATES, UPLOAD_STATES, type UploadPatch } from './models.js';
 
@@ -70,6 +71,13 @@ export function checkRolloutPatch(patch: UploadPatch, what: string): void {
 export function checkLogUrl(logUrl: unknown, what: string): string | null {
   if (logUrl !== null && typeof logUrl !== 'string') throw new StoreError(`${what}: logUrl must be a string or null, got ${typeof logUrl}`);
   return logUrl;
+}
+
+/** Thrown: StoreError unless `logToken` is absent or a log token (issue 31 §9; its value is never quoted); answers it or null. */
+export function checkLogToken(logToken: unknown, what: string): string | null {
+  if (logToken === undefined) return null;
+  if (typeof logToken !== 'string' || !LOG_TOKEN_RE.test(logToken)) throw new StoreError(`${what}: logToken must be 32-128 base64url characters`);
+  return logToken;
 }
 
 /** Thrown: StoreError unless `diskimage` and `provider` are non-empty names (an upload retry request names both). */

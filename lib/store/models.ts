@@ -259,6 +259,13 @@ export interface NewBuild {
   username?: string | null;
   pythonPath?: string | null;
   shellType?: string | null;
+  /**
+   * The build's log token (issue 31 §9; lib/http/build-log-protocol.ts): stored with the record
+   * (SQLite `log_token`, ZooKeeper `log_token` beside Nodepool's fields) and read back only
+   * through {@link BuildStore.buildLogToken}, never in a BuildRecord, so no list, page or export
+   * can show it.
+   */
+  logToken?: string;
 }
 
 /** What a new upload starts with. */

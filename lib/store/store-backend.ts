@@ -84,7 +84,10 @@ export interface StoreBackend {
   /** Words for error messages: `closed` ends "…: <closed>", `at` follows what failed ("… <at>: <error>"). */
   readonly wording: { closed: string; at: string };
   /** Creating a build also removes the build requests it serves (`servesRequestsUpTo`), atomically. */
-  readonly builds: RecordTable<BuildRecord, NewBuild, BuildPatch, BuildState, BuildFilter>;
+  readonly builds: RecordTable<BuildRecord, NewBuild, BuildPatch, BuildState, BuildFilter> & {
+    /** As BuildStore.buildLogToken (lib/store/store.ts). */
+    logToken(id: string): Maybe<string | undefined>;
+  };
   readonly uploads: RecordTable<UploadRecord, NewUpload, UploadPatch, UploadState, UploadFilter> & {
     /** As UploadStore.recordLaunch (lib/store/store.ts). */
     recordLaunch(id: string, result: LaunchResult): Maybe<UploadRecord | undefined>;

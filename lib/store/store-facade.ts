@@ -38,6 +38,10 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard(`reading build ${id}`, () => this.backend.builds.get(id));
   }
 
+  buildLogToken(id: string): Promise<string | undefined> {
+    return this.guard(`reading the log token of build ${id}`, () => this.backend.builds.logToken(id));
+  }
+
   listBuilds(filter?: BuildFilter): Promise<BuildRecord[]> {
     return this.guard('listing builds', () => this.backend.builds.list(filter));
   }

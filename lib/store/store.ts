@@ -73,6 +73,11 @@ export interface BuildStore {
    */
   createBuild(input: NewBuild): Promise<BuildRecord>;
   getBuild(id: string): Promise<BuildRecord | undefined>;
+  /**
+   * The log token the build was created with (NewBuild.logToken), or undefined: no such build,
+   * or one recorded without a token (before issue 31, imported, Nodepool's own).
+   */
+  buildLogToken(id: string): Promise<string | undefined>;
   /** Builds ordered by diskimage, then id. */
   listBuilds(filter?: BuildFilter): Promise<BuildRecord[]>;
   /**

@@ -5,6 +5,8 @@
  * Each carries out one planner action through the {@link DispatchContext}.
  */
 import { parseBuilderClientId } from '../../lib/gearman/client-id.js';
+import { newLogToken } from '../../lib/http/build-log-protocol.js';
+import { processSecrets } from '../../lib/redact.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { BuildRecord } from '../../lib/store/models.js';
 import type { Action } from './actions.js';
@@ -20,31 +22,40 @@ const BEFORE = '; before: ';
 
 /** A new build record, its job submitted. */
 export async function startBuild(ctx: DispatchContext, action: Extract<Action, { type: 'start-build' }>, registered: Registered): Promise<void> {
+  // The build's own credential for its log (issue 31 §9): the builder answers the log only to it.
+  const logToken = newLogToken();
+  processSecrets.add(logToken, { transient: true });
   const build = await ctx.deps.store.createBuild({
     diskimage: action.diskimage, formats: action.formats, skipIds: advertisedIds(registered, action.diskimage),
     ...imageFields(ctx.deps.config().diskimages.find((d) => d.name === action.diskimage)),
     ...(action.servesRequestsUpTo !== undefined ? { servesRequestsUpTo: action.servesRequestsUpTo } : {}),
+    logToken,
   });
   ctx.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats });
-  submitBuild(ctx, build);
+  submitBuild(ctx, build, logToken);
 }
 
 /** Submits a `building` record's job again (it attaches to the running job if gearmand still has it). */
 export async function resumeBuild(ctx: DispatchContext, buildId: string): Promise<void> {
   const build = await ctx.deps.store.getBuild(buildId);
   if (build?.state !== 'building' || ctx.builds.has(build.id)) return;
+  // A build recorded before log tokens has none: its builder then serves its log to no one.
+  const logToken = await ctx.deps.store.buildLogToken(build.id);
+  if (logToken !== undefined) processSecrets.add(logToken, { transient: true });
   ctx.log.info('resubmitting a build (attaches to the running job if gearmand still has it)', { buildId: build.id });
-  submitBuild(ctx, build);
+  submitBuild(ctx, build, logToken);
 }
 
-function submitBuild(ctx: DispatchContext, build: BuildRecord): void {
+function submitBuild(ctx: DispatchContext, build: BuildRecord, logToken: string | undefined): void {
   const { store, client } = ctx.deps;
   const { live, follow } = ctx.startJob(ctx.builds, build.id);
   const progress = progressWriter({
     intervalMs: ctx.progressIntervalMs, live,
     write: (p) => ctx.track(store.updateBuild(build.id, { progress: p }, { expectStates: ['building'] }).catch(() => undefined)),
   });
-  const job = client.submit(fn.imageBuild(build.diskimage), JSON.stringify({ 'image-id': build.id, created: build.created, ...ctx.installationKey() }), {
+  const job = client.submit(fn.imageBuild(build.diskimage), JSON.stringify({
+    'image-id': build.id, created: build.created, ...ctx.installationKey(), ...(logToken !== undefined ? { 'log-token': logToken } : {}),
+  }), {
     unique: ctx.unique(build.id),
     onStatus: (n, d) => { if (live()) progress(n, d); },
     onData: (data) => {

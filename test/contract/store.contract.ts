@@ -15,6 +15,7 @@ import { nodeStoreContract } from './store-nodes.contract.js';
 import { nodepool11StoreContract } from './store-nodepool11.contract.js';
 import { rolloutStoreContract } from './store-rollout.contract.js';
 import { webStoreContract } from './store-web.contract.js';
+import { logTokenStoreContract } from './store-log-token.contract.js';
 
 /**
  * Opens a fresh, empty store on `clock`; `cleanup` closes it and removes what it made.
@@ -79,6 +80,7 @@ export function storeContract(name: string, open: OpenTestStore): void {
     corruptRecordContract(harness, () => spoil);
     rolloutStoreContract(harness, () => spoil);
     webStoreContract(harness, () => spoil);
+    logTokenStoreContract(harness);
 
     void describe('installation', () => {
       void it('has one installation id: a UUID made on the first ask, the same on every later ask', async () => {

@@ -22,6 +22,7 @@ import { buildFormats } from '../../lib/images/formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
 import { readDibChecksum, verifyBuildOutput } from './verify-output.js';
 import type { Logger } from '../../lib/log.js';
+import { processSecrets } from '../../lib/redact.js';
 import { BuildLog } from './build-log.js';
 import { BUILDER_DEFAULTS } from './builder-defaults.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
@@ -290,6 +291,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     return reportOutcome(log, async () => {
       const known = new Set(this.config.diskimages.map((d) => d.name));
       const req = parseBuildPayload(job.data, diskimage, known);
+      if (req.logToken !== undefined) processSecrets.add(req.logToken, { transient: true });
       checkServes(this.opts.installation, req, `build of ${req.imageId}`, this.clientId);
       // Tells the server who runs the build, so it notices when this builder disappears, and
       // where its log is served while it runs and after (issue 25 §2).
@@ -334,7 +336,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     const dir = this.config.imagesDir;
     const tmpDir = path.join(this.config.buildTmpDir, req.imageId);
     const formats = buildFormats(this.config, diskimage);
-    const buildLog = await BuildLog.open(this.config.buildLogDir, req.imageId, req.diskimage, this.config.buildLogRetention);
+    const buildLog = await BuildLog.open(this.config.buildLogDir, req.imageId, req.diskimage, this.config.buildLogRetention, req.logToken);
     const timeout = AbortSignal.timeout(diskimage.buildTimeout * 1000);
     const signal = AbortSignal.any([this.shutdown.signal, timeout]);
     const started = Date.now();

@@ -4,6 +4,8 @@
  * {@link BUILD_LOG_CHUNK_BYTES}, streamed from the file, with `X-Log-Size` (the file's size now)
  * and `X-Log-Complete` (whether the build has ended here). The id is validated before any path
  * is built from it. Logs never pass through the store: the server fetches them from here.
+ * A log is answered only to its build's log token (`Authorization: Bearer <log token>`,
+ * log-token.ts; issue 31 §9), which the server holds: 401 to anyone else.
  */
 import type http from 'node:http';
 import { open, type FileHandle } from 'node:fs/promises';
@@ -11,6 +13,7 @@ import path from 'node:path';
 import { coerceError } from '../../lib/errors.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
+import { bearerMatches, readLogToken } from './log-token.js';
 import { BUILD_LOG_CHUNK_BYTES, BUILD_LOG_PATH, LOG_COMPLETE_HEADER, LOG_SIZE_HEADER, parseOffset } from '../../lib/http/build-log-protocol.js';
 
 export { BUILD_LOG_CHUNK_BYTES, BUILD_LOG_PATH } from '../../lib/http/build-log-protocol.js';
@@ -49,7 +52,8 @@ export function parseBuildLogRequest(pathname: string, query: URLSearchParams): 
 
 /**
  * Answers `GET|HEAD /build-logs/<id>` on `res`: 200 with the chunk, 400 for a bad id or offset,
- * 404 when no log of that id is here, 416 for an offset past the end (with `X-Log-Size`).
+ * 401 (`WWW-Authenticate: Bearer`) without the build's log token, 404 when no log of that id is
+ * here, 416 for an offset past the end (with `X-Log-Size`).
  */
 export async function serveBuildLog(req: http.IncomingMessage, res: http.ServerResponse, url: { pathname: string; searchParams: URLSearchParams }, source: BuildLogSource, log: Logger): Promise<void> {
   const plain = (status: number, message: string, headers: Record<string, string> = {}): void => {
@@ -60,6 +64,8 @@ export async function serveBuildLog(req: http.IncomingMessage, res: http.ServerR
   const parsed = parseBuildLogRequest(url.pathname, url.searchParams);
   if (!parsed.ok) return plain(parsed.status, parsed.message);
   const { id, offset } = parsed;
+  const refused = await tokenRefusal(source.dir(), id, req.headers.authorization);
+  if (refused) return plain(401, refused, { 'WWW-Authenticate': 'Bearer' });
   // Read before the file: once a build is seen ended, its log is closed and every byte is in the file.
   const complete = !source.isBuilding(id);
   let fh: FileHandle;
@@ -92,4 +98,16 @@ export async function serveBuildLog(req: http.IncomingMessage, res: http.ServerR
   } finally {
     if (!streaming) await fh.close();
   }
+}
+
+/** Why build `id`'s log is not answered to `authorization`, or undefined when it carries the build's log token. */
+async function tokenRefusal(dir: string, id: string, authorization: string | undefined): Promise<string | undefined> {
+  const token = await readLogToken(dir, id);
+  if (token === undefined) {
+    return `the log of ${id} is not served: this builder holds no log token for it (built before build logs had tokens, or for a server that sends none)`;
+  }
+  if (authorization === undefined) {
+    return `the log of ${id} is answered only to its build's log token (Authorization: Bearer …), which the nodepool server holds: read it through the server's /api/build/${id}/log`;
+  }
+  return bearerMatches(token, authorization) ? undefined : `the token given is not the log token of ${id}`;
 }

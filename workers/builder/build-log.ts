@@ -13,6 +13,7 @@ import { finished } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { IMAGE_ID_RE } from '../../lib/images/image-file.js';
 import { processSecrets, type SecretRegistry } from '../../lib/redact.js';
+import { LOG_TOKEN_SUFFIX, logTokenPath, writeLogToken } from './log-token.js';
 
 /** A line longer than this is scrubbed and written in parts. */
 const MAX_PENDING_CHARS = 64 * 1024;
@@ -47,10 +48,16 @@ export class BuildLog {
     this.input.pipe(stream);
   }
 
-  /** Opens (appends to) the log of build `id`, after pruning old logs of its diskimage. */
-  static async open(dir: string, id: string, diskimage: string, retention: number): Promise<BuildLog> {
+  /**
+   * Opens (appends to) the log of build `id`, after pruning old logs of its diskimage. With
+   * `logToken` (the build job's `log-token`), its port answers the log to that token only;
+   * without one, to no one (log-token.ts).
+   */
+  static async open(dir: string, id: string, diskimage: string, retention: number, logToken?: string): Promise<BuildLog> {
     await mkdir(dir, { recursive: true });
     await pruneLogs(dir, diskimage, Math.max(0, retention - 1));
+    // Before the log exists, so it is never answered to a token of an earlier attempt at the id.
+    await writeLogToken(dir, id, logToken);
     const file = path.join(dir, `${id}.log`);
     const stream = createWriteStream(file, { flags: 'a' });
     await new Promise<void>((resolve, reject) => stream.once('open', () => resolve()).once('error', reject));
@@ -88,12 +95,17 @@ export class BuildLog {
   }
 }
 
-/** Keeps the newest `keep` logs of a diskimage (ids sort by sequence), removes the rest. */
+/** Keeps the newest `keep` logs of a diskimage (ids sort by sequence) with their log tokens, removes the rest. */
 async function pruneLogs(dir: string, diskimage: string, keep: number): Promise<void> {
-  const ids = (await readdir(dir))
-    .filter((n) => n.endsWith('.log'))
-    .map((n) => n.slice(0, -4))
+  const ids = [...new Set((await readdir(dir)).flatMap((n) => {
+    if (n.endsWith('.log')) return [n.slice(0, -'.log'.length)];
+    if (n.endsWith(LOG_TOKEN_SUFFIX)) return [n.slice(0, -LOG_TOKEN_SUFFIX.length)];
+    return [];
+  }))]
     .filter((id) => IMAGE_ID_RE.exec(id)?.[1] === diskimage)
     .sort();
-  for (const id of ids.slice(0, Math.max(0, ids.length - keep))) await rm(path.join(dir, `${id}.log`), { force: true });
+  for (const id of ids.slice(0, Math.max(0, ids.length - keep))) {
+    await rm(path.join(dir, `${id}.log`), { force: true });
+    await rm(logTokenPath(dir, id), { force: true });
+  }
 }

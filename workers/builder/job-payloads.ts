@@ -3,6 +3,7 @@
  * with a message that says what was wrong; no path is touched before this has passed.
  */
 import { InvalidJobError } from '../../lib/errors.js';
+import { LOG_TOKEN_RE } from '../../lib/http/build-log-protocol.js';
 import { isImageFormat, parseImageId } from '../../lib/images/image-file.js';
 import { INSTALLATION_ID_RE } from '../../lib/store/installation.js';
 
@@ -17,6 +18,11 @@ export interface BuildRequest {
   created?: number;
   /** The server's store installation id (optional, Nodepool 0.3.x sends none): recorded in the sidecar. */
   installation?: string;
+  /**
+   * The build's log token (`log-token`, issue 31 §9; optional, Nodepool 0.3.x and servers before
+   * it send none): the builder's port answers the build's log only to `Authorization: Bearer <it>`.
+   */
+  logToken?: string;
 }
 
 /** A validated `image-upload:<id>` request. */
@@ -78,7 +84,7 @@ function installationOf(o: Record<string, unknown>, what: string): { installatio
   return { installation: v };
 }
 
-/** `{"image-id": "<diskimage>-<10 digits>"}` (+ optional `created`, `installation`) for function `image-build:<diskimage>`. */
+/** `{"image-id": "<diskimage>-<10 digits>"}` (+ optional `created`, `installation`, `log-token`) for function `image-build:<diskimage>`. */
 export function parseBuildPayload(data: Buffer, diskimage: string, known: ReadonlySet<string>): BuildRequest {
   const o = parseObject(data, 'image-build');
   if (!('image-id' in o)) throw new InvalidJobError('image-build payload: missing "image-id"');
@@ -90,7 +96,15 @@ export function parseBuildPayload(data: Buffer, diskimage: string, known: Readon
   if (created !== undefined && !(typeof created === 'number' && Number.isSafeInteger(created) && created >= 0)) {
     throw new InvalidJobError(`image-build payload: "created" must be epoch milliseconds, got ${JSON.stringify(created)}`);
   }
-  return { imageId: id.id, diskimage, ...(created !== undefined ? { created } : {}), ...installationOf(o, 'image-build') };
+  const logToken = o['log-token'];
+  if (logToken !== undefined && logToken !== null && !(typeof logToken === 'string' && LOG_TOKEN_RE.test(logToken))) {
+    // The value is not quoted: it may be a secret, even a malformed one.
+    throw new InvalidJobError('image-build payload: "log-token" must be 32-128 base64url characters');
+  }
+  return {
+    imageId: id.id, diskimage, ...(created !== undefined ? { created } : {}), ...installationOf(o, 'image-build'),
+    ...(typeof logToken === 'string' ? { logToken } : {}),
+  };
 }
 
 /** `{"image-name", "provider"}` (+ optional `upload-id`, `external-name`, `meta`, `installation`) for `image-upload:<id>`. */

@@ -15,7 +15,6 @@ import { AdmissionListener } from '../../lib/http/admission.js';
 import { requestPath } from '../../lib/http/request-path.js';
 import { parseImageId } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
-import { roleAllows, type RequestAuthenticator } from '../../lib/web-auth/auth-types.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../lib/metrics/process-metrics.js';
 import { SharedRender } from '../../lib/metrics/shared-render.js';
 import type { BaseBuilder } from './base-builder.js';
@@ -36,11 +35,11 @@ export interface BuilderMetricsOptions {
   reuseMs?: number;
   /**
    * Serve build logs too: from `dir()` (read at each request), advertised to the server as
-   * `http://<advertiseHost>:<port>/build-logs/<build-id>`. Absent: no logs, no URL. With an
-   * `auth` that is enabled (webapp.auth), a log is answered only to a bearer token of role
-   * `read` or more (the server passes on its reader's token); /metrics and /health/live stay open.
+   * `http://<advertiseHost>:<port>/build-logs/<build-id>`. Absent: no logs, no URL. A log is
+   * answered only to its build's log token (build-log-http.ts, log-token.ts); /metrics and
+   * /health/live are open.
    */
-  buildLogs?: { dir: () => string; advertiseHost: string; auth?: RequestAuthenticator };
+  buildLogs?: { dir: () => string; advertiseHost: string };
 }
 
 export class BuilderMetricsServer {
@@ -65,12 +64,7 @@ export class BuilderMetricsServer {
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, plain, 'read-only\n', { Allow: 'GET, HEAD' });
       if (path === '/health/live') return send(200, plain, 'ok\n');
       if (logs) {
-        const source = { dir: logs.dir, isBuilding: (id: string) => opts.builder.isBuilding(id) };
-        (async () => {
-          const refused = await readRefusal(logs.auth, req.headers.authorization);
-          if (refused) return send(refused.status, plain, `${refused.message}\n`, refused.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {});
-          return serveBuildLog(req, res, url, source, opts.log);
-        })().catch((err: unknown) => {
+        serveBuildLog(req, res, url, { dir: logs.dir, isBuilding: (id) => opts.builder.isBuilding(id) }, opts.log).catch((err: unknown) => {
           opts.log.error('build log could not be served', { path, error: coerceError(err).message });
           if (!res.headersSent) send(500, plain, `internal error: ${coerceError(err).message}\n`);
           else res.destroy();
@@ -114,15 +108,6 @@ export class BuilderMetricsServer {
     })();
     return this.closing;
   }
-}
-
-/** Why a build log read is refused (401 no or bad token, 403 no role), or undefined: nothing is asked without auth. */
-async function readRefusal(auth: RequestAuthenticator | undefined, authorization: string | undefined): Promise<{ status: number; message: string } | undefined> {
-  if (!auth?.enabled) return undefined;
-  const outcome = await auth.authenticate(authorization);
-  if (!outcome.ok) return outcome;
-  if (!roleAllows(outcome.identity.role, 'read')) return { status: 403, message: `reading build logs needs role read; ${outcome.identity.user} has ${outcome.identity.role}` };
-  return undefined;
 }
 
 /** `http://<host>:<port>/build-logs/` (an IPv6 address in brackets). */

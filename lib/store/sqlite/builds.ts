@@ -10,7 +10,7 @@ import type { BuildPatch, BuildRecord, BuildState, NewBuild } from '../models.js
 import type { ExpectState, BuildFilter } from '../store.js';
 import { toJson } from '../to-json.js';
 import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
-import { checkBuildState, checkLogUrl } from '../checks.js';
+import { checkBuildState, checkLogToken, checkLogUrl } from '../checks.js';
 import { buildFromRow, imageFieldsValue, type BuildRow } from './image-rows.js';
 import { buildSequence, type Sequences } from './sequences.js';
 import { immediate, type SqlValue, StatementCache, whereClause } from './statements.js';
@@ -19,6 +19,7 @@ import { immediate, type SqlValue, StatementCache, whereClause } from './stateme
 export class SqliteBuilds {
   private readonly stmts: StatementCache;
   private readonly getStmt: Database.Statement<[string], BuildRow>;
+  private readonly tokenStmt: Database.Statement<[string], string | null>;
   private readonly insertStmt: Database.Statement<SqlValue[]>;
   private readonly uploadIdsStmt: Database.Statement<[string], string>;
   private readonly deleteStmt: Database.Statement<[string]>;
@@ -33,8 +34,9 @@ export class SqliteBuilds {
     this.stmts = new StatementCache(db);
     this.getStmt = db.prepare<[string], BuildRow>('SELECT * FROM builds WHERE id = ?');
     this.insertStmt = db.prepare<SqlValue[]>(`
-      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress, image_fields)
-      VALUES (?, ?, 'building', ?, ?, NULL, NULL, ?, '[]', NULL, NULL, ?)`);
+      INSERT INTO builds (id, diskimage, state, state_time, created, builder_hostname, builder_id, formats, files, reason, progress, image_fields, log_token)
+      VALUES (?, ?, 'building', ?, ?, NULL, NULL, ?, '[]', NULL, NULL, ?, ?)`);
+    this.tokenStmt = db.prepare<[string], string | null>('SELECT log_token FROM builds WHERE id = ?').pluck();
     this.uploadIdsStmt = db.prepare<[string], string>('SELECT id FROM uploads WHERE build_id = ? ORDER BY id').pluck();
     this.deleteStmt = db.prepare<[string]>('DELETE FROM builds WHERE id = ?');
     this.createTx = immediate(db, (input: NewBuild) => this.createNow(input));
@@ -51,6 +53,12 @@ export class SqliteBuilds {
   get(id: string): BuildRecord | undefined {
     const row = this.getStmt.get(id);
     return row ? buildFromRow(row) : undefined;
+  }
+
+  /** The build's log token, or undefined (no build, or one recorded without a token). */
+  logToken(id: string): string | undefined {
+    const v = this.tokenStmt.get(id);
+    return typeof v === 'string' ? v : undefined;
   }
 
   /** Builds matching `filter`, ordered by diskimage, then id. */
@@ -88,7 +96,7 @@ export class SqliteBuilds {
     let id: string;
     do id = formatImageId(input.diskimage, this.sequences.next(buildSequence(input.diskimage)));
     while (skip.has(id));
-    this.insertStmt.run(id, input.diskimage, now, now, toJson(input.formats, `build ${id} formats`), imageFieldsValue(input, `build ${id}`));
+    this.insertStmt.run(id, input.diskimage, now, now, toJson(input.formats, `build ${id} formats`), imageFieldsValue(input, `build ${id}`), checkLogToken(input.logToken, `creating ${id}`));
     if (input.servesRequestsUpTo !== undefined) this.clearRequests(input.diskimage, input.servesRequestsUpTo);
     return this.mustGet(id);
   }

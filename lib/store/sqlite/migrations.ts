@@ -258,6 +258,14 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // Issue 31 §9: each build's log token (the builder answers its log only to it); NULL for
+    // builds recorded before, whose logs the builders do not serve.
+    version: 10,
+    sql: `
+      ALTER TABLE builds ADD COLUMN log_token TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

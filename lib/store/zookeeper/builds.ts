@@ -8,9 +8,10 @@
 import { imageFieldsOf } from '../image-fields.js';
 import { StateConflictError, StoreError } from '../../errors.js';
 import { formatImageId, IMAGE_ID_RE } from '../../images/image-file.js';
+import { LOG_TOKEN_RE } from '../../http/build-log-protocol.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import { NODEPOOL_BUILD_STATE, type BuildPatch, type BuildRecord, type BuildState, type NewBuild } from '../models.js';
-import { checkBuildState, checkLogUrl } from '../checks.js';
+import { checkBuildState, checkLogToken, checkLogUrl } from '../checks.js';
 import type { ExpectState, BuildFilter } from '../store.js';
 import { corruptEntry, memoized } from './checked.js';
 import { buildLockDir, contenderOp, removeContenders } from './build-lock.js';
@@ -37,6 +38,7 @@ export class ZkBuilds {
     const client = this.ctx.main();
     formatImageId(input.diskimage, 1);
     const what = `creating a build of ${input.diskimage}`;
+    const token = checkLogToken(input.logToken, what);
     const builds = layout.builds(input.diskimage);
     if (!this.ctx.cache.get(builds)) {
       await ensure(client, layout.image(input.diskimage));
@@ -58,7 +60,7 @@ export class ZkBuilds {
         formats: [...input.formats], files: [], reason: null, progress: null, ...imageFieldsOf(input),
       };
       const ops: Op[] = [
-        { op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(buildJson(made), `build ${id}`) },
+        { op: 'create', path: `${builds}/${id.slice(-10)}`, data: encode(withLogToken(buildJson(made), token), `build ${id}`) },
         contenderOp(builds, id),
       ];
       if (input.servesRequestsUpTo !== undefined) {
@@ -79,6 +81,16 @@ export class ZkBuilds {
     const got = await this.ctx.main().getData(this.ctx.layout.build(parts.diskimage, parts.seq));
     if (!got || got.data.length === 0) return undefined;
     return buildFromJson(id, parts.diskimage, decodeRecord(got.data, 'build', id));
+  }
+
+  /** The build's `log_token`, read from ZooKeeper; undefined without one (or without the build). */
+  async logToken(id: string): Promise<string | undefined> {
+    const parts = splitBuildId(id);
+    if (!parts) return undefined;
+    const got = await this.ctx.main().getData(this.ctx.layout.build(parts.diskimage, parts.seq));
+    if (!got || got.data.length === 0) return undefined;
+    const v = decodeRecord(got.data, 'build', id)[LOG_TOKEN];
+    return typeof v === 'string' && LOG_TOKEN_RE.test(v) ? v : undefined;
   }
 
   /** From the cache: builds by diskimage, then id. */
@@ -197,6 +209,17 @@ export function maxSeq(names: Iterable<string>): number {
   let max = 0;
   for (const n of names) if (SEQ_RE.test(n)) max = Math.max(max, Number(n));
   return max;
+}
+
+/**
+ * Our field beside Nodepool's (issue 31 §9): the build's log token, written once with the record
+ * and kept by every later write (mergeJson keeps fields the record's JSON does not name), never
+ * read into a BuildRecord. Nodepool 11 ignores it.
+ */
+const LOG_TOKEN = 'log_token';
+
+function withLogToken(j: Json, token: string | null): Json {
+  return token === null ? j : { ...j, [LOG_TOKEN]: token };
 }
 
 /** The record of a cached build entry, parsed once per data version; undefined when corrupt. */

@@ -5,6 +5,10 @@
  * `&format=json` the console's `{offset, next, size, complete, text}`. Logs never pass through
  * the store. A builder that is gone answers 502 and one that stalls 504, each with a sentence
  * naming the builder, within the module's timeouts.
+ *
+ * The builder is asked with the build's own log token (issue 31 §9: made with the record, sent
+ * with its build job), never with the reader's: a log URL is whatever a builder reported, and a
+ * forged one must receive nothing that reads more than that one build's log.
  */
 import { IMAGE_ID_RE } from '../../../lib/images/image-file.js';
 import type { BuildRecord } from '../../../lib/store/models.js';
@@ -23,7 +27,7 @@ export interface BuildLogOptions {
   /**
    * The role a bearer token must carry to read build logs when webapp.auth configures any
    * authenticator (default `read`); without authenticators, logs are read without a token, as
-   * the lists are. The reader's `Authorization` is passed on to the builder, which checks it too.
+   * the lists are. The reader's token is never passed on to the builder.
    */
   readRole?: Role;
 }
@@ -53,6 +57,11 @@ export function buildLogModule(ctx: WebContext, opts: BuildLogOptions = {}): Web
       if (!build) return say(404, `no build ${id}`);
       const builder = builderName(build);
       if (!build.logUrl) return say(404, `builder ${builder} serves no build logs`);
+      const logToken = await ctx.store.buildLogToken(id);
+      if (logToken === undefined) {
+        return say(404, `build ${id} has no log token (recorded before build logs had one, or imported): builder ${builder} does not serve its log; `
+          + `read ${id}.log in the build-log-dir of ${builder}`);
+      }
       let url: URL;
       try {
         url = new URL(build.logUrl);
@@ -62,8 +71,7 @@ export function buildLogModule(ctx: WebContext, opts: BuildLogOptions = {}): Web
       }
       url.searchParams.set('offset', String(offset));
       const started = Date.now();
-      const authorization = req.headers.authorization;
-      const got = await fetchFromBuilder(url, { ...fetchOpts, ...(ctx.auth.enabled && typeof authorization === 'string' ? { authorization } : {}) });
+      const got = await fetchFromBuilder(url, { ...fetchOpts, authorization: `Bearer ${logToken}` });
       if (!got.ok) {
         log.warn('build log not read from its builder', { buildId: id, builder, url: build.logUrl, status: got.status, why: got.why, ms: Date.now() - started });
         return say(got.status, `builder ${builder} (${url.host}) ${got.why}`);

@@ -13,7 +13,7 @@ export interface BuilderFetchOptions {
   connectTimeoutMs: number;
   answerTimeoutMs: number;
   maxBytes: number;
-  /** The reader's `Authorization` header, passed on for the builder to check (never logged). */
+  /** `Authorization` to send: `Bearer <the build's log token>` (never logged). */
   authorization?: string;
 }
 

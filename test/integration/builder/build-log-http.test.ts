@@ -3,6 +3,7 @@
  * with the fake disk-image-create on a real gearmand reports its log URL with the build's
  * WORK_DATA; the log of a running build is followed with offsets while it grows, until
  * complete; chunks are bounded; bad ids, unknown ids and offsets past the end are refused.
+ * Each log is answered only to its build's log token (issue 31 §9), which the build job carries.
  * `nodepool-builder --metrics-port --advertise-host` reports and serves the same URL.
  */
 import { after, before, describe, it } from 'node:test';
@@ -14,9 +15,11 @@ import { fileURLToPath } from 'node:url';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
 import type { JobResult } from '../../../lib/gearman/types.js';
+import { newLogToken } from '../../../lib/http/build-log-protocol.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { BUILD_LOG_CHUNK_BYTES } from '../../../workers/builder/build-log-http.js';
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
+import { writeLogToken } from '../../../workers/builder/log-token.js';
 import { BuilderMetricsServer } from '../../../workers/builder/metrics-server.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { freePort, runningProcesses, startProcess } from '../../support/processes.js';
@@ -30,16 +33,28 @@ interface LogRead {
   body: Buffer;
 }
 
-async function readLog(url: string, offset?: number, method = 'GET'): Promise<LogRead> {
-  const res = await fetch(offset === undefined ? url : `${url}?offset=${offset}`, { method, signal: AbortSignal.timeout(10_000) });
+/** The log token each build of these tests is asked with. */
+const tokens = new Map<string, string>();
+const tokenOf = (id: string): string => {
+  if (!tokens.has(id)) tokens.set(id, newLogToken());
+  return tokens.get(id) as string;
+};
+
+/** Reads `url` with the log token of its build (`token` null: none; a string: that one). */
+async function readLog(url: string, offset?: number, method = 'GET', token?: string | null): Promise<LogRead> {
+  const id = url.slice(url.lastIndexOf('/') + 1);
+  const bearer = token === undefined ? (/^[\w-]+$/.test(id) ? tokenOf(id) : null) : token;
+  const res = await fetch(offset === undefined ? url : `${url}?offset=${offset}`, {
+    method, signal: AbortSignal.timeout(10_000), ...(bearer === null ? {} : { headers: { Authorization: `Bearer ${bearer}` } }),
+  });
   const size = res.headers.get('x-log-size');
   return { status: res.status, size: size === null ? undefined : Number(size), complete: res.headers.get('x-log-complete'), body: Buffer.from(await res.arrayBuffer()) };
 }
 
-/** Submits `image-build:deb` for `id`; the WORK_DATA payloads and the end land in the returned object. */
+/** Submits `image-build:deb` for `id` with its log token; the WORK_DATA payloads and the end land in the returned object. */
 function build(client: GearmanClient, id: string): { data: Array<Record<string, unknown>>; end?: JobResult; done: Promise<void> } {
   const job: { data: Array<Record<string, unknown>>; end?: JobResult; done: Promise<void> } = { data: [], done: Promise.resolve() };
-  const submitted = client.submit(fn.imageBuild('deb'), JSON.stringify({ 'image-id': id }), {
+  const submitted = client.submit(fn.imageBuild('deb'), JSON.stringify({ 'image-id': id, 'log-token': tokenOf(id) }), {
     unique: id, createdTimeoutMs: 10_000, onData: (d) => job.data.push(JSON.parse(d.toString('utf8')) as Record<string, unknown>),
   });
   job.done = submitted.result.then((r) => { job.end = r; });
@@ -124,6 +139,7 @@ describe('builder: build logs over its port', () => {
     const id = 'deb-0000000099';
     const bytes = Buffer.alloc(600_000, 'abcdefghij\n');
     await writeFile(path.join(env.config.buildLogDir, `${id}.log`), bytes);
+    await writeLogToken(env.config.buildLogDir, id, tokenOf(id));
     const url = `${base}${id}`;
     const r0 = await readLog(url, 0);
     assert.deepEqual([r0.status, r0.size, r0.complete, r0.body.length], [200, 600_000, 'true', BUILD_LOG_CHUNK_BYTES]);
@@ -149,8 +165,11 @@ describe('builder: build logs over its port', () => {
       assert.match(r.body.toString('utf8'), /invalid build id/);
     }
     const unknown = await readLog(`${base}deb-0000000077`);
-    assert.equal(unknown.status, 404);
-    assert.match(unknown.body.toString('utf8'), /no build log of deb-0000000077 here/);
+    assert.equal(unknown.status, 401, 'no token is held for a build never built here');
+    await writeLogToken(env.config.buildLogDir, 'deb-0000000077', tokenOf('deb-0000000077'));
+    const pruned = await readLog(`${base}deb-0000000077`);
+    assert.equal(pruned.status, 404);
+    assert.match(pruned.body.toString('utf8'), /no build log of deb-0000000077 here/);
     for (const offset of ['-1', 'abc', '1e3']) {
       const r = await readLog(`${base}deb-0000000099?offset=${offset}`);
       assert.equal(r.status, 400, `offset ${offset}`);
@@ -158,6 +177,25 @@ describe('builder: build logs over its port', () => {
     const post = await fetch(`${base}deb-0000000099`, { method: 'POST' });
     assert.equal(post.status, 405);
     await post.arrayBuffer();
+  });
+
+  it('answers a log only to its build\'s log token: 401 without one, with another build\'s, with a JWT-like string, and for a build asked without a token', async () => {
+    const id = 'deb-0000000099';
+    const url = `${base}${id}`;
+    for (const [what, token] of [['no token', null], ['another build\'s token', tokenOf('deb-0000000001')], ['a JWT-like string', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln']] as const) {
+      const r = await readLog(url, 0, 'GET', token);
+      assert.equal(r.status, 401, `${what}: ${r.body.toString('utf8')}`);
+      assert.equal(r.body.includes('abcdefghij'), false, `no log bytes to ${what}`);
+    }
+    const head = await readLog(url, 0, 'HEAD', null);
+    assert.equal(head.status, 401, 'HEAD too');
+    // A build job without a log-token (a server before issue 31, Nodepool 0.3.x): built, its log served to no one.
+    const old = 'deb-0000000003';
+    const submitted = client.submit(fn.imageBuild('deb'), JSON.stringify({ 'image-id': old }), { unique: old, createdTimeoutMs: 10_000 });
+    assert.equal((await submitted.result).type, 'complete');
+    const r = await readLog(`${base}${old}`, 0, 'GET', newLogToken());
+    assert.equal(r.status, 401);
+    assert.match(r.body.toString('utf8'), /holds no log token/);
   });
 
   it('reports a null log URL once its port is closed', async () => {

@@ -6,6 +6,8 @@
  * file, followed as JSON until complete). A builder whose port is closed answers 502 in well
  * under 5 s, one that accepts and never answers 504 within the timeout, as does one whose host
  * never completes the connection (a listener whose accept queue is full), each naming the builder.
+ * The server asks the builder with the build's log token (issue 31 §9); a build recorded
+ * without one is answered 404 saying so, its builder never asked.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +18,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { loadConfig } from '../../../lib/config/load.js';
 import type { Config } from '../../../lib/config/schema.js';
+import { newLogToken } from '../../../lib/http/build-log-protocol.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import type { BuildRecord } from '../../../lib/store/models.js';
 import { openStore } from '../../../lib/store/open-store.js';
@@ -26,6 +29,7 @@ import { buildLogModule } from '../../../server/web/build-logs/build-log-module.
 import type { WebContext } from '../../../server/web/web-context.js';
 import { WebServer } from '../../../server/web/web-server.js';
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
+import { writeLogToken } from '../../../workers/builder/log-token.js';
 import { BuilderMetricsServer } from '../../../workers/builder/metrics-server.js';
 import { createBuilderEnv, fakeDiskimage, inProcessBuilder, testLogger, type BuilderEnv } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
@@ -166,7 +170,9 @@ describe('web: build logs read through the server from the builder', () => {
     // The lifecycle is stopped from here on: the records below are the test's own.
     await server?.stop();
     server = undefined;
-    const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+    const token = newLogToken();
+    const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'], logToken: token });
+    await writeLogToken(env.config.buildLogDir, b.id, token);
     // 'é' is two bytes: an odd prefix puts one across every 256 KiB boundary.
     const content = `x${'é'.repeat(200_000)}\n${'€'.repeat(50_000)} end\n`;
     await writeFile(path.join(env.config.buildLogDir, `${b.id}.log`), content);
@@ -198,6 +204,17 @@ describe('web: build logs read through the server from the builder', () => {
     assert.equal((await get(`/api/build/${b.id}/log?offset=-3`)).status, 400);
   });
 
+  it('answers 404 for a build recorded without a log token, saying so, without asking its builder', async () => {
+    // A builder that would hold the request past the test's bound if it were asked.
+    const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+    await store.updateBuild(b.id, { builderHostname: 'builder-old', logUrl: `http://127.0.0.1:${(stalled.address() as net.AddressInfo).port}/build-logs/${b.id}` });
+    const r = await get(`/api/build/${b.id}/log?format=json`);
+    assert.equal(r.status, 404, r.body.toString('utf8'));
+    assert.match((JSON.parse(r.body.toString('utf8')) as { message: string }).message, new RegExp(`^build ${b.id} has no log token .*builder builder-old does not serve its log`));
+    assert.ok(r.ms < 2000, `answered after ${r.ms} ms`);
+    assert.equal(stalledSockets.size, 0, 'the builder was not asked');
+  });
+
   it('answers 416 with the size for an offset past the end of the log', async () => {
     const [b] = (await store.listBuilds()).filter((x) => x.state === 'ready');
     const size = (await readFile(path.join(env.config.buildLogDir, `${(b as BuildRecord).id}.log`))).length;
@@ -208,7 +225,7 @@ describe('web: build logs read through the server from the builder', () => {
   });
 
   it('answers 504 within the timeout, naming the builder, when the builder accepts and never answers', async () => {
-    const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+    const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'], logToken: newLogToken() });
     await store.updateBuild(b.id, { builderHostname: 'builder-stalled', logUrl: `http://127.0.0.1:${(stalled.address() as net.AddressInfo).port}/build-logs/${b.id}` });
     const r = await get(`/api/build/${b.id}/log`);
     assert.equal(r.status, 504, r.body.toString('utf8'));
@@ -233,7 +250,7 @@ describe('web: build logs read through the server from the builder', () => {
     try {
       await waitFor(() => existsSync(ready), { timeoutMs: 10_000, what: 'the never-accepting listener' });
       await new Promise<void>((resolve, reject) => filler.connect(port, '127.0.0.1', resolve).once('error', reject));
-      const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'] });
+      const b = await store.createBuild({ diskimage: 'deb', formats: ['qcow2'], logToken: newLogToken() });
       await store.updateBuild(b.id, { builderHostname: 'builder-overloaded', logUrl: `http://127.0.0.1:${port}/build-logs/${b.id}` });
       const r = await get(`/api/build/${b.id}/log?format=json`);
       assert.equal(r.status, 504, r.body.toString('utf8'));
