@@ -196,6 +196,41 @@ export function nodepool11StoreContract(h: StoreHarness): void {
         [['uploading', undefined], ['uploading', 'validating'], ['ready', undefined], ['failed', undefined], ['deleting', undefined]]);
     });
 
+    void it("keeps its pauses, pins, revocations and upload retries where Nodepool 11's path parsers take nothing for a build or an upload", async () => {
+      const b = await buildIn('ready');
+      const d = b.diskimage;
+      for (const p of ['cloud-a', 'cloud-b']) await h.store.setPause(d, p, true, `maintenance of ${p}`);
+      await h.store.setPause(d, null, true);
+      await h.store.setPin(d, null, b.id, 'known good');
+      await h.store.setPin(d, 'cloud-a', b.id);
+      await h.store.setRevocation(d, b.id, true, 'kernel panics');
+      await h.store.requestUploadRetry(d, 'cloud-b');
+      assert.deepEqual((await h.store.listPauses()).map((p) => [p.diskimage, p.provider]), [[d, null], [d, 'cloud-a'], [d, 'cloud-b']]);
+      assert.deepEqual((await h.store.listPins()).map((p) => [p.provider, p.buildId]), [[null, b.id], ['cloud-a', b.id]]);
+      assert.deepEqual((await h.store.listRevocations()).map((r) => [r.diskimage, r.buildId]), [[d, b.id]]);
+      assert.deepEqual((await h.store.listUploadRetries()).map((r) => [r.diskimage, r.provider]), [[d, 'cloud-b']]);
+
+      const raw = await rawByPath();
+      if (!raw) return;
+      // Nodepool 11's image cache parses by depth alone: whatever it reads as a build or an upload must be one.
+      const shapes: Record<string, RegExp> = {
+        build: /^\/nodepool\/images\/[^/]+\/builds\/[^/]+$/,
+        upload: /^\/nodepool\/images\/[^/]+\/builds\/[^/]+\/providers\/[^/]+\/images\/[^/]+$/,
+      };
+      const misread = [...raw.values()].filter((r) => shapes[r.kind] !== undefined && !shapes[r.kind]?.test(r.path)).map((r) => `${r.path} read as a ${r.kind}`);
+      assert.deepEqual(misread, []);
+      assert.deepEqual([...raw.values()].filter((r) => r.kind === 'build').map((r) => r.path), [buildPath(b)]);
+      const problems = [...raw.values()].flatMap((r) => nodepool11Problems(r.kind, r.json).map((p) => `${r.kind} ${r.path}: ${p}`));
+      assert.deepEqual(problems, []);
+      // Undone, they are gone for every reader.
+      for (const p of ['cloud-a', 'cloud-b']) await h.store.setPause(d, p, false);
+      await h.store.setPin(d, 'cloud-a', null);
+      await h.store.setRevocation(d, b.id, false);
+      assert.deepEqual((await h.store.listPauses()).map((p) => p.provider), [null]);
+      assert.deepEqual((await h.store.listPins()).map((p) => p.provider), [null]);
+      assert.deepEqual(await h.store.listRevocations(), []);
+    });
+
     void it('leaves no state of its own behind when a lost build is found again and a validated upload becomes ready', async () => {
       const b = await buildIn('lost');
       const u = await uploadIn(b.id, 'validating');

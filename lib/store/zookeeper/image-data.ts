@@ -126,8 +126,13 @@ export class ZkImageData {
 
     // Pauses, build requests, pins and revocations the target has are kept; the rest are created.
     const counts: ImportCounts = { builds: 0, uploads: 0, pauses: 0, buildRequests: 0, pausesKept: 0, buildRequestsKept: 0, sequencesRaised: 0 };
+    // One of ours is there also when an older version's place still holds it (not yet moved, intent-move.ts).
+    const has = (path: string): boolean => {
+      const legacy = layout.legacyOf(path);
+      return cache.get(path) !== undefined || (legacy !== undefined && cache.get(legacy) !== undefined);
+    };
     const pauses = data.pauses.filter((p) => {
-      const there = cache.get(p.provider === null ? layout.pause(p.diskimage) : layout.providerPause(p.diskimage, p.provider)) !== undefined;
+      const there = has(p.provider === null ? layout.pause(p.diskimage) : layout.providerPause(p.diskimage, p.provider));
       if (there) counts.pausesKept++;
       return !there;
     });
@@ -136,9 +141,9 @@ export class ZkImageData {
       if (there) counts.buildRequestsKept++;
       return !there;
     });
-    const pins = (data.pins ?? []).filter((p) => !cache.get(p.provider === null ? layout.pin(p.diskimage) : layout.providerPin(p.diskimage, p.provider)));
-    const revocations = (data.revocations ?? []).filter((r) => !cache.get(layout.revocation(r.diskimage, r.buildId)));
-    const retries = (data.uploadRetries ?? []).filter((r) => !cache.get(layout.uploadRetry(r.diskimage, r.provider)));
+    const pins = (data.pins ?? []).filter((p) => !has(p.provider === null ? layout.pin(p.diskimage) : layout.providerPin(p.diskimage, p.provider)));
+    const revocations = (data.revocations ?? []).filter((r) => !has(layout.revocation(r.diskimage, r.buildId)));
+    const retries = (data.uploadRetries ?? []).filter((r) => !has(layout.uploadRetry(r.diskimage, r.provider)));
 
     // 2. Counters first.
     const raised = await this.raiseCounters(data);
@@ -150,7 +155,7 @@ export class ZkImageData {
       const second = findImportConflict(data, this.target());
       if (second) throw second;
       // Directories that outlive an import (as createBuild and setPause leave them).
-      const images = new Set([...data.builds, ...pauses, ...requests, ...pins, ...revocations, ...retries].map((r) => r.diskimage));
+      const images = new Set([...data.builds, ...pauses.filter((p) => p.provider === null), ...requests].map((r) => r.diskimage));
       for (const d of [...images].sort()) {
         if (!cache.get(layout.image(d))) await ensure(client, layout.image(d));
         if (data.builds.some((b) => b.diskimage === d)) {
@@ -158,11 +163,15 @@ export class ZkImageData {
           // Before the builds, as createBuild leaves it (Nodepool compares their ctimes; build-lock.ts).
           await ensure(client, buildLockDir(layout.builds(d)));
         }
-        if (pauses.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPauses(d))) await ensure(client, layout.providerPauses(d));
-        if (pins.some((p) => p.diskimage === d && p.provider !== null) && !cache.get(layout.providerPins(d))) await ensure(client, layout.providerPins(d));
-        if (revocations.some((r) => r.diskimage === d) && !cache.get(layout.revocations(d))) await ensure(client, layout.revocations(d));
-        if (retries.some((r) => r.diskimage === d) && !cache.get(layout.uploadRetries(d))) await ensure(client, layout.uploadRetries(d));
       }
+      // This project's own, under image-intents (layout.ts): their directories, level by level.
+      const own = [
+        ...pauses.flatMap((p) => (p.provider === null ? [] : [layout.providerPause(p.diskimage, p.provider)])),
+        ...pins.map((p) => (p.provider === null ? layout.pin(p.diskimage) : layout.providerPin(p.diskimage, p.provider))),
+        ...revocations.map((r) => layout.revocation(r.diskimage, r.buildId)),
+        ...retries.map((r) => layout.uploadRetry(r.diskimage, r.provider)),
+      ];
+      for (const dir of new Set(own.flatMap((path) => layout.intentParents(path)))) if (!cache.get(dir)) await ensure(client, dir);
       // 4. The records, in bounded transactions.
       const batches = cutBatches(recordOps(layout, { data, pauses, requests, pins, revocations, retries }), this.opts.maxBatchBytes ?? MAX_BATCH_BYTES);
       for (const [i, ops] of batches.entries()) {
@@ -215,7 +224,7 @@ export class ZkImageData {
     };
   }
 
-  /** Identity of every cached entry under images (a watch's re-read or a removal changes it). */
+  /** Identity of every cached entry under images and image-intents (a watch's re-read or a removal changes it). */
   private fingerprint(): unknown[] {
     const { cache, layout } = this.ctx;
     const out: unknown[] = [];
@@ -225,6 +234,7 @@ export class ZkImageData {
       if (depth < 8) for (const c of cache.children(path)) walk(`${path}/${c}`, depth + 1);
     };
     walk(layout.images, 0);
+    walk(layout.imageIntents, 0);
     return out;
   }
 

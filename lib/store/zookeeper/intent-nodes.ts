@@ -1,19 +1,26 @@
 /**
- * What the ZooKeeper store's operator intents under `/nodepool/images/<diskimage>` share
- * (pauses, pins, revocations): walking them in the watched cache, reading one once per version
- * with corrupt ones set aside, writing one (read-modify-write when it exists, else a create
- * under its parents) and removing one.
+ * What the ZooKeeper store's operator intents share (Nodepool's pause under
+ * `/nodepool/images/<diskimage>`, and this project's pauses per provider, pins, revocations and
+ * upload retries under `/nodepool/image-intents/<diskimage>`, layout.ts): walking them in the
+ * watched cache (also where an older version kept ours, until they are moved), reading one once
+ * per version with corrupt ones set aside, writing one (read-modify-write when it exists, else a
+ * create under its parents) and removing one.
  */
 import { CorruptRecordError, StoreError, ZooKeeperError } from '../../errors.js';
 import type { CorruptKind, CorruptRecord } from '../corrupt.js';
 import { corruptEntry, memoized, type RecordWhere } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
+import { OWN_IMAGE_RECORDS } from './layout.js';
 import { decodeRecord, encode, statTime, type Json } from './records.js';
 import type { Entry } from './tree-cache.js';
 import type { ZkClient } from './zk-client.js';
 import type { Stat } from './zk-library.js';
 
-/** Where one kind of intent lives under a diskimage: one znode (`whole`), and/or one child per key of `dir`. */
+/**
+ * Where one kind of intent lives under a diskimage: one znode (`whole`: Nodepool's `pause`
+ * under its image, or one of OWN_IMAGE_RECORDS under ours), and/or one child per key of `dir`
+ * (one of OWN_IMAGE_DIRS, ours).
+ */
 export interface IntentPlaces {
   whole?: string;
   dir?: string;
@@ -26,18 +33,27 @@ export interface CachedIntent {
   entry: Entry;
 }
 
-/** Cached intent znodes, by diskimage then key (the `whole` one first). Call ctx.fresh() first. */
+/**
+ * Cached intent znodes, by diskimage then key (the `whole` one first). One of ours still where
+ * an older version kept it (under Nodepool's image) is read there, unless it is also in its
+ * place now (that one wins). Call ctx.fresh() first.
+ */
 export function* cachedIntents(ctx: ZkContext, places: IntentPlaces): Generator<CachedIntent> {
   const { layout, cache } = ctx;
-  for (const diskimage of cache.children(layout.images)) {
+  const diskimages = [...new Set([...cache.children(layout.images), ...cache.children(layout.imageIntents)])].sort();
+  for (const diskimage of diskimages) {
+    const legacy = `${layout.images}/${diskimage}`;
+    const own = `${layout.imageIntents}/${diskimage}`;
     if (places.whole !== undefined) {
-      const entry = cache.get(`${layout.images}/${diskimage}/${places.whole}`);
+      const ours = OWN_IMAGE_RECORDS.includes(places.whole);
+      const entry = cache.get(`${ours ? own : legacy}/${places.whole}`) ?? (ours ? cache.get(`${legacy}/${places.whole}`) : undefined);
       if (entry) yield { diskimage, key: null, entry };
     }
     if (places.dir !== undefined) {
-      const dir = `${layout.images}/${diskimage}/${places.dir}`;
-      for (const key of cache.children(dir)) {
-        const entry = cache.get(`${dir}/${key}`);
+      const dir = `${own}/${places.dir}`;
+      const oldDir = `${legacy}/${places.dir}`;
+      for (const key of [...new Set([...cache.children(dir), ...cache.children(oldDir)])].sort()) {
+        const entry = cache.get(`${dir}/${key}`) ?? cache.get(`${oldDir}/${key}`);
         if (entry) yield { diskimage, key, entry };
       }
     }
@@ -113,8 +129,18 @@ export async function writeIntent(client: ZkClient, path: string, what: string, 
   throw new StoreError(`${what}: ${path} kept appearing and vanishing`);
 }
 
-/** Removes the intent znode at `path`; fine when it is not there. */
-export async function removeIntent(client: ZkClient, path: string): Promise<void> {
+/**
+ * Removes the intent znode at `path`; fine when it is not there. One of ours that an older
+ * version kept under Nodepool's image, not yet moved, goes too (else it would count again).
+ */
+export async function removeIntent(ctx: ZkContext, path: string): Promise<void> {
+  const client = ctx.main();
+  await removeIfThere(client, path);
+  const legacy = ctx.layout.legacyOf(path);
+  if (legacy !== undefined && ctx.cache.get(legacy)) await removeIfThere(client, legacy);
+}
+
+async function removeIfThere(client: ZkClient, path: string): Promise<void> {
   try {
     await client.remove(path);
   } catch (err) {

@@ -2,9 +2,9 @@
  * Operator intents and published status in ZooKeeper: Nodepool's
  * `/nodepool/images/<diskimage>/request-build` and `…/pause` (with JSON where Nodepool writes
  * an empty marker; an empty one is read as made at its creation), this project's per-provider
- * pauses under `…/provider-pauses/<provider>`, upload retry requests under
- * `…/upload-retries/<provider>` (`{"requested"}` as a build request), pins and revocations
- * (rollout-intents.ts), and status values under `/nodepool/status/`.
+ * pauses under `/nodepool/image-intents/<diskimage>/provider-pauses/<provider>`, upload retry
+ * requests under `…/upload-retries/<provider>` (`{"requested"}` as a build request), pins and
+ * revocations (rollout-intents.ts), and status values under `/nodepool/status/`.
  */
 import { CorruptRecordError, StoreError, ZooKeeperError } from '../../errors.js';
 import { corruptOf, Fields, type CorruptRecord } from '../corrupt.js';
@@ -14,6 +14,7 @@ import { requestedAtOf } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import type { ZkContext } from './context.js';
 import { pauseFromJson, pauseId, pauseJson } from './image-records.js';
+import { moveLegacyIntents, type IntentMove } from './intent-move.js';
 import {
   cachedIntents, corruptIntents, keepingSince, listIntents, removeIntent, upsert, writeIntent, type IntentPlaces, type IntentReader,
 } from './intent-nodes.js';
@@ -54,6 +55,11 @@ export class ZkIntents {
 
   constructor(private readonly ctx: ZkContext) {
     this.rollout = new ZkRolloutIntents(ctx);
+  }
+
+  /** Moves the intents an older version kept under Nodepool's image tree to their place (intent-move.ts). */
+  moveLegacy(): Promise<IntentMove> {
+    return moveLegacyIntents(this.ctx);
   }
 
   async requestBuild(diskimage: string): Promise<BuildRequest> {
@@ -113,8 +119,8 @@ export class ZkIntents {
     checkDiskimageProvider(diskimage, provider, `requesting an upload retry of ${diskimage} on ${provider}`);
     const { layout } = this.ctx;
     const requested = this.ctx.clock();
-    await upsert(this.ctx.main(), layout.uploadRetry(diskimage, provider), encode({ requested: toSeconds(requested) }, `upload retry request of ${diskimage} on ${provider}`),
-      [layout.image(diskimage), layout.uploadRetries(diskimage)]);
+    const path = layout.uploadRetry(diskimage, provider);
+    await upsert(this.ctx.main(), path, encode({ requested: toSeconds(requested) }, `upload retry request of ${diskimage} on ${provider}`), layout.intentParents(path));
     return { diskimage, provider, requested };
   }
 
@@ -136,7 +142,13 @@ export class ZkIntents {
   }
 
   async clearUploadRetry(diskimage: string, provider: string, requestedUpTo: number): Promise<void> {
-    await this.clearRequested(this.ctx.layout.uploadRetry(diskimage, provider), requestedUpTo, `the upload retry request of ${diskimage} on ${provider}`);
+    const { layout, cache } = this.ctx;
+    const path = layout.uploadRetry(diskimage, provider);
+    const what = `the upload retry request of ${diskimage} on ${provider}`;
+    await this.clearRequested(path, requestedUpTo, what);
+    // One an older version kept under Nodepool's image, not yet moved (intent-move.ts).
+    const legacy = layout.legacyOf(path);
+    if (legacy !== undefined && cache.get(legacy)) await this.clearRequested(legacy, requestedUpTo, what);
   }
 
   /** Removes the request at `path` when it was made at or before `requestedUpTo` (a newer one survives). */
@@ -162,9 +174,9 @@ export class ZkIntents {
     const { layout } = this.ctx;
     const path = provider === null ? layout.pause(diskimage) : layout.providerPause(diskimage, provider);
     const client = this.ctx.main();
-    if (!paused) return removeIntent(client, path);
+    if (!paused) return removeIntent(this.ctx, path);
     const since = this.ctx.clock();
-    const parents = provider === null ? [layout.image(diskimage)] : [layout.image(diskimage), layout.providerPauses(diskimage)];
+    const parents = provider === null ? [layout.image(diskimage)] : layout.intentParents(path);
     // Pausing what is paused keeps `since`; a new reason replaces the old one.
     await writeIntent(client, path, `pause of ${diskimage}`, parents,
       keepingSince((j, ctime) => pauseFromJson(diskimage, provider, j, ctime), pauseJson, reason), () => pauseJson({ since, reason: reason ?? null }));

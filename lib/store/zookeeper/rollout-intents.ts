@@ -1,6 +1,6 @@
 /**
  * Rollout intents in ZooKeeper (issue 24), beside Nodepool 11's tree and never changing it:
- * a diskimage-wide pin at `/nodepool/images/<diskimage>/pin`, per provider at
+ * a diskimage-wide pin at `/nodepool/image-intents/<diskimage>/pin`, per provider at
  * `…/provider-pins/<provider>` (`{"build_id", "since", "reason"}`), and revoked builds at
  * `…/revocations/<build id>` (`{"since", "reason"}`). Lists read the watched cache; every
  * launcher's cache sees a write within one notification, which also wakes its listeners.
@@ -57,10 +57,15 @@ export class ZkRolloutIntents {
     checkProviderOrNull(provider, `pinning ${diskimage}`);
     if (buildId !== null) checkBuildOf(diskimage, buildId, `pinning ${diskimage}`);
     const path = provider === null ? layout.pin(diskimage) : layout.providerPin(diskimage, provider);
-    const parents = provider === null ? [layout.image(diskimage)] : [layout.image(diskimage), layout.providerPins(diskimage)];
     const what = `pin of ${diskimage}`;
     const data = buildId === null ? null : encode(pinJson({ buildId, since: this.ctx.clock(), reason: reason ?? null }), what);
-    return swapPin(this.ctx.main(), path, what, parents, data, (j, ctime) => pinFromJson(diskimage, provider, j, ctime));
+    const parse = (j: Json, ctime: number): PinRecord => pinFromJson(diskimage, provider, j, ctime);
+    // A pin an older version kept under Nodepool's image, not yet moved (intent-move.ts), is what a new pin replaces.
+    const legacy = layout.legacyOf(path);
+    const old = legacy !== undefined && this.ctx.cache.get(legacy) ? legacy : undefined;
+    const replaced = await swapPin(this.ctx.main(), path, what, layout.intentParents(path), data, parse);
+    const replacedOld = old === undefined ? null : await swapPin(this.ctx.main(), old, what, [], null, parse);
+    return replaced ?? replacedOld;
   }
 
   /** From the cache, by diskimage then provider (diskimage-wide first); corrupt pins are left out. */
@@ -74,9 +79,9 @@ export class ZkRolloutIntents {
     checkBuildOf(diskimage, buildId, `${revoked ? 'revoking' : 'unrevoking'} build ${buildId}`);
     const path = layout.revocation(diskimage, buildId);
     const client = this.ctx.main();
-    if (!revoked) return removeIntent(client, path);
+    if (!revoked) return removeIntent(this.ctx, path);
     const since = this.ctx.clock();
-    await writeIntent(client, path, `revocation of ${buildId}`, [layout.image(diskimage), layout.revocations(diskimage)],
+    await writeIntent(client, path, `revocation of ${buildId}`, layout.intentParents(path),
       keepingSince((j, ctime) => revocationFromJson(diskimage, buildId, j, ctime), revocationJson, reason),
       () => revocationJson({ since, reason: reason ?? null }));
   }

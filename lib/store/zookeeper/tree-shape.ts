@@ -1,16 +1,18 @@
 /**
  * Which parts of the tree the store's cache keeps, and how: under `images`, the build and
- * upload records, build requests, pauses, pins, revocations and upload retry requests (never the `lock` directories,
- * whose contenders come and go); the records under `nodes`, `requests` and `launchers` (not
- * node locks).
+ * upload records, build requests and pauses (never the `lock` directories, whose contenders
+ * come and go), and this project's intents where an older version kept them (until they are
+ * moved); under `image-intents`, this project's pauses per provider, pins, revocations and
+ * upload retry requests; the records under `nodes`, `requests` and `launchers` (not node locks).
  */
 import { UUID_HEX_RE } from '../../images/image-file.js';
-import { SEQ_RE, type Layout } from './layout.js';
+import { OWN_IMAGE_DIRS, OWN_IMAGE_RECORDS, SEQ_RE, type Layout } from './layout.js';
 import type { Shape } from './tree-cache.js';
 
-const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', 'provider-pauses', 'pin', 'provider-pins', 'revocations', 'upload-retries']);
-/** Directories under an image with one record per child (a provider, a build id). */
-const INTENT_DIRS = new Set(['provider-pauses', 'provider-pins', 'revocations', 'upload-retries']);
+const IMAGE_CHILDREN = new Set(['builds', 'request-build', 'pause', ...OWN_IMAGE_RECORDS, ...OWN_IMAGE_DIRS]);
+/** Directories of a diskimage with one record per child (a provider, a build id). */
+const INTENT_DIRS = new Set(OWN_IMAGE_DIRS);
+const OWN_CHILDREN = new Set([...OWN_IMAGE_RECORDS, ...OWN_IMAGE_DIRS]);
 const isSeq = (name: string): boolean => SEQ_RE.test(name);
 /** A build's segment: our 10-digit sequence, or a Nodepool 11 `uuid4().hex`. */
 const isBuild = (name: string): boolean => SEQ_RE.test(name) || UUID_HEX_RE.test(name);
@@ -26,6 +28,16 @@ export function treeShape(layout: Layout): (path: string) => Shape | undefined {
       if (s.length === 1) return { data: false, children: true };
       if (s.length === 2) return { data: true, children: false };
       return undefined;
+    }
+    if (top === 'image-intents') {
+      // image-intents / <image> / pin | <dir> / <provider or build id>
+      switch (s.length) {
+        case 1: return { data: false, children: true };
+        case 2: return { data: false, children: true, accept: (n) => OWN_CHILDREN.has(n) };
+        case 3: return INTENT_DIRS.has(s[2] as string) ? { data: false, children: true } : { data: true, children: false };
+        case 4: return INTENT_DIRS.has(s[2] as string) ? { data: true, children: false } : undefined;
+        default: return undefined;
+      }
     }
     if (top !== 'images') return undefined;
     // images / <image> / builds / <seq or uuid hex> / providers / <provider> / images / <upload>

@@ -68,7 +68,7 @@ export class ZkBackend implements StoreBackend {
   private ticks = 0;
 
   constructor(private main: ZkClient, readonly layout: Layout, private readonly conn: ZkConnection) {
-    this.cache = new TreeCache(main, [layout.images, layout.nodes, layout.requests, layout.launchers], treeShape(layout),
+    this.cache = new TreeCache(main, [layout.images, layout.imageIntents, layout.nodes, layout.requests, layout.launchers], treeShape(layout),
       () => this.notify(), Math.max(main.sessionTimeoutMs, 5000));
     const ctx: ZkContext = {
       layout,

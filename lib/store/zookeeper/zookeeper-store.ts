@@ -89,6 +89,12 @@ export class ZooKeeperStore extends StoreFacade {
             opts.log?.warn('could not rewrite old records to Nodepool 11 states; trying again at the next open', { error: coerceError(err).message });
           });
         }
+        // Issue 31: intents an older version kept under Nodepool's images, where its launchers
+        // read them as builds. Moved once; until then (a failure here) they are read where they are.
+        const move = await backend.intents.moveLegacy().catch((err: unknown) => {
+          opts.log?.warn('could not move intents out of /nodepool/images; reading them there, trying again at the next open', { error: coerceError(err).message });
+        });
+        if (move && move.moved > 0) opts.log?.info('moved intents out of /nodepool/images', { ...move });
       }
       return store;
     } catch (err) {

@@ -59,7 +59,8 @@ void describe('ZooKeeperStore rollout records', () => {
 
   void it('writes pins and revocations at their own paths with build_id, since (seconds) and reason, and removes them', async () => {
     const store = await open();
-    const image = `${chroot}/nodepool/images/debian`;
+    // Outside Nodepool's images, whose launchers would read <image>/<dir>/<key> as a build (issue 31).
+    const image = `${chroot}/nodepool/image-intents/debian`;
     await store.setPin('debian', null, 'debian-0000000002', 'bad mirror');
     await store.setPin('debian', 'cloud-a', 'debian-0000000001');
     await store.setRevocation('debian', 'debian-0000000003', true, 'kernel panics');
@@ -108,7 +109,7 @@ void describe('ZooKeeperStore rollout records', () => {
 
   void it('reports garbage pins and revocations as corrupt: the pin is skipped, the revocation still revokes', async () => {
     const store = await open();
-    const image = `${chroot}/nodepool/images/debian`;
+    const image = `${chroot}/nodepool/image-intents/debian`;
     await store.setPin('debian', 'cloud-a', 'debian-0000000001');
     await raw.mkdirp(`${image}/revocations`);
     await raw.create(`${image}/revocations/debian-0000000004`, Buffer.from('{"since": garbage'));

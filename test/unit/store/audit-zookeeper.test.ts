@@ -1,6 +1,6 @@
 /**
  * The ZooKeeper store's issue 25 records past the contract, on a real ZooKeeper: where they
- * live (`/nodepool/audit/<id>`, `images/<diskimage>/upload-retries/<provider>`, a build's
+ * live (`/nodepool/audit/<id>`, `image-intents/<diskimage>/upload-retries/<provider>`, a build's
  * `log_url` beside Nodepool's fields), pruning past AUDIT_KEEP (the `audit` counter moved on,
  * as 10,000 writes would), and corrupt entries and requests skipped and logged once.
  */
@@ -55,7 +55,7 @@ describe('ZooKeeper audit trail, upload retries and build log URLs', () => {
     const j = await json(`${audit}/0000000001`);
     assert.equal(j.time, auditEntry(1).time / 1000);
     assert.equal(j.action, 'image-build');
-    assert.deepEqual((await raw.getChildren(store.layout.root))?.sort(), ['audit', 'images', 'launchers', 'locks', 'nodes', 'requests', 'requests-lock', 'sequences', 'sessions', 'status']);
+    assert.deepEqual((await raw.getChildren(store.layout.root))?.sort(), ['audit', 'image-intents', 'images', 'launchers', 'locks', 'nodes', 'requests', 'requests-lock', 'sequences', 'sessions', 'status']);
   });
 
   it('drops the entries more than AUDIT_KEEP older than every AUDIT_PRUNE_EVERYth entry, and no others', async () => {
@@ -82,11 +82,11 @@ describe('ZooKeeper audit trail, upload retries and build log URLs', () => {
     assert.equal((await store.recordAudit(auditEntry(5))).id, '0000000005');
   });
 
-  it('keeps upload retry requests at images/<diskimage>/upload-retries/<provider>; a corrupt one is skipped (logged once) and replaced by a new request', async () => {
+  it('keeps upload retry requests at image-intents/<diskimage>/upload-retries/<provider>; a corrupt one is skipped (logged once) and replaced by a new request', async () => {
     const r = await store.requestUploadRetry('debian', 'cloud-a');
     await store.requestUploadRetry('debian', 'cloud-b');
     const p = store.layout.uploadRetry('debian', 'cloud-a');
-    assert.equal(p, `${store.layout.root}/images/debian/upload-retries/cloud-a`);
+    assert.equal(p, `${store.layout.root}/image-intents/debian/upload-retries/cloud-a`);
     assert.deepEqual(await json(p), { requested: r.requested / 1000 });
     await raw.setData(p, Buffer.from(JSON.stringify({ requested: 'soon' })));
     // Written past the store: its watched cache sees it soon.
