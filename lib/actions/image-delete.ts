@@ -4,14 +4,49 @@
  * first, then its files); an upload is marked `deleting` (the server deletes it from the cloud).
  * Neither while it is still being built or uploaded, nor while a pin holds it (unpin first). A
  * corrupt record (lib/store/corrupt.ts) cannot be marked, so it is removed at once.
+ *
+ * A delete and a pin (lib/actions/image-pin.ts) at the same time: each writes first, then checks
+ * the other's record, so of two at once at least one sees the other. Only the pin ever takes its
+ * write back. Marking the build `deleting` cannot be taken back safely: the server's planner
+ * deletes every ready upload of a `deleting` build at its next pass, pinned or not
+ * (server/image-lifecycle/plan-view.ts `isPinnedUpload`, retention.ts), so a delete put back
+ * after that pass would leave a pinned build whose uploads are gone. So the delete's first write
+ * is one the planner ignores: it notes on the record that a delete is pending
+ * ({@link pendingReason}), then reads the pins, and marks `deleting` only when none appeared (it
+ * puts the reason back and refuses otherwise). A pin reads the record after writing itself and
+ * withdraws on `deleting` or a pending delete. Either the pin was written before the delete read
+ * the pins (the delete refuses), or after the note (the pin sees it and withdraws): never a pin
+ * on a build being deleted, never a pinned build half deleted.
  */
 import { CorruptRecordError, StateConflictError } from '../errors.js';
-import type { PinRecord } from '../store/models.js';
+import type { BuildState, PinRecord, UploadState } from '../store/models.js';
 import type { Store } from '../store/store.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 
 /** Reason recorded on what an operator deletes. */
 export const OPERATOR_DELETE_REASON = 'deleted by operator';
+
+/** Noted on a build's or upload's reason while a delete checks its pins (see the top of this file). */
+export const DELETE_PENDING_REASON = 'deletion requested by operator; checking pins';
+/** A pending delete not marked within this long is given up (its process died): it no longer refuses pins. */
+const PENDING_FOR_MS = 60_000;
+
+/** The reason noted at `now` while a delete checks the pins. */
+function pendingReason(now: number): string {
+  return `${DELETE_PENDING_REASON} since ${now}`;
+}
+
+/** When `reason` is a pending delete's note (of any age), its time; else undefined. */
+function pendingSince(reason: string | null): number | undefined {
+  const m = reason === null ? null : /^deletion requested by operator; checking pins since (\d+)$/.exec(reason);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Whether a record's `reason` says a delete is checking its pins (noted less than a minute before `now`). */
+export function deletePending(reason: string | null, now = Date.now()): boolean {
+  const since = pendingSince(reason);
+  return since !== undefined && now - since < PENDING_FOR_MS;
+}
 
 /** What a delete did: marked the record, found it already deleting, or removed a corrupt record. */
 export type DeleteOutcome = 'marked' | 'already-deleting' | 'corrupt-removed';
@@ -69,10 +104,22 @@ export async function deleteBuild(store: Store, args: { buildId: string }): Prom
   const inProgress = refuse('in-progress', 'Cannot delete a build in progress');
   if (build.state === 'deleting') return alreadyDeleting;
   if (build.state === 'building') return inProgress;
-  const pins = (await store.listPins()).filter((p) => p.buildId === id);
+  const pinsNow = async (): Promise<PinRecord[]> => (await store.listPins()).filter((p) => p.buildId === id);
+  let pins = await pinsNow();
   if (pins.length > 0) return pinnedRefusal(`Build ${id}`, pins);
+  const deletable = { expectStates: ['ready', 'failed', 'lost'] as BuildState[] };
   try {
-    const updated = await store.updateBuild(id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, { expectStates: ['ready', 'failed', 'lost'] });
+    // Note the pending delete, then read the pins again: a pin written after this sees the note.
+    const note = pendingReason(Date.now());
+    if (!await store.updateBuild(id, { reason: note }, deletable)) return refuse('unknown-build', `Build ${id} not found`);
+    pins = await pinsNow();
+    if (pins.length > 0) {
+      // Nothing was deleted yet: put the reason back (unless the record changed meanwhile) and refuse.
+      const now = await store.getBuild(id);
+      if (now?.reason === note) await store.updateBuild(id, { reason: pendingSince(build.reason) === undefined ? build.reason : null }, deletable);
+      return pinnedRefusal(`Build ${id}`, pins);
+    }
+    const updated = await store.updateBuild(id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, deletable);
     if (!updated) return refuse('unknown-build', `Build ${id} not found`);
   } catch (err) {
     // Someone changed it between our read and the update: report what it is now.
@@ -115,11 +162,24 @@ export async function deleteUpload(store: Store, t: UploadName): Promise<DeleteU
   if (upload.state === 'deleting') return alreadyDeleting;
   if (upload.state === 'uploading') return inProgress;
   // A pin serves this upload where it applies: its provider's own pin, or the diskimage-wide one.
-  const pins = (await store.listPins()).filter((p) => p.buildId === upload.buildId && p.diskimage === upload.diskimage
-    && (p.provider === null || p.provider === upload.provider));
+  const pinsNow = async (): Promise<PinRecord[]> => (await store.listPins()).filter((p) => p.buildId === upload.buildId
+    && p.diskimage === upload.diskimage && (p.provider === null || p.provider === upload.provider));
+  const pins = await pinsNow();
   if (upload.state === 'ready' && pins.length > 0) return pinnedRefusal(what, pins);
+  const deletable = { expectStates: ['ready', 'failed'] as UploadState[] };
   try {
-    const updated = await store.updateUpload(upload.id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, { expectStates: ['ready', 'failed'] });
+    if (upload.state === 'ready') {
+      // As for a build: note the pending delete, read the pins again, refuse if one appeared.
+      const note = pendingReason(Date.now());
+      if (!await store.updateUpload(upload.id, { reason: note }, deletable)) return refuse('unknown-upload', UPLOAD_NOT_FOUND);
+      const appeared = await pinsNow();
+      if (appeared.length > 0) {
+        const now = await store.getUpload(upload.id);
+        if (now?.reason === note) await store.updateUpload(upload.id, { reason: pendingSince(upload.reason) === undefined ? upload.reason : null }, deletable);
+        return pinnedRefusal(what, appeared);
+      }
+    }
+    const updated = await store.updateUpload(upload.id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, deletable);
     if (!updated) return refuse('unknown-upload', UPLOAD_NOT_FOUND);
   } catch (err) {
     if (!(err instanceof StateConflictError)) throw err;

@@ -10,8 +10,10 @@ import type { Config } from '../config/schema.js';
 import { imageTarget, imageTargets } from '../drivers/config-registry.js';
 import { StoreError } from '../errors.js';
 import type { PinRecord, UploadRecord } from '../store/models.js';
+import type { Store } from '../store/store.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
+import { deletePending } from './image-delete.js';
 import { blankReason } from './reason.js';
 import { storedReason } from './stored-text.js';
 import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
@@ -88,12 +90,47 @@ export async function pinImage({ store, config }: RolloutActionContext, args: Pi
   const replaced = await store.setPin(diskimage, provider, buildId, reason);
   const pin = (await store.listPins()).find(samePin);
   if (!pin) throw new StoreError(`the pin of ${diskimage} on ${provider ?? 'every provider'} was not found after it was written`);
+  // Written, now check: a delete of the build or of an upload it boots that began meanwhile
+  // (lib/actions/image-delete.ts, top) is seen here, and this pin, not the delete, is taken back.
+  const deleting = await deletedMeanwhile(store, buildId, ready);
+  if (deleting) {
+    if (pin.buildId === buildId) await withdrawPin(store, pin, replaced);
+    return deleting;
+  }
   const warnings = provider !== null ? [] : diskimageWideWarnings(config, before, diskimage, buildId, new Set(ready.map((u) => u.provider)));
   const was = replaced && replaced.buildId !== buildId ? ` (was ${replaced.buildId})` : '';
   return {
     ok: true, pin, replaced, uploads: ready, warnings,
     message: `${pinSubject(diskimage, provider)} pinned to ${buildId}${reason ? ` (${reason})` : ''}${was}`,
   };
+}
+
+/** A refusal when build `buildId`, or one of the `ready` uploads the pin boots, is now gone, being deleted or about to be. */
+async function deletedMeanwhile(store: Store, buildId: string, ready: readonly UploadRecord[]): Promise<Refused<'wrong-state'> | undefined> {
+  const gone = refuse('wrong-state', `Build ${buildId} is being deleted; it cannot be pinned`);
+  const build = await store.getBuild(buildId);
+  if (!build || build.state === 'deleting' || deletePending(build.reason)) return gone;
+  for (const u of ready) {
+    const now = await store.getUpload(u.id);
+    if (!now || now.state === 'deleting' || deletePending(now.reason)) {
+      return refuse('wrong-state', `Upload ${u.id} of build ${buildId} to ${u.provider} is being deleted; the build cannot be pinned`);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Takes `pin` back: puts back the pin it `replaced`, or removes it. The store swaps and answers
+ * what it swapped out: when that was not `pin` (another pin was written since), it is put back.
+ */
+async function withdrawPin(store: Store, pin: PinRecord, replaced: PinRecord | null): Promise<void> {
+  const { diskimage, provider } = pin;
+  const out = replaced
+    ? await store.setPin(diskimage, provider, replaced.buildId, replaced.reason ?? undefined)
+    : await store.setPin(diskimage, provider, null);
+  if (out && (out.buildId !== pin.buildId || out.since !== pin.since)) {
+    await store.setPin(diskimage, provider, out.buildId, out.reason ?? undefined);
+  }
 }
 
 /** Where a diskimage-wide pin does not decide: a provider's own pin, or no ready upload of the build there. */

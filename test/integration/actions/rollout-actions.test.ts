@@ -5,6 +5,7 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { deleteBuild, deleteUpload } from '../../../lib/actions/image-delete.js';
 import { pinImage, unpinImage } from '../../../lib/actions/image-pin.js';
 import { promoteBuild, PROMOTED_REASON } from '../../../lib/actions/image-promote.js';
 import { revokeBuild, unrevokeBuild, UNREVOKED_REASON } from '../../../lib/actions/image-revoke.js';
@@ -12,10 +13,40 @@ import type { RolloutActionContext } from '../../../lib/actions/rollout-context.
 import { Releasers } from '../../../lib/lifecycle.js';
 import { nodeLock } from '../../../lib/store/lock-names.js';
 import type { BuildRecord, NewNode, UploadRecord } from '../../../lib/store/models.js';
+import type { Store } from '../../../lib/store/store.js';
 import { startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
 import { CLI_TEST_CONFIG, createCliEnv, type CliEnv } from '../cli/cli-env.js';
 
 const NOW = 1_800_000_000_000;
+
+/**
+ * `store`, except that its `nth` call of `method` waits, before it reaches the store, until
+ * `release` is called; `reached` resolves once that call is waiting. One action is held between
+ * two of its steps while another runs whole: a deterministic interleaving.
+ */
+function pausing(store: Store, method: keyof Store, nth: number): { store: Store; reached: Promise<void>; release: () => void } {
+  let calls = 0;
+  let reachedIt!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((resolve) => { reachedIt = resolve; });
+  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const proxy = new Proxy(store, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      if (prop !== method) return fn.bind(target);
+      return async (...args: unknown[]) => {
+        if (++calls === nth) {
+          reachedIt();
+          await gate;
+        }
+        return fn.apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, reached, release };
+}
 
 for (const backend of ['sqlite', 'zookeeper'] as const) {
   describe(`image rollout actions on ${backend}`, () => {
@@ -270,6 +301,100 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
         assert.deepEqual(await revokeBuild(ctx, { buildId: build.id, reason }), blank);
       }
       assert.deepEqual([await env.store.listPins(), (await env.store.listRevocations()).length], [[], 1], 'blank reasons wrote nothing');
+    });
+
+    /** Neither a pin naming a build being deleted, nor a pin serving an upload being deleted. */
+    async function assertNoPinOnDeleting(env: CliEnv): Promise<void> {
+      for (const p of await env.store.listPins()) {
+        assert.notEqual((await env.store.getBuild(p.buildId))?.state, 'deleting', `pin ${JSON.stringify(p)} names a build being deleted`);
+        const served = (await env.store.listUploads({ buildId: p.buildId })).filter((u) => p.provider === null || u.provider === p.provider);
+        assert.ok(served.some((u) => u.state === 'ready'), `pin ${JSON.stringify(p)} serves no ready upload: ${JSON.stringify(served.map((u) => u.state))}`);
+      }
+    }
+
+    it('a pin written while a delete of its build is between its pin check and its write: the delete refuses', async () => {
+      const { env, ctx } = await setup();
+      const { build } = await readyBuild(env, ['cloud-a']);
+      // The delete has read the pins (none) and waits before its first write.
+      const held = pausing(env.store, 'updateBuild', 1);
+      const deleting = deleteBuild(held.store, { buildId: build.id });
+      await held.reached;
+      const pinned = await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: build.id });
+      assert.ok(pinned.ok, pinned.message);
+      held.release();
+      const deleted = await deleting;
+      assert.equal(deleted.ok ? deleted.outcome : deleted.refusal, 'wrong-state', deleted.message);
+      assert.match(deleted.message, /is pinned \(ubuntu-jammy on every provider\); unpin it first/);
+      const after = await env.store.getBuild(build.id);
+      assert.deepEqual([after?.state, after?.reason], ['ready', null], 'the build is as it was');
+      assert.deepEqual((await env.store.listPins()).map((p) => p.buildId), [build.id]);
+      await assertNoPinOnDeleting(env);
+    });
+
+    it('a delete run while a pin is between its build check and its write: the pin takes itself back and puts back the pin it replaced', async () => {
+      const { env, ctx } = await setup();
+      const { build: older } = await readyBuild(env, ['cloud-a']);
+      const { build } = await readyBuild(env, ['cloud-a']);
+      await env.store.setPin('ubuntu-jammy', null, older.id, 'hold back');
+      const held = pausing(env.store, 'setPin', 1);
+      const pinning = pinImage({ ...ctx, store: held.store }, { diskimage: 'ubuntu-jammy', buildId: build.id });
+      await held.reached;
+      const deleted = await deleteBuild(env.store, { buildId: build.id });
+      assert.ok(deleted.ok && deleted.outcome === 'marked', deleted.message);
+      held.release();
+      const pinned = await pinning;
+      assert.deepEqual(pinned, { ok: false, refusal: 'wrong-state', message: `Build ${build.id} is being deleted; it cannot be pinned` });
+      assert.deepEqual((await env.store.listPins()).map((p) => [p.buildId, p.reason]), [[older.id, 'hold back']], 'the pin before it is back');
+      assert.equal((await env.store.getBuild(build.id))?.state, 'deleting');
+      await assertNoPinOnDeleting(env);
+    });
+
+    it('a pin run while a delete has noted itself and not yet read the pins again: the pin sees the note and takes itself back, the delete goes on', async () => {
+      const { env, ctx } = await setup();
+      const { build } = await readyBuild(env, ['cloud-a']);
+      const held = pausing(env.store, 'listPins', 2);
+      const deleting = deleteBuild(held.store, { buildId: build.id });
+      const first = await Promise.race([held.reached.then(() => 'held'), deleting.then((r) => `finished: ${r.message}`)]);
+      assert.equal(first, 'held', 'the delete reads the pins again after its first write');
+      const pinned = await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: build.id });
+      assert.deepEqual(pinned, { ok: false, refusal: 'wrong-state', message: `Build ${build.id} is being deleted; it cannot be pinned` });
+      held.release();
+      const deleted = await deleting;
+      assert.ok(deleted.ok && deleted.outcome === 'marked', deleted.message);
+      assert.deepEqual(await env.store.listPins(), []);
+      await assertNoPinOnDeleting(env);
+    });
+
+    it('an upload delete and a pin on its provider at once, both orders: never a pin serving an upload being deleted', async () => {
+      const { env, ctx } = await setup();
+      // The delete waits before its first write; the pin runs whole: the delete refuses.
+      const { build: first, uploads: [up1] } = await readyBuild(env, ['cloud-a']);
+      const name = (u: UploadRecord) => ({ provider: 'cloud-a', image: 'ubuntu-jammy', buildId: u.buildId, uploadId: u.id });
+      const held = pausing(env.store, 'updateUpload', 1);
+      const deleting = deleteUpload(held.store, name(up1!));
+      await held.reached;
+      const pinned = await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: first.id, provider: 'cloud-a' });
+      assert.ok(pinned.ok, pinned.message);
+      held.release();
+      const deleted = await deleting;
+      assert.equal(deleted.ok ? deleted.outcome : deleted.refusal, 'wrong-state', deleted.message);
+      assert.deepEqual([(await env.store.getUpload(up1!.id))?.state, (await env.store.getUpload(up1!.id))?.reason], ['ready', null]);
+      await assertNoPinOnDeleting(env);
+      assert.ok((await unpinImage(ctx, { diskimage: 'ubuntu-jammy', provider: 'cloud-a' })).ok);
+
+      // The pin waits before its write; the delete runs whole: the pin takes itself back.
+      const { build: second, uploads: [up2] } = await readyBuild(env, ['cloud-a']);
+      const heldPin = pausing(env.store, 'setPin', 1);
+      const pinning = pinImage({ ...ctx, store: heldPin.store }, { diskimage: 'ubuntu-jammy', buildId: second.id, provider: 'cloud-a' });
+      await heldPin.reached;
+      const gone = await deleteUpload(env.store, name(up2!));
+      assert.ok(gone.ok && gone.outcome === 'marked', gone.message);
+      heldPin.release();
+      assert.deepEqual(await pinning, {
+        ok: false, refusal: 'wrong-state', message: `Upload ${up2!.id} of build ${second.id} to cloud-a is being deleted; the build cannot be pinned`,
+      });
+      assert.deepEqual(await env.store.listPins(), []);
+      await assertNoPinOnDeleting(env);
     });
   });
 }
