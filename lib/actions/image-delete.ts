@@ -12,7 +12,7 @@
  * (server/image-lifecycle/plan-view.ts `isPinnedUpload`, retention.ts), so a delete put back
  * after that pass would leave a pinned build whose uploads are gone. So the delete's first write
  * is one the planner ignores: it notes on the record that a delete is pending
- * ({@link pendingReason}), then reads the pins, and marks `deleting` only when none appeared (it
+ * ({@link DELETE_PENDING_REASON}, after the reason it had), then reads the pins, and marks `deleting` only when none appeared (it
  * puts the reason back and refuses otherwise). A pin reads the record after writing itself and
  * withdraws on `deleting` or a pending delete. Either the pin was written before the delete read
  * the pins (the delete refuses), or after the note (the pin sees it and withdraws): never a pin
@@ -31,14 +31,29 @@ export const DELETE_PENDING_REASON = 'deletion requested by operator; checking p
 /** A pending delete not marked within this long is given up (its process died): it no longer refuses pins. */
 const PENDING_FOR_MS = 60_000;
 
-/** The reason noted at `now` while a delete checks the pins. */
-function pendingReason(now: number): string {
-  return `${DELETE_PENDING_REASON} since ${now}`;
+/**
+ * The record's reason with a pending delete's note at `now` added (the reason stays: the
+ * planner reads notes such as local-files.ts `FILES_DELETED` in it).
+ */
+function withPending(reason: string | null, now: number): string {
+  const base = withoutPending(reason);
+  const note = `${DELETE_PENDING_REASON} since ${now}`;
+  return base === null ? note : `${base} (${note})`;
 }
 
-/** When `reason` is a pending delete's note (of any age), its time; else undefined. */
+/** A pending delete's note at the end of `reason`. */
+const PENDING_NOTE = /(?: \()?deletion requested by operator; checking pins since (\d+)\)?$/;
+
+/** `reason` without a pending delete's note (of any age). */
+function withoutPending(reason: string | null): string | null {
+  if (reason === null) return null;
+  const base = reason.replace(PENDING_NOTE, '');
+  return base === '' ? null : base;
+}
+
+/** When `reason` carries a pending delete's note, its time; else undefined. */
 function pendingSince(reason: string | null): number | undefined {
-  const m = reason === null ? null : /^deletion requested by operator; checking pins since (\d+)$/.exec(reason);
+  const m = reason === null ? null : PENDING_NOTE.exec(reason);
   return m ? Number(m[1]) : undefined;
 }
 
@@ -110,13 +125,13 @@ export async function deleteBuild(store: Store, args: { buildId: string }): Prom
   const deletable = { expectStates: ['ready', 'failed', 'lost'] as BuildState[] };
   try {
     // Note the pending delete, then read the pins again: a pin written after this sees the note.
-    const note = pendingReason(Date.now());
+    const note = withPending(build.reason, Date.now());
     if (!await store.updateBuild(id, { reason: note }, deletable)) return refuse('unknown-build', `Build ${id} not found`);
     pins = await pinsNow();
     if (pins.length > 0) {
       // Nothing was deleted yet: put the reason back (unless the record changed meanwhile) and refuse.
       const now = await store.getBuild(id);
-      if (now?.reason === note) await store.updateBuild(id, { reason: pendingSince(build.reason) === undefined ? build.reason : null }, deletable);
+      if (now?.reason === note) await store.updateBuild(id, { reason: withoutPending(build.reason) }, deletable);
       return pinnedRefusal(`Build ${id}`, pins);
     }
     const updated = await store.updateBuild(id, { state: 'deleting', reason: OPERATOR_DELETE_REASON }, deletable);
@@ -170,12 +185,12 @@ export async function deleteUpload(store: Store, t: UploadName): Promise<DeleteU
   try {
     if (upload.state === 'ready') {
       // As for a build: note the pending delete, read the pins again, refuse if one appeared.
-      const note = pendingReason(Date.now());
+      const note = withPending(upload.reason, Date.now());
       if (!await store.updateUpload(upload.id, { reason: note }, deletable)) return refuse('unknown-upload', UPLOAD_NOT_FOUND);
       const appeared = await pinsNow();
       if (appeared.length > 0) {
         const now = await store.getUpload(upload.id);
-        if (now?.reason === note) await store.updateUpload(upload.id, { reason: pendingSince(upload.reason) === undefined ? upload.reason : null }, deletable);
+        if (now?.reason === note) await store.updateUpload(upload.id, { reason: withoutPending(upload.reason) }, deletable);
         return pinnedRefusal(what, appeared);
       }
     }

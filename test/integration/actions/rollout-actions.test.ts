@@ -315,6 +315,7 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
     it('a pin written while a delete of its build is between its pin check and its write: the delete refuses', async () => {
       const { env, ctx } = await setup();
       const { build } = await readyBuild(env, ['cloud-a']);
+      await env.store.updateBuild(build.id, { reason: 'local files deleted after upload' });
       // The delete has read the pins (none) and waits before its first write.
       const held = pausing(env.store, 'updateBuild', 1);
       const deleting = deleteBuild(held.store, { buildId: build.id });
@@ -326,7 +327,7 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
       assert.equal(deleted.ok ? deleted.outcome : deleted.refusal, 'wrong-state', deleted.message);
       assert.match(deleted.message, /is pinned \(ubuntu-jammy on every provider\); unpin it first/);
       const after = await env.store.getBuild(build.id);
-      assert.deepEqual([after?.state, after?.reason], ['ready', null], 'the build is as it was');
+      assert.deepEqual([after?.state, after?.reason], ['ready', 'local files deleted after upload'], 'the build is as it was');
       assert.deepEqual((await env.store.listPins()).map((p) => p.buildId), [build.id]);
       await assertNoPinOnDeleting(env);
     });
@@ -352,10 +353,13 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
     it('a pin run while a delete has noted itself and not yet read the pins again: the pin sees the note and takes itself back, the delete goes on', async () => {
       const { env, ctx } = await setup();
       const { build } = await readyBuild(env, ['cloud-a']);
+      await env.store.updateBuild(build.id, { reason: 'local files deleted after upload' });
       const held = pausing(env.store, 'listPins', 2);
       const deleting = deleteBuild(held.store, { buildId: build.id });
       const first = await Promise.race([held.reached.then(() => 'held'), deleting.then((r) => `finished: ${r.message}`)]);
       assert.equal(first, 'held', 'the delete reads the pins again after its first write');
+      // The note follows the reason the build had (the planner reads notes in it).
+      assert.match((await env.store.getBuild(build.id))?.reason ?? '', /^local files deleted after upload \(deletion requested by operator; checking pins since \d+\)$/);
       const pinned = await pinImage(ctx, { diskimage: 'ubuntu-jammy', buildId: build.id });
       assert.deepEqual(pinned, { ok: false, refusal: 'wrong-state', message: `Build ${build.id} is being deleted; it cannot be pinned` });
       held.release();
