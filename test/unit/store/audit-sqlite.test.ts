@@ -110,6 +110,6 @@ describe('SQLite audit trail and upload retries', () => {
     const check = new Database(old, { readonly: true });
     assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION);
     check.close();
-    assert.equal(SCHEMA_VERSION, 9);
+    assert.ok(SCHEMA_VERSION >= 9, `schema ${SCHEMA_VERSION}`);
   });
 });
