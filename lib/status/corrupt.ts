@@ -21,6 +21,7 @@ export function removeCommand(c: CorruptRecord): string {
     case 'pin': return `nodepool image-unpin ${c.diskimage ?? c.id}${c.provider ? ` --provider ${c.provider}` : ''}`;
     case 'revocation': return `nodepool image-unrevoke ${c.id}`;
     case 'upload-retry': return `POST /api/upload/<upload-id>/retry for a failed upload of ${c.diskimage ?? '<diskimage>'} on ${c.provider ?? '<provider>'} (a new request replaces it)`;
+    case 'audit': return 'none: it ages out with the audit trail\'s pruning';
   }
 }
 

@@ -8,23 +8,27 @@
 import { CorruptRecordError } from '../errors.js';
 import type { Logger } from '../log.js';
 
-/** The kinds of records the store checks. */
-export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation', 'upload-retry'] as const;
+/**
+ * The kinds of records the store checks. `audit` entries are named only when asked: naming
+ * them reads every kept entry (up to AUDIT_KEEP + AUDIT_PRUNE_EVERY), so `listCorrupt()` with
+ * no filter reads the trail and a `kinds` without `audit` does not (every list and action
+ * passes its kinds). A corrupt audit entry has no delete: it ages out with the trail's pruning.
+ */
+export const CORRUPT_KINDS = ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation', 'upload-retry', 'audit'] as const;
 export type CorruptKind = (typeof CORRUPT_KINDS)[number];
 
-/**
- * Kinds of records the store checks and skips (logged once per version) but `listCorrupt` does
- * not name: audit entries age out on their own, and naming them would read every kept entry
- * (10,000) at each list. Upload retry requests are named (issue 31 §12).
- */
-export type SkippedKind = 'audit';
+/** Whether a `listCorrupt` filter's kinds (all when undefined) include `kind`. */
+export function wantsKind(kinds: readonly CorruptKind[] | undefined, kind: CorruptKind): boolean {
+  return kinds === undefined || kinds.includes(kind);
+}
 
 /** A record that does not parse or validate. */
 export interface CorruptRecord {
   kind: CorruptKind;
   /**
    * The record's id (a pause or a pin: `<diskimage>` or `<diskimage>/<provider>`; a revocation:
-   * its build id).
+   * its build id; an audit entry: its 10-digit id). A corrupt audit entry cannot be removed by
+   * a command: it ages out with the trail's pruning (lib/store/audit.ts).
    */
   id: string;
   /** Why it is corrupt (never the record's content: it may hold anything). */
@@ -52,7 +56,7 @@ function typeOf(v: unknown): string {
  * field and what it held instead (its type, or for a state its value: states are not secret).
  */
 export class Fields {
-  constructor(private readonly j: Record<string, unknown>, readonly kind: CorruptKind | SkippedKind, readonly id: string) {}
+  constructor(private readonly j: Record<string, unknown>, readonly kind: CorruptKind, readonly id: string) {}
 
   /** Throws a CorruptRecordError with `reason`. */
   fail(reason: string): never {
@@ -136,7 +140,7 @@ export class Fields {
 }
 
 /** Parses a JSON text; a CorruptRecordError naming the record (and `field`) when it does not parse. */
-export function parseJson(text: string, kind: CorruptKind | SkippedKind, id: string, field?: string): unknown {
+export function parseJson(text: string, kind: CorruptKind, id: string, field?: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -175,7 +179,10 @@ export class CorruptLog {
     this.log.warn('skipping a corrupt record (list it with the CLI, remove it with the ordinary delete command)', { ...rec });
   }
 
-  /** Logs a skipped record of a kind `listCorrupt` does not name, once per version. */
+  /**
+   * Logs a skipped record with no ordinary delete (an audit entry, which ages out; an upload
+   * retry request, which a new request replaces), once per version.
+   */
   reportSkipped(err: CorruptRecordError, version: string | number): void {
     if (!this.log || !this.firstTime(err.kind, err.recordId, version, err.reason)) return;
     this.log.warn('skipping a corrupt record', { kind: err.kind, id: err.recordId, reason: err.reason });

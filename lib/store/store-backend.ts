@@ -7,7 +7,7 @@
  */
 import type { AuditOutcome } from './audit.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
-import type { CorruptRecord } from './corrupt.js';
+import type { CorruptKind, CorruptRecord } from './corrupt.js';
 import type { ImageData, ImportCounts } from './image-data.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
@@ -115,8 +115,11 @@ export interface StoreBackend {
   installationId(given?: string): Maybe<string>;
   /** The stored installation id without making one. */
   installationPeek(): Maybe<string | undefined>;
-  /** Every corrupt record, in any order (the facade filters and sorts). */
-  corrupt(): Maybe<CorruptRecord[]>;
+  /**
+   * Every corrupt record, in any order (the facade filters and sorts); audit entries only when
+   * `kinds` (all when undefined) includes `audit`, since naming them reads the whole trail.
+   */
+  corrupt(kinds?: readonly CorruptKind[]): Maybe<CorruptRecord[]>;
   /** The image records and counters (lib/store/image-data.ts), without the installation id. */
   exportImageData(): Maybe<ImageData>;
   importImageData(data: ImageData): Maybe<ImportCounts>;

@@ -289,7 +289,7 @@ export class StoreFacade implements Store, ImageDataStore {
 
   listCorrupt(filter: CorruptFilter = {}): Promise<CorruptRecord[]> {
     return this.guard('listing corrupt records', async () => {
-      const all = await this.backend.corrupt();
+      const all = await this.backend.corrupt(filter.kinds);
       return sortCorrupt(filter.kinds ? all.filter((c) => filter.kinds?.includes(c.kind)) : all);
     });
   }

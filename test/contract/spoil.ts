@@ -16,7 +16,8 @@ export type SpoilTarget =
   | { kind: 'pause'; diskimage: string; provider: string | null }
   | { kind: 'pin'; diskimage: string; provider: string | null }
   | { kind: 'revocation'; diskimage: string; buildId: string }
-  | { kind: 'upload-retry'; diskimage: string; provider: string };
+  | { kind: 'upload-retry'; diskimage: string; provider: string }
+  | { kind: 'audit'; id: string };
 
 /** Targets whose only checked field is a time (`since`; an upload retry request's `requested`). */
 const sinceOnly = (t: SpoilTarget): boolean => t.kind === 'pause' || t.kind === 'pin' || t.kind === 'revocation' || t.kind === 'upload-retry';
@@ -47,6 +48,7 @@ function zkPath(layout: Layout, t: SpoilTarget): string {
     case 'pin': return t.provider === null ? layout.pin(t.diskimage) : layout.providerPin(t.diskimage, t.provider);
     case 'revocation': return layout.revocation(t.diskimage, t.buildId);
     case 'upload-retry': return layout.uploadRetry(t.diskimage, t.provider);
+    case 'audit': return `${layout.audit}/${t.id}`;
   }
 }
 
@@ -63,7 +65,8 @@ export function zkSpoiler(hosts: string, layout: Layout): Spoil {
         const got = await client.getData(path);
         if (!got) throw new Error(`${path} does not exist`);
         const j = JSON.parse(got.data.toString('utf8') || '{}') as Record<string, unknown>;
-        if (how === 'unknown-state') j.state = 'exploded';
+        if (target.kind === 'audit') { if (how === 'unknown-state') j.result = 'exploded'; else delete j.time; } // an audit entry's state is its result
+        else if (how === 'unknown-state') j.state = 'exploded';
         else if (sinceOnly(target)) j[timeField(target)] = 'yesterday';
         else { delete j.created_time; delete j.state_time; }
         data = Buffer.from(JSON.stringify(j));
@@ -80,6 +83,12 @@ export function sqliteSpoiler(file: string): Spoil {
   return async (target, how) => {
     const db = new Database(file, { timeout: 5000 });
     try {
+      if (target.kind === 'audit') {
+        // No JSON column: its result (an audit entry's state) or its time is spoiled.
+        const set = how === 'no-time' ? "time = 'never'" : "result = 'exploded'";
+        if (db.prepare(`UPDATE audit SET ${set} WHERE id = ?`).run(target.id).changes !== 1) throw new Error('no audit row to spoil');
+        return;
+      }
       const table = {
         build: 'builds', upload: 'uploads', node: 'nodes', request: 'node_requests', pause: 'pauses', pin: 'pins', revocation: 'revocations', 'upload-retry': 'upload_retries',
       }[target.kind];

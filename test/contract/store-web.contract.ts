@@ -1,6 +1,7 @@
 /**
  * The store contract for issue 25: the audit trail of web writes (ids, newest first, paging,
- * refused malformed entries, an attempt completed in place with its outcome), each build's log URL (stored, patched, cleared, not exported),
+ * refused malformed entries, an attempt completed in place with its outcome, a corrupt entry named by
+ * listCorrupt only when asked), each build's log URL (stored, patched, cleared, not exported),
  * and upload retry requests (as build requests: refreshed, cleared up to a time). Part of
  * storeContract in store.contract.ts; pruning past AUDIT_KEEP and corrupt entries are tested
  * per backend under test/unit/store/.
@@ -107,6 +108,22 @@ export function webStoreContract(h: StoreHarness, spoil: () => Spoil): void {
       const data = await exported(h.store);
       assert.equal(JSON.stringify(data).includes('image-build'), false);
       assert.equal(Object.keys(data).some((k) => /audit/i.test(k)), false);
+    });
+
+    void it('names a corrupt entry in listCorrupt with kind audit only when asked (skipped by listAudit)', async () => {
+      const s = h.store;
+      const [a, b, c] = [await s.recordAudit(auditEntry(1)), await s.recordAudit(auditEntry(2)), await s.recordAudit(auditEntry(3))];
+      await spoil()({ kind: 'audit', id: b.id }, 'unknown-state');
+      await spoil()({ kind: 'audit', id: c.id }, 'no-time');
+      assert.deepEqual(await s.listAudit(), [a], 'listAudit skips the corrupt entries');
+      const corrupt = await s.listCorrupt();
+      assert.deepEqual(corrupt.map((x) => [x.kind, x.id]), [['audit', b.id], ['audit', c.id]]);
+      assert.match(corrupt[0]?.reason ?? '', /result is "exploded"/);
+      assert.match(corrupt[1]?.reason ?? '', /time is/);
+      assert.deepEqual(await s.listCorrupt({ kinds: ['audit'] }), corrupt);
+      assert.deepEqual(await s.listCorrupt({ kinds: ['node'] }), []);
+      assert.deepEqual(await s.listCorrupt({ kinds: ['build', 'upload', 'pause', 'build-request', 'node', 'request', 'launcher', 'pin', 'revocation', 'upload-retry'] }), []);
+      assert.equal((await s.recordAudit(auditEntry(4))).id, '0000000004', 'a corrupt entry keeps its id');
     });
   });
 

@@ -8,8 +8,8 @@ import type Database from 'better-sqlite3';
 import { auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, formatAuditId, type AuditOutcome } from '../audit.js';
 import type { AuditRecord, NewAuditRecord } from '../models.js';
 import { AUDIT_KEEP } from '../store.js';
-import type { CorruptLog } from '../corrupt.js';
-import { skippingCorrupt } from './columns.js';
+import type { CorruptLog, CorruptRecord } from '../corrupt.js';
+import { corruptRows, skippingCorrupt } from './columns.js';
 import type { Sequences } from './sequences.js';
 import { immediate, type SqlValue } from './statements.js';
 
@@ -25,6 +25,7 @@ export class SqliteAudit {
   private readonly pruneStmt: Database.Statement<[string]>;
   private readonly newestStmt: Database.Statement<[number], AuditRow>;
   private readonly beforeStmt: Database.Statement<[string, number], AuditRow>;
+  private readonly allStmt: Database.Statement<[], AuditRow>;
   private readonly recordTx: (e: NewAuditRecord) => AuditRecord;
   private readonly completeStmt: Database.Statement<[number, string, string, string], AuditRow>;
 
@@ -37,6 +38,7 @@ export class SqliteAudit {
     this.pruneStmt = db.prepare<[string]>('DELETE FROM audit WHERE id <= ?');
     this.newestStmt = db.prepare<[number], AuditRow>('SELECT * FROM audit ORDER BY id DESC LIMIT ?');
     this.beforeStmt = db.prepare<[string, number], AuditRow>('SELECT * FROM audit WHERE id < ? ORDER BY id DESC LIMIT ?');
+    this.allStmt = db.prepare<[], AuditRow>('SELECT * FROM audit ORDER BY id');
     this.recordTx = immediate(db, (e: NewAuditRecord) => this.recordNow(e));
     // One statement: the row is changed only while it is still `attempted`, and read back as written.
     this.completeStmt = db.prepare<[number, string, string, string], AuditRow>(
@@ -73,6 +75,14 @@ export class SqliteAudit {
       if (rows.length < want || out.length >= q.limit || last === undefined) return out;
       before = last.id;
     }
+  }
+
+  /**
+   * The entries that do not validate (kind `audit`, by id). Reads every kept entry: called only
+   * when `listCorrupt` asks for audit entries. They have no delete; pruning removes them.
+   */
+  corrupt(): CorruptRecord[] {
+    return corruptRows(this.allStmt.all(), (r) => auditFromFields(r.id, r));
   }
 
   private recordNow(e: NewAuditRecord): AuditRecord {

@@ -84,8 +84,8 @@ export function checkedRows<R extends object, T>(rows: readonly R[], map: (r: R)
 }
 
 /**
- * Maps rows of a kind `listCorrupt` does not name (audit entries, upload retry requests) with
- * `map`, leaving out corrupt ones (logged once per row content).
+ * Maps rows of a kind with no ordinary delete (audit entries, upload retry requests) with
+ * `map`, leaving out corrupt ones (logged once per row content; `listCorrupt` names them).
  */
 export function skippingCorrupt<R extends object, T>(rows: readonly R[], map: (r: R) => T, log: CorruptLog): T[] {
   return mapSkipping(rows, map, (err, r) => log.reportSkipped(err, JSON.stringify(r)));

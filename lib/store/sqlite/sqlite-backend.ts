@@ -6,7 +6,7 @@ import type Database from 'better-sqlite3';
 import { coerceError, StoreError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ComponentInfo, ProcessComponentKind } from '../components.js';
-import { CorruptLog, type CorruptRecord } from '../corrupt.js';
+import { CorruptLog, wantsKind, type CorruptKind, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImportCounts } from '../image-data.js';
 import type { StoreBackend } from '../store-backend.js';
 import type { ReapCounts } from '../store.js';
@@ -77,11 +77,11 @@ export class SqliteBackend implements StoreBackend {
     return sqliteInstallationPeek(this.db);
   }
 
-  /** Rows that do not validate (lib/store/corrupt.ts). */
-  corrupt(): CorruptRecord[] {
+  /** Rows that do not validate (lib/store/corrupt.ts); audit rows only when `kinds` asks for them. */
+  corrupt(kinds?: readonly CorruptKind[]): CorruptRecord[] {
     return [
       ...this.builds.corrupt(), ...this.uploads.corrupt(), ...this.intents.corrupt(), ...this.nodes.corrupt(),
-      ...this.requests.corrupt(), ...this.sessions.corruptLaunchers(),
+      ...this.requests.corrupt(), ...this.sessions.corruptLaunchers(), ...(wantsKind(kinds, 'audit') ? this.audit.corrupt() : []),
     ];
   }
 

@@ -9,6 +9,7 @@
  */
 import { CorruptRecordError, ZooKeeperError } from '../../errors.js';
 import { auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, type AuditOutcome } from '../audit.js';
+import { corruptOf, type CorruptRecord } from '../corrupt.js';
 import type { AuditRecord, NewAuditRecord } from '../models.js';
 import { AUDIT_KEEP } from '../store.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
@@ -19,10 +20,18 @@ import { decodeRecord, encode, toMs, toSeconds } from './records.js';
 const AUDIT_SEQUENCE = 'audit';
 /** Removes per pruning transaction. */
 const PRUNE_BATCH = 200;
+/** Entries read at once when looking for corrupt ones. */
+const READ_BATCH = 200;
 
 /** An entry's JSON. */
 function auditJson(e: NewAuditRecord): Record<string, unknown> {
   return { ...e, time: toSeconds(e.time) };
+}
+
+/** An entry from its znode's data. Thrown: CorruptRecordError naming what does not parse or validate. */
+function auditFromData(id: string, data: Buffer): AuditRecord {
+  const j = decodeRecord(data, 'audit', id);
+  return auditFromFields(id, { ...j, time: typeof j.time === 'number' ? toMs(j.time) : j.time });
 }
 
 /** Audit entries of one store handle. */
@@ -84,11 +93,35 @@ export class ZkAudit {
       for (const { id, got: g } of got) {
         if (!g) continue; // pruned meanwhile
         try {
-          const j = decodeRecord(g.data, 'audit', id);
-          out.push(auditFromFields(id, { ...j, time: typeof j.time === 'number' ? toMs(j.time) : j.time }));
+          out.push(auditFromData(id, g.data));
         } catch (err) {
           if (!(err instanceof CorruptRecordError)) throw err;
           this.ctx.corrupt.reportSkipped(err, g.stat.version);
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The entries that do not parse or validate (kind `audit`, by id). Reads every kept entry, in
+   * batches of {@link READ_BATCH}: called only when `listCorrupt` asks for audit entries. They
+   * have no delete; pruning removes them.
+   */
+  async corrupt(): Promise<CorruptRecord[]> {
+    const client = this.ctx.main();
+    const dir = this.ctx.layout.audit;
+    const ids = ((await client.getChildren(dir)) ?? []).filter((n) => SEQ_RE.test(n)).sort();
+    const out: CorruptRecord[] = [];
+    for (let i = 0; i < ids.length; i += READ_BATCH) {
+      const got = await Promise.all(ids.slice(i, i + READ_BATCH).map(async (id) => ({ id, got: await client.getData(`${dir}/${id}`) })));
+      for (const { id, got: g } of got) {
+        if (!g) continue; // pruned meanwhile
+        try {
+          auditFromData(id, g.data);
+        } catch (err) {
+          if (!(err instanceof CorruptRecordError)) throw err;
+          out.push(corruptOf(err));
         }
       }
     }

@@ -11,7 +11,7 @@
  */
 import { CorruptRecordError, StoreError } from '../../errors.js';
 import { DEFAULT_POOL_PRIORITY } from '../components.js';
-import { Fields, type CorruptKind, type SkippedKind } from '../corrupt.js';
+import { Fields, type CorruptKind } from '../corrupt.js';
 import type { JobProgress, LauncherRecord, SessionRecord } from '../models.js';
 import { toJson } from '../to-json.js';
 
@@ -32,7 +32,7 @@ export function encode(value: unknown, what: string): Buffer {
  * Parses a record's JSON object (empty data is `{}`). Thrown: CorruptRecordError when it is not
  * a JSON object.
  */
-export function decodeRecord(data: Buffer, kind: CorruptKind | SkippedKind, id: string): Json {
+export function decodeRecord(data: Buffer, kind: CorruptKind, id: string): Json {
   if (data.length === 0) return {};
   let v: unknown;
   try {

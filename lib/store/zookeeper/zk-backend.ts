@@ -6,7 +6,7 @@
  */
 import { backoffMs, type BackoffPolicy } from '../../backoff.js';
 import type { ComponentInfo, ProcessComponentKind } from '../components.js';
-import type { CorruptLog, CorruptRecord } from '../corrupt.js';
+import { wantsKind, type CorruptKind, type CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { ImageData, ImportCounts } from '../image-data.js';
 import { nodeLock } from '../lock-names.js';
 import type { StoreBackend } from '../store-backend.js';
@@ -126,12 +126,16 @@ export class ZkBackend implements StoreBackend {
     return zkInstallationPeek(this.main, this.installationPath);
   }
 
-  /** From the cache: records that do not parse or validate. */
-  async corrupt(): Promise<CorruptRecord[]> {
+  /**
+   * From the cache: records that do not parse or validate; audit entries (not cached) only when
+   * `kinds` asks for them, read from the tree.
+   */
+  async corrupt(kinds?: readonly CorruptKind[]): Promise<CorruptRecord[]> {
     await this.fresh();
+    const audit = wantsKind(kinds, 'audit') ? await this.audit.corrupt() : [];
     return [
       ...this.builds.corrupt(), ...this.uploads.corrupt(), ...this.intents.corrupt(), ...this.nodes.corrupt(),
-      ...this.requests.corrupt(), ...this.sessions.corruptLaunchers(),
+      ...this.requests.corrupt(), ...this.sessions.corruptLaunchers(), ...audit,
     ];
   }
 
