@@ -76,7 +76,8 @@ describe('SQLite audit trail and upload retries', () => {
     assert.deepEqual(reports.map((l) => [l.kind, l.id]).sort(), [['audit', '0000000002'], ['audit', '0000000003']], 'each logged once');
     assert.match(String(reports.find((l) => l.id === '0000000003')?.reason), /result is "exploded"/);
     assert.equal((await store.recordAudit(auditEntry(5))).id, '0000000005');
-    assert.deepEqual(await store.listCorrupt(), [], 'not among the kinds listCorrupt names');
+    assert.deepEqual((await store.listCorrupt()).map((c) => [c.kind, c.id]), [['audit', '0000000002'], ['audit', '0000000003']], 'named when not filtered out');
+    assert.deepEqual(await store.listCorrupt({ kinds: ['node', 'build'] }), [], 'not read for kinds without audit');
   });
 
   it('skips a corrupt upload retry request (logged once); a new request replaces it', async () => {

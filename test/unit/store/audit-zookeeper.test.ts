@@ -80,6 +80,10 @@ describe('ZooKeeper audit trail, upload retries and build log URLs', () => {
     assert.deepEqual((await store.listAudit()).map((e) => e.id), ['0000000004', '0000000001']);
     assert.deepEqual(skipped().sort(), [['audit', '0000000002'], ['audit', '0000000003']], 'each logged once');
     assert.equal((await store.recordAudit(auditEntry(5))).id, '0000000005');
+    const corrupt = await store.listCorrupt({ kinds: ['audit'] });
+    assert.deepEqual(corrupt.map((c) => [c.kind, c.id]), [['audit', '0000000002'], ['audit', '0000000003']]);
+    assert.match(corrupt[1]?.reason ?? '', /JSON/);
+    assert.deepEqual(await store.listCorrupt({ kinds: ['node'] }), []);
   });
 
   it('keeps upload retry requests at image-intents/<diskimage>/upload-retries/<provider>; a corrupt one is skipped (logged once) and replaced by a new request', async () => {
