@@ -9,60 +9,18 @@ import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import { ZooKeeperClosedError, ZooKeeperError } from '../../errors.js';
 import {
-  coalesceWrites, createdStat, cutSocket, exactVersion, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
+  coalesceWrites, cutSocket, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
 } from './zk-library.js';
 import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
+import { HandshakeWatchdog } from './handshake-watchdog.js';
+import type { ReadCounter } from './read-counter.js';
+import type { StoreGiveUp } from './store-give-up.js';
+import type { WriteObserver } from './write-observer.js';
+import { zkMulti } from './zk-multi.js';
 
-/**
- * Told of this client's data writes (setData, and the sets of a multi): `sent` as one goes out,
- * `done` with what it wrote (undefined when it failed) from the library's reply callback, which
- * runs in wire order with the watch events (before any event that came after the reply).
- */
-export interface WriteObserver {
-  sent(path: string): void;
-  done(path: string, written: { data: Buffer; stat: Stat } | undefined): void;
-}
-
-/** Counts the reads of one store (every client of it adds to the same counter). */
-export class ReadCounter {
-  count = 0;
-}
-
-/**
- * Stopping without ZooKeeper (issue 31 §11), shared by every client of one store: once
- * {@link arm}ed (the process is stopping), a client that has not reached ZooKeeper for
- * `afterMs` fails its pending calls, and every later call at once, while it stays unreachable,
- * instead of waiting out each call's deadline. What was given up is kept for the stop to log.
- */
-export class StoreGiveUp {
-  /** Unset until armed. */
-  afterMs: number | undefined;
-  /** The calls given up, first ones (at most {@link MAX_NAMED}); `count` has them all. */
-  readonly given: string[] = [];
-  count = 0;
-  private readonly onArm = new Set<() => void>();
-
-  static readonly MAX_NAMED = 50;
-
-  /** From now on, give up after `afterMs` without ZooKeeper. Idempotent (the first bound stays). */
-  arm(afterMs: number): void {
-    if (this.afterMs !== undefined) return;
-    this.afterMs = afterMs;
-    for (const f of this.onArm) f();
-  }
-
-  /** Called at arm (at once when armed already); returns the unsubscription. */
-  subscribe(f: () => void): () => void {
-    this.onArm.add(f);
-    if (this.afterMs !== undefined) f();
-    return () => this.onArm.delete(f);
-  }
-
-  note(what: string): void {
-    this.count += 1;
-    if (this.given.length < StoreGiveUp.MAX_NAMED) this.given.push(what);
-  }
-}
+export { ReadCounter } from './read-counter.js';
+export { StoreGiveUp } from './store-give-up.js';
+export type { WriteObserver } from './write-observer.js';
 
 /** Options of {@link ZkClient.connect}. */
 export interface ZkClientOptions {
@@ -86,7 +44,7 @@ export class ZkClient extends EventEmitter {
   private lastHeard = Date.now();
   private closing: Promise<void> | undefined;
   private readonly heartbeat: NodeJS.Timeout;
-  private watchdog: NodeJS.Timeout | undefined;
+  private readonly watchdog: HandshakeWatchdog;
   private readonly persistent: PersistentWatches;
   /** Paths with a persistent recursive watch (added again after every reconnect). */
   private readonly watchedRoots = new Set<string>();
@@ -101,17 +59,18 @@ export class ZkClient extends EventEmitter {
   private constructor(private readonly client: zookeeper.Client, private readonly opts: ZkClientOptions) {
     super();
     this.persistent = new PersistentWatches(client);
+    this.watchdog = new HandshakeWatchdog(client);
     client.on('disconnected', () => {
       if (this.state === 'connected') {
         this.state = 'disconnected';
-        this.startWatchdog();
+        this.watchdog.start();
         this.armGiveUp();
         this.emit('disconnected');
       }
     });
     client.on('connected', () => {
       this.lastHeard = Date.now();
-      this.stopWatchdog();
+      this.watchdog.stop();
       clearTimeout(this.giveUpTimer);
       this.giveUpTimer = undefined;
       this.givingUp = false;
@@ -127,7 +86,7 @@ export class ZkClient extends EventEmitter {
       if (this.state === 'closed' || this.state === 'expired') return;
       this.state = 'expired';
       clearInterval(this.heartbeat);
-      this.stopWatchdog();
+      this.watchdog.stop();
       this.emit('expired');
       client.close();
     });
@@ -315,84 +274,13 @@ export class ZkClient extends EventEmitter {
    * of the transaction applied.
    */
   multi(ops: readonly Op[], what: string): Promise<OpResult[]> {
-    return this.call(what, undefined, (cb) => {
-      const observer = this.writeObserver;
-      // Sets, and creates whose data is known (their stat a stand-in, see Op), told to the observer.
-      const sets = ops.flatMap((o, i) => {
-        if (o.op === 'set') return [{ i, path: o.path, data: o.data, created: false }];
-        if (o.op === 'create' && o.known && (o.mode ?? MODE.persistent) === MODE.persistent) {
-          return [{ i, path: o.path, data: o.data ?? Buffer.alloc(0), created: true }];
-        }
-        return [];
-      });
-      const tell = (results?: Array<{ stat?: Stat }>): void => {
-        for (const s of sets) {
-          let stat: Stat | undefined;
-          if (results) stat = s.created ? createdStat(s.data.length) : results[s.i]?.stat;
-          observer?.done(s.path, stat ? { data: s.data, stat } : undefined);
-        }
-      };
-      const tx = this.client.transaction();
-      for (const o of ops) {
-        if (o.op === 'create') tx.create(o.path, o.data ?? Buffer.alloc(0), o.mode ?? MODE.persistent);
-        else if (o.op === 'set') tx.setData(o.path, o.data, o.version);
-        else if (o.op === 'check') tx.check(o.path, o.version);
-        else tx.remove(o.path, o.version);
-        // node-zookeeper-client's Transaction does `version = version || -1`, so version 0 would
-        // mean "any version": put the version asked for back on the queued operation.
-        if (o.op !== 'create') exactVersion(tx, o.version);
-      }
-      if (observer) for (const s of sets) observer.sent(s.path);
-      try {
-        this.commit(tx, ops, what, (e, results) => { tell(e ? undefined : results); cb(e, results); });
-      } catch (err) {
-        tell(undefined);
-        throw err;
-      }
-    }, false);
-  }
-
-  /** Commits `tx`; its results (or the error of the op that failed) to `cb`, from the reply callback. */
-  private commit(tx: zookeeper.Transaction, ops: readonly Op[], what: string, cb: (err: unknown, results: OpResult[]) => void): void {
-    tx.commit((e, results: Array<{ type: number; err?: number; path?: string; stat?: Stat }> | undefined) => {
-      if (!e) { cb(null, (results ?? []).map((r) => ({ path: r.path, stat: r.stat }))); return; }
-      const failed = (results ?? []).findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== zookeeper.Exception.RUNTIME_INCONSISTENCY);
-      const path = failed >= 0 ? ops[failed]?.path : undefined;
-      cb(zkError(e, what, path), []);
-    });
-  }
-
-  /**
-   * While reconnecting: node-zookeeper-client gives the handshake no deadline, so a server that
-   * accepts the TCP connection but never answers (one starting up or shutting down) would hold
-   * the client in CONNECTING for good. A socket that has not brought the session back within a
-   * third of the session timeout (0.5–5 s) is cut (see cutSocket), and the client tries again.
-   */
-  private startWatchdog(): void {
-    if (this.watchdog) return;
-    const limit = Math.min(5000, Math.max(500, Math.floor(this.sessionTimeoutMs / 3)));
-    let since = Date.now();
-    let socket: unknown;
-    this.watchdog = setInterval(() => {
-      const current = (this.client as unknown as { connectionManager?: { socket?: unknown } }).connectionManager?.socket;
-      if (current !== socket) { socket = current; since = Date.now(); return; }
-      if (Date.now() - since >= limit) {
-        since = Date.now();
-        cutSocket(this.client);
-      }
-    }, Math.max(100, Math.floor(limit / 5)));
-    this.watchdog.unref();
-  }
-
-  private stopWatchdog(): void {
-    clearInterval(this.watchdog);
-    this.watchdog = undefined;
+    return this.call(what, undefined, (cb) => zkMulti(this.client, ops, what, this.writeObserver, cb), false);
   }
 
   /** Ends the session (the server deletes its ephemeral nodes). Idempotent. */
   close(): Promise<void> {
     clearInterval(this.heartbeat);
-    this.stopWatchdog();
+    this.watchdog.stop();
     clearTimeout(this.giveUpTimer);
     this.unsubscribeGiveUp();
     this.closing ??= new Promise<void>((resolve) => {
