@@ -12,10 +12,12 @@ import { coerceError, isStoreUnreachable, StateConflictError } from '../../lib/e
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import { declinableStates, declineReason, MIN_READY_REQUESTOR, stateAfterDecline } from './decisions.js';
-import { lockIfFree } from './lock-if-free.js';
 import { freeOldestUnused } from './free-room.js';
 import { relockAll } from './relock.js';
-import { CLAIMED, type RequestHandlerDeps } from './request-handler-types.js';
+import { releaseNodeSet } from './release-node-set.js';
+import type { RequestHandlerDeps } from './request-handler-types.js';
+import { requestResources } from './request-resources.js';
+import { reuseReadyNode } from './reuse-ready-node.js';
 import { nodeLock, requestLock } from '../../lib/store/lock-names.js';
 
 export class NodeRequestHandler {
@@ -62,14 +64,7 @@ export class NodeRequestHandler {
    * labelResources); undefined when the driver cannot tell (the request is then not limited).
    */
   async resourcesNeeded(): Promise<Record<string, number> | undefined> {
-    if (!this.driver.labelResources) return undefined;
-    const out: Record<string, number> = {};
-    for (const label of this.request.labels) {
-      const r = await this.driver.labelResources(label);
-      if (!r) return undefined;
-      for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
-    }
-    return out;
+    return requestResources(this.driver, this.request.labels);
   }
 
   /** Whether the driver may launch nodes for it (else it only reuses registered ones). */
@@ -246,34 +241,16 @@ export class NodeRequestHandler {
     return { tenantName: this.request.tenantName ?? null, requestor: this.request.requestor };
   }
 
-  /** Takes a ready, unallocated node of the label for slot `i`; false when there is none. */
+  /** Takes a ready, unallocated node of the label for slot `i` (reuse-ready-node.ts); false when there is none. */
   private async reuse(i: number, label: string): Promise<boolean> {
-    const { store } = this.deps;
-    const sessionId = this.lockedUnder;
-    for (const candidate of await this.deps.readyCandidates(label)) {
-      if (this.slots.includes(candidate.id)) continue;
-      // The snapshot is shared by the pass's handlers, which run at once: a candidate another
-      // handler has claimed meanwhile is skipped, and ours is claimed before its lock is tried
-      // (else every handler would try the same first candidates). Then mark what is taken or unusable.
-      if (candidate.allocatedTo !== null) continue;
-      candidate.allocatedTo = CLAIMED;
-      if (!await lockIfFree(store, nodeLock(candidate.id), sessionId)) {
-        candidate.allocatedTo = 'locked';
-        continue;
-      }
-      const fresh = await store.getNode(candidate.id);
-      if (!fresh || fresh.state !== 'ready' || fresh.allocatedTo !== null || !await this.driver.checkReusableNode(fresh)) {
-        candidate.allocatedTo = 'unusable';
-        await store.unlock(nodeLock(candidate.id), sessionId);
-        continue;
-      }
-      await store.updateNode(fresh.id, { allocatedTo: this.request.id, ...this.owner() }, { expectStates: ['ready'] });
-      candidate.allocatedTo = this.request.id;
-      this.slots[i] = fresh.id;
-      this.reused.add(fresh.id);
-      return true;
-    }
-    return false;
+    const id = await reuseReadyNode({
+      store: this.deps.store, driver: this.driver, sessionId: this.lockedUnder,
+      candidates: await this.deps.readyCandidates(label), slots: this.slots, requestId: this.request.id, owner: this.owner(),
+    });
+    if (id === null) return false;
+    this.slots[i] = id;
+    this.reused.add(id);
+    return true;
   }
 
   private async complete(): Promise<boolean> {
@@ -377,22 +354,7 @@ export class NodeRequestHandler {
 
   /** Unlocks the node set; with `deallocate`, ready nodes go back to stock and the rest is left for the deleter. */
   private async releaseNodes(deallocate: boolean): Promise<void> {
-    const { store } = this.deps;
-    const sessionId = this.lockedUnder;
-    for (let i = 0; i < this.slots.length; i++) {
-      const id = this.slots[i] ?? null;
-      if (id === null) continue;
-      if (deallocate) {
-        const node = await store.getNode(id);
-        if (node?.state === 'ready') await store.updateNode(id, { allocatedTo: null }).catch(() => undefined);
-        else if (node && (node.state === 'building' || node.state === 'init')) {
-          await store.updateNode(id, { state: 'deleting', allocatedTo: null, reason: 'request given up' }).catch(() => undefined);
-        }
-        this.slots[i] = null;
-        this.reused.delete(id);
-      }
-      await store.unlock(nodeLock(id), sessionId);
-    }
+    await releaseNodeSet({ store: this.deps.store, sessionId: this.lockedUnder, slots: this.slots, reused: this.reused, deallocate });
   }
 
   private async finish(): Promise<void> {
