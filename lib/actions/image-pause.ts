@@ -7,8 +7,7 @@
 import type { Config } from '../config/schema.js';
 import { imageTarget } from '../drivers/config-registry.js';
 import type { Store } from '../store/store.js';
-import { blankReason } from './reason.js';
-import { storedReason } from './stored-text.js';
+import { blankReason, storedReason } from './reason.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
 

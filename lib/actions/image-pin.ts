@@ -14,8 +14,7 @@ import type { Store } from '../store/store.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';
 import { findDiskimage, findProvider, isRefused } from './config-lookup.js';
 import { deletePending } from './image-delete.js';
-import { blankReason } from './reason.js';
-import { storedReason } from './stored-text.js';
+import { blankReason, storedReason } from './reason.js';
 import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** Arguments of {@link pinImage}. */

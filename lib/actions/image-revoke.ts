@@ -13,8 +13,7 @@ import type { Store } from '../store/store.js';
 import { refuse, type ActionResult } from './action-result.js';
 import { isRefused } from './config-lookup.js';
 import { deleteNode } from './node-delete.js';
-import { blankReason } from './reason.js';
-import { storedReason } from './stored-text.js';
+import { blankReason, storedReason } from './reason.js';
 import { findBuild, unservableBuild, type RolloutActionContext } from './rollout-context.js';
 
 /** What a revocation does to ready nodes booted from the build: leave them, or delete the idle ones. */

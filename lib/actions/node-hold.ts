@@ -5,8 +5,7 @@
  */
 import type { NodeRecord } from '../store/models.js';
 import { refuse, type ActionResult } from './action-result.js';
-import { blankReason } from './reason.js';
-import { storedReason } from './stored-text.js';
+import { blankReason, storedReason } from './reason.js';
 import { withNodeClient, type NodeActionContext, type NodeClientRefusal } from './node-client.js';
 
 /** The reason recorded when none is given. */
