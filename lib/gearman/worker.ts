@@ -8,35 +8,20 @@ import { EventEmitter } from 'node:events';
 import { AbortedError, GearmanConnectionError, coerceError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { GearmanConnection } from './connection.js';
+import { IdleWaiters } from './idle-waiters.js';
 import { encode, PacketType as T, type Packet } from './protocol.js';
 import { RunningJob } from './running-job.js';
+import { EMPTY, GRAB_JOB_UNIQ, PRE_SLEEP, packetArg, type WorkerServer } from './worker-server.js';
 import type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerStopOptions } from './types.js';
 
 export type { GearmanWorkerEvents, GearmanWorkerOptions, JobHandler, JobOutcome, WorkerJob, WorkerJobInfo, WorkerStopOptions } from './types.js';
-
-interface ServerState {
-  conn: GearmanConnection;
-  /** The server may have work for us (not sent PRE_SLEEP since the last NOOP/assignment). */
-  awake: boolean;
-  /** A GRAB_JOB_UNIQ awaits its NO_JOB / JOB_ASSIGN_UNIQ. */
-  grabbing: boolean;
-  /** When the outstanding grab was sent (for the watchdog). */
-  grabSentAt: number;
-  /** Functions unregistered while a job of theirs runs on this connection: CANT_DO waits for its end. */
-  cantDoPending: Set<string>;
-}
-
-/** Argument-less packets sent once or twice per job: encoded once (never mutated). */
-const GRAB_JOB_UNIQ = encode(T.GRAB_JOB_UNIQ);
-const PRE_SLEEP = encode(T.PRE_SLEEP);
-const EMPTY = Buffer.alloc(0);
 
 /** A Gearman worker over one connection per server. */
 export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   private readonly log: Logger;
   private readonly clientId: string | undefined;
   private readonly concurrency: number;
-  private readonly servers: ServerState[];
+  private readonly servers: WorkerServer[];
   private readonly handlers = new Map<string, JobHandler>();
   /** Unregistered functions whose CANT_DO waits for running jobs; `resolve` runs once all are sent. */
   private readonly draining = new Map<string, { done: Promise<void>; resolve: () => void }>();
@@ -44,7 +29,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
   private state: 'created' | 'running' | 'stopping' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
   private rr = 0;
-  private idleWaiters: Array<() => void> = [];
+  private readonly idle = new IdleWaiters(() => this.isIdle());
   private readonly grabTimeoutMs: number;
   private watchdog: NodeJS.Timeout | undefined;
 
@@ -59,7 +44,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     this.grabTimeoutMs = opts.grabTimeoutMs ?? 30_000;
     this.servers = opts.servers.map((server) => {
       const conn = new GearmanConnection({ server, log: this.log, ...(opts.reconnect ? { reconnect: opts.reconnect } : {}) });
-      const st: ServerState = { conn, awake: false, grabbing: false, grabSentAt: 0, cantDoPending: new Set() };
+      const st: WorkerServer = { conn, awake: false, grabbing: false, grabSentAt: 0, cantDoPending: new Set() };
       conn.on('connected', () => this.onConnected(st));
       conn.on('disconnected', (reason) => this.onDisconnected(st, reason));
       conn.on('packet', (p) => this.onPacket(st, p));
@@ -176,19 +161,19 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     this.stopping ??= (async () => {
       this.state = 'stopping';
       this.log.info('gearman worker stopping', { inFlight: this.jobs.size });
-      let idle = await this.waitIdle(opts.abortAfterMs);
+      let idle = await this.idle.wait(opts.abortAfterMs);
       if (!idle) {
         const reason = new AbortedError(`worker stopping: job aborted after ${opts.abortAfterMs} ms`);
         this.log.warn('aborting gearman jobs still running', { jobs: [...this.jobs].map((j) => j.handle) });
         for (const j of this.jobs) j.abort(reason);
-        idle = await this.waitIdle(opts.abortGraceMs ?? 10_000);
+        idle = await this.idle.wait(opts.abortGraceMs ?? 10_000);
         if (!idle) this.log.error('gearman jobs did not settle after abort; closing anyway', { jobs: [...this.jobs].map((j) => j.handle) });
       }
       if (this.watchdog) clearInterval(this.watchdog);
       await Promise.all(this.servers.map((s) => s.conn.close()));
       for (const s of this.servers) this.dropPendingCantDo(s);
       this.state = 'stopped';
-      this.notifyIdle();
+      this.idle.notify();
       this.log.info('gearman worker stopped');
     })();
     return this.stopping;
@@ -198,41 +183,15 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     return this.jobs.size === 0 && !this.servers.some((s) => s.grabbing && s.conn.connected);
   }
 
-  /** Resolves true once idle, or false after `timeoutMs` (undefined: no limit). */
-  private waitIdle(timeoutMs: number | undefined): Promise<boolean> {
-    if (this.isIdle()) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
-      const waiter = (): void => {
-        if (!this.isIdle()) return;
-        if (timer) clearTimeout(timer);
-        this.idleWaiters = this.idleWaiters.filter((w) => w !== waiter);
-        resolve(true);
-      };
-      this.idleWaiters.push(waiter);
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          this.idleWaiters = this.idleWaiters.filter((w) => w !== waiter);
-          resolve(this.isIdle());
-        }, timeoutMs);
-      }
-    });
-  }
-
-  private notifyIdle(): void {
-    if (this.idleWaiters.length === 0) return;
-    for (const w of [...this.idleWaiters]) w();
-  }
-
   /** Grabs from awake servers while below the concurrency limit (one grab per server at a time). */
   private pump(): void {
     if (this.state !== 'running' || this.handlers.size === 0) return;
     const n = this.servers.length;
     let capacity = this.concurrency - this.jobs.size;
-    for (let i = 0; i < n; i++) if ((this.servers[i] as ServerState).grabbing) capacity -= 1;
+    for (let i = 0; i < n; i++) if ((this.servers[i] as WorkerServer).grabbing) capacity -= 1;
     for (let i = 0; i < n && capacity > 0; i++) {
       const idx = (this.rr + i) % n;
-      const s = this.servers[idx] as ServerState;
+      const s = this.servers[idx] as WorkerServer;
       if (!s.awake || s.grabbing || !s.conn.connected) continue;
       if (!s.conn.send(GRAB_JOB_UNIQ)) continue;
       s.grabbing = true;
@@ -252,7 +211,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     }
   }
 
-  private onConnected(s: ServerState): void {
+  private onConnected(s: WorkerServer): void {
     s.grabbing = false;
     s.awake = true;
     // RESET_ABILITIES below drops every function, draining ones too: nothing left to CANT_DO
@@ -265,7 +224,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     this.pump();
   }
 
-  private onDisconnected(s: ServerState, reason: Error): void {
+  private onDisconnected(s: WorkerServer, reason: Error): void {
     s.grabbing = false;
     s.awake = false;
     // the server forgets this worker's functions with the connection
@@ -274,11 +233,11 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
       if (j.conn === s.conn) j.abort(reason);
     }
     this.safeEmit('server:disconnected', s.conn.label, reason);
-    this.notifyIdle();
+    this.idle.notify();
     this.pump();
   }
 
-  private onPacket(s: ServerState, p: Packet): void {
+  private onPacket(s: WorkerServer, p: Packet): void {
     try {
       this.handlePacket(s, p);
     } catch (err) {
@@ -286,7 +245,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     }
   }
 
-  private handlePacket(s: ServerState, p: Packet): void {
+  private handlePacket(s: WorkerServer, p: Packet): void {
     switch (p.type) {
       case T.NOOP:
         s.awake = true;
@@ -296,7 +255,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
         s.grabbing = false;
         s.awake = false;
         s.conn.send(PRE_SLEEP);
-        this.notifyIdle();
+        this.idle.notify();
         this.pump();
         return;
       case T.JOB_ASSIGN_UNIQ:
@@ -304,19 +263,19 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
         s.grabbing = false;
         s.awake = true;
         const uniq = p.type === T.JOB_ASSIGN_UNIQ;
-        const handle = str(p, 0);
-        const functionName = str(p, 1);
-        const unique = uniq ? str(p, 2) : '';
+        const handle = packetArg(p, 0);
+        const functionName = packetArg(p, 1);
+        const unique = uniq ? packetArg(p, 2) : '';
         const data = p.args[uniq ? 3 : 2] ?? EMPTY;
         this.runJob(s, handle, functionName, unique, data);
         this.pump();
         return;
       }
       case T.ERROR: {
-        const code = str(p, 0);
+        const code = packetArg(p, 0);
         // JOB_NOT_FOUND: a result for a job the server forgot (e.g. after its restart): harmless
         const level = code === 'JOB_NOT_FOUND' ? 'info' : 'warn';
-        this.log.log(level, 'gearman server reported an error', { server: s.conn.label, code, text: str(p, 1) });
+        this.log.log(level, 'gearman server reported an error', { server: s.conn.label, code, text: packetArg(p, 1) });
         return;
       }
       default:
@@ -324,7 +283,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     }
   }
 
-  private runJob(s: ServerState, handle: string, functionName: string, unique: string, data: Buffer): void {
+  private runJob(s: WorkerServer, handle: string, functionName: string, unique: string, data: Buffer): void {
     const job = new RunningJob(s.conn, this.log, handle, functionName, unique, data);
     this.jobs.add(job);
     if (this.log.isDebugEnabled()) job.log().debug('job assigned', { unique, bytes: data.length });
@@ -349,7 +308,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
       } finally {
         this.jobs.delete(job);
         this.sendPendingCantDo(job);
-        this.notifyIdle();
+        this.idle.notify();
       }
       this.safeEmit('job:end', job.info, outcome, delivered);
       this.pump();
@@ -358,7 +317,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     }
   }
 
-  private runsJobOf(s: ServerState, name: string): boolean {
+  private runsJobOf(s: WorkerServer, name: string): boolean {
     for (const j of this.jobs) if (j.conn === s.conn && j.info.functionName === name) return true;
     return false;
   }
@@ -373,7 +332,7 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
     this.settleDraining(name);
   }
 
-  private dropPendingCantDo(s: ServerState): void {
+  private dropPendingCantDo(s: WorkerServer): void {
     const names = [...s.cantDoPending];
     s.cantDoPending.clear();
     for (const name of names) this.settleDraining(name);
@@ -395,8 +354,4 @@ export class GearmanWorker extends EventEmitter<GearmanWorkerEvents> {
       this.log.error('gearman worker listener threw', { event, error: coerceError(err).stack });
     }
   }
-}
-
-function str(p: Packet, i: number): string {
-  return (p.args[i] ?? EMPTY).toString('utf8');
 }
