@@ -7,79 +7,19 @@
  * the same pass), and the active image's own hash (`os_hash_algo`/`os_hash_value`, else the md5
  * `checksum`) is returned.
  */
-import { open, stat } from 'node:fs/promises';
-import http from 'node:http';
-import https from 'node:https';
-import { AbortedError, CloudError, coerceError } from '../../errors.js';
+import { stat } from 'node:fs/promises';
+import { CloudError, coerceError } from '../../errors.js';
 import { pollUntil } from '../../lifecycle.js';
 import { silentLogger, type Logger } from '../../log.js';
+import { CORE_KEYS, glanceHashOf, imageApiBase, readGlanceImage, type GlanceHash, type GlanceImage, type UploadedGlanceImage } from './glance-image.js';
 import { callName, statusError } from './http-client.js';
 import { JsonReader } from './json-reader.js';
 import type { KeystoneSession } from './keystone.js';
+import { aborted, streamImageFile, type UploadImageRequest } from './stream-image-file.js';
 
-/** An image as listed by Glance, with its extra (string) properties split out. */
-export interface GlanceImage {
-  id: string;
-  name: string;
-  status: string;
-  size: number | null;
-  /** md5 of the data (Glance's legacy checksum). */
-  checksum: string | null;
-  diskFormat: string | null;
-  containerFormat: string | null;
-  visibility: string;
-  /** Every non-core property whose value is a string. */
-  properties: Record<string, string>;
-}
-
-/** Arguments of {@link GlanceClient.uploadImage}. */
-export interface UploadImageRequest {
-  name: string;
-  /** Glance `disk_format`: qcow2, raw, vhd, … */
-  diskFormat: string;
-  /** Glance `container_format`, `bare` by default. */
-  containerFormat?: string;
-  /** Stored as string image properties (e.g. `nodepool_build_id`). */
-  properties: Record<string, string>;
-  filePath: string;
-  /** Called as bytes are handed to the socket. */
-  onProgress?(sentBytes: number, totalBytes: number): void;
-  /** Aborting destroys the upload and deletes the image. */
-  signal?: AbortSignal;
-  /**
-   * Each chunk of the file as read, in order, before it is written to the socket, with its
-   * offset (0 again when the PUT is sent once more after a 401). Valid only during the call.
-   * An error it throws fails the upload as it is (the image is deleted).
-   */
-  onData?(chunk: Uint8Array, offset: number): void;
-}
-
-/** Glance's hash of an image's data. */
-export interface GlanceHash {
-  /** `os_hash_algo` (e.g. sha512), or `md5` for the legacy `checksum`. */
-  algo: string;
-  value: string;
-}
-
-/** Glance's multihash of a raw image (`os_hash_algo`/`os_hash_value`), else its md5 `checksum`. Pure. */
-export function glanceHashOf(raw: Record<string, unknown>): GlanceHash | undefined {
-  const algo = raw.os_hash_algo;
-  const value = raw.os_hash_value;
-  if (typeof algo === 'string' && algo && typeof value === 'string' && value) return { algo: algo.toLowerCase(), value: value.toLowerCase() };
-  if (typeof raw.checksum === 'string' && raw.checksum) return { algo: 'md5', value: raw.checksum.toLowerCase() };
-  return undefined;
-}
-
-/** An uploaded, `active` image. */
-export interface UploadedGlanceImage {
-  id: string;
-  name: string;
-  checksum?: string;
-  /** Glance's hash of the stored data, when it gives one. */
-  hash?: GlanceHash;
-  size: number;
-  status: string;
-}
+export { glanceHashOf, imageApiBase, readGlanceImage, toGlanceImage } from './glance-image.js';
+export type { GlanceHash, GlanceImage, UploadedGlanceImage } from './glance-image.js';
+export type { UploadImageRequest } from './stream-image-file.js';
 
 /** Options of {@link GlanceClient}. */
 export interface GlanceClientOptions {
@@ -98,54 +38,7 @@ export interface GlanceClientOptions {
   listPageSize?: number;
 }
 
-/** Keys Glance owns; they cannot be used as image properties and are not returned as such. */
-const CORE_KEYS = new Set([
-  'id', 'name', 'status', 'visibility', 'protected', 'os_hidden', 'checksum', 'os_hash_algo', 'os_hash_value',
-  'owner', 'size', 'virtual_size', 'min_ram', 'min_disk', 'disk_format', 'container_format', 'created_at',
-  'updated_at', 'tags', 'self', 'file', 'schema', 'direct_url', 'locations', 'stores', 'member_status',
-]);
-
 const FAILED_STATUSES = new Set(['killed', 'deleted', 'pending_delete']);
-
-/** Buffers in the upload ring: enough to keep the socket busy while the next chunk is read. */
-const POOL = 4;
-
-/** Glance's base URL without a version suffix (`http://h:9292/v2/` → `http://h:9292`). Pure. */
-export function imageApiBase(url: string): string {
-  return url.replace(/\/+$/, '').replace(/\/v2(\.\d+)?$/, '');
-}
-
-/** Turns Glance's image JSON into a {@link GlanceImage}. Pure. */
-export function toGlanceImage(raw: Record<string, unknown>): GlanceImage {
-  const properties: Record<string, string> = {};
-  for (const [k, v] of Object.entries(raw)) {
-    if (!CORE_KEYS.has(k) && !k.startsWith('os_glance') && typeof v === 'string') properties[k] = v;
-  }
-  const s = (k: string): string | null => (typeof raw[k] === 'string' ? (raw[k] as string) : null);
-  return {
-    id: String(raw.id),
-    name: s('name') ?? '',
-    status: s('status') ?? 'unknown',
-    size: typeof raw.size === 'number' ? raw.size : null,
-    checksum: s('checksum'),
-    diskFormat: s('disk_format'),
-    containerFormat: s('container_format'),
-    visibility: s('visibility') ?? 'unknown',
-    properties,
-  };
-}
-
-/**
- * Reads an image object of a Glance answer, checking the type of every field used.
- * Thrown: {@link CloudError} naming the call and the field.
- */
-export function readGlanceImage(r: JsonReader): GlanceImage {
-  r.id('id');
-  r.str('status');
-  for (const k of ['name', 'checksum', 'disk_format', 'container_format', 'visibility']) r.optStr(k);
-  r.optNum('size');
-  return toGlanceImage(r.value);
-}
 
 /** A Glance v2 client on top of a {@link KeystoneSession}. */
 export class GlanceClient {
@@ -315,110 +208,8 @@ export class GlanceClient {
     }
   }
 
-  /**
-   * One PUT of the file. The body is read with positioned reads into a small ring of
-   * reusable buffers; a buffer is refilled only once the socket has taken it (its write
-   * callback ran). That is backpressure, and memory stays at `POOL × chunkBytes` whatever
-   * the file size. It also costs half the CPU of `createReadStream().pipe()`, which allocates
-   * (and page-faults) a fresh buffer per chunk: on the loopback Glance about 0.5 s instead of
-   * 1 s per GiB, and with a 2-core machine that CPU is taken from Glance's hashing.
-   */
-  private async streamFile(url: string, token: string, req: UploadImageRequest, size: number): Promise<{ status: number; body: string }> {
-    const fh = await open(req.filePath, 'r');
-    const u = new URL(url);
-    const put = (u.protocol === 'https:' ? https : http).request(u, {
-      method: 'PUT',
-      agent: false,
-      headers: { 'X-Auth-Token': token, 'Content-Type': 'application/octet-stream', 'Content-Length': size },
-      ...(u.protocol === 'https:' ? this.session.tlsOptions : {}),
-    });
-    let settled = false;
-    let stop = (): void => {};
-    const stopped = new Promise<void>((r) => (stop = r));
-    let sent = 0;
-    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const settle = (err: Error | undefined, value?: { status: number; body: string }): void => {
-        if (settled) return;
-        settled = true;
-        stop();
-        req.signal?.removeEventListener('abort', onAbort);
-        // Also after an early error answer: stop sending the rest of the body.
-        put.destroy();
-        if (err) {
-          reject(err);
-        } else {
-          resolve(value as { status: number; body: string });
-        }
-      };
-      const onAbort = (): void => settle(aborted(req));
-      if (req.signal?.aborted) return onAbort();
-      req.signal?.addEventListener('abort', onAbort, { once: true });
-      put.setTimeout(this.idleTimeoutMs, () => settle(new CloudError(`Glance PUT ${url}: no progress for ${this.idleTimeoutMs} ms`)));
-      // An early error answer (e.g. 413) may arrive before the body is sent and the server
-      // then drops the connection: the answer wins over the write error.
-      let early: { status: number; chunks: Buffer[] } | undefined;
-      const answered = (): { status: number; body: string } | undefined =>
-        early && { status: early.status, body: Buffer.concat(early.chunks).toString('utf8') };
-      put.on('error', (err) => {
-        const a = answered();
-        if (a && a.status >= 300) return settle(undefined, a);
-        settle(new CloudError(`Glance PUT ${url} failed after ${sent} of ${size} bytes: ${err.message}`, { cause: err }));
-      });
-      put.on('response', (res) => {
-        const a = { status: res.statusCode ?? 0, chunks: [] as Buffer[] };
-        early = a;
-        res.on('data', (c: Buffer) => a.chunks.length < 64 && a.chunks.push(c));
-        res.on('end', () => settle(undefined, answered()));
-        res.on('error', (err) => settle(new CloudError(`Glance PUT ${url}: reading the answer failed: ${err.message}`, { cause: err })));
-      });
-      const progress = (n: number): void => {
-        sent += n;
-        try {
-          req.onProgress?.(sent, size);
-        } catch (err) {
-          this.log.warn('onProgress callback threw', { error: coerceError(err).message });
-        }
-      };
-      void (async () => {
-        const ring = Array.from({ length: POOL }, () => Buffer.allocUnsafeSlow(this.chunkBytes));
-        const inFlight: Array<Promise<void> | undefined> = [];
-        for (let pos = 0, i = 0; pos < size; i++) {
-          const k = i % POOL;
-          await Promise.race([inFlight[k], stopped]);
-          if (settled) return;
-          const buf = ring[k] as Buffer;
-          const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - pos), pos);
-          if (settled) return;
-          if (bytesRead === 0) throw new CloudError(`${req.filePath} shrank to ${pos} bytes during the upload (expected ${size})`);
-          if (req.onData) {
-            try {
-              req.onData(buf.subarray(0, bytesRead), pos);
-            } catch (err) {
-              // The caller's verdict (e.g. the file changed on disk), passed on as it is.
-              return settle(coerceError(err));
-            }
-          }
-          pos += bytesRead;
-          // Write errors also arrive as 'error' on the request; the callback only frees the buffer.
-          inFlight[k] = new Promise<void>((done) => put.write(buf.subarray(0, bytesRead), () => {
-            progress(bytesRead);
-            done();
-          }));
-        }
-        put.end();
-      })().catch((err: unknown) => {
-        const e = coerceError(err);
-        settle(e instanceof CloudError ? e : new CloudError(`reading ${req.filePath} failed: ${e.message}`, { cause: e }));
-      });
-    });
-    try {
-      return await answer;
-    } finally {
-      await fh.close();
-    }
+  /** One PUT of the file, streamed by {@link streamImageFile}. */
+  private streamFile(url: string, token: string, req: UploadImageRequest, size: number): Promise<{ status: number; body: string }> {
+    return streamImageFile({ log: this.log, tlsOptions: this.session.tlsOptions, idleTimeoutMs: this.idleTimeoutMs, chunkBytes: this.chunkBytes }, url, token, req, size);
   }
-}
-
-function aborted(req: UploadImageRequest): AbortedError {
-  return new AbortedError(`upload of image ${req.name} aborted`, { cause: req.signal?.reason });
 }
