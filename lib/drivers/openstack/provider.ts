@@ -2,7 +2,8 @@
  * One `driver: openstack` provider at run time: all cloud I/O (Nova through the Keystone
  * session of the driver's host access, shared with the provider's image service (access.ts), Glance for cloud images by name, Neutron for floating IPs and ports),
  * the short-lived caches (flavors, networks, image lookups, the quota snapshot), server
- * deletion (with its floating IPs), listing, leak cleanup and `port-cleanup-interval`.
+ * deletion (with its floating IPs), listing and leak cleanup; Neutron clean-up (floating IPs,
+ * `port-cleanup-interval`) lives in network-cleanup.ts.
  * Request decisions and the launch live in handler.ts.
  */
 import { CloudError, coerceError, LaunchError } from '../../errors.js';
@@ -25,7 +26,7 @@ import { findLeakedServers } from './leaks.js';
 import { NeutronClient, type FloatingIp } from './neutron.js';
 import { cloudImageNodeFields, diskimageNodeFields, type BootImage, type TopDiskimageKeys } from './node-fields.js';
 import { NovaClient, type NovaServer } from './nova.js';
-import { notePorts, planPortCleanup, portCheckDue, type PortCleanupState } from './port-cleanup.js';
+import { NetworkCleanup } from './network-cleanup.js';
 import { cloudLimits, unmanagedUsage } from './quota.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
 
@@ -60,7 +61,8 @@ export class OpenStackProvider implements Provider {
     return NeutronClient.available(session) ? new NeutronClient(session) : null;
   });
   private readonly flavorList = new KeptUnlessFailed(async () => (await this.nova()).listFlavors());
-  private portCleanup: PortCleanupState | undefined;
+  /** Neutron clean-up: a deleted server's floating IPs, DOWN ports, unattached floating IPs. */
+  private readonly networkCleanup = new NetworkCleanup(this);
   private readonly networks = new Map<string, Promise<string>>();
   private readonly cloudImageIds = new Map<string, { at: number; id: string | undefined }>();
   private quota?: { at: number; value: Promise<CloudQuota> };
@@ -290,22 +292,11 @@ export class OpenStackProvider implements Provider {
     return fip;
   }
 
-  /** Deletes the floating IPs bound to a server's ports (before the server, whose ports go with it). */
-  private async deleteFloatingIps(serverId: string): Promise<void> {
-    const neutron = await this.neutron();
-    if (!neutron) return;
-    for (const port of await neutron.listPorts({ deviceId: serverId })) {
-      for (const fip of await neutron.floatingIpsOfPort(port.id)) {
-        if (await neutron.deleteFloatingIp(fip.id)) this.log.info('floating ip deleted', { externalId: serverId, floatingIp: fip.address });
-      }
-    }
-  }
-
   /** Deletes a server (its floating IPs first) and waits until Nova no longer knows it. Thrown: {@link CloudError}. */
   async deleteServer(id: string): Promise<void> {
     const nova = await this.nova();
     try {
-      await this.deleteFloatingIps(id);
+      await this.networkCleanup.deleteFloatingIps(id);
     } catch (err) {
       // The server still goes: a network API that fails must not keep servers alive.
       this.log.warn('could not delete the floating ips of a server; deleting the server anyway', { externalId: id, error: coerceError(err).message });
@@ -321,56 +312,18 @@ export class OpenStackProvider implements Provider {
     }
   }
 
-  /**
-   * `port-cleanup-interval`: notes the project's DOWN compute ports, and deletes those DOWN on
-   * two checks more than the interval apart (port-cleanup.ts). Nothing without a network service.
-   */
-  async cleanupDownPorts(): Promise<void> {
-    const interval = this.config.portCleanupInterval;
-    if (!portCheckDue(this.portCleanup, this.ctx.clock(), interval)) return;
-    const neutron = await this.neutron();
-    if (!neutron) return;
-    const plan = planPortCleanup(this.portCleanup, this.ctx.clock(), interval, await neutron.listPorts({ status: 'DOWN' }));
-    if (plan.action === 'delete') {
-      for (const id of plan.ids) {
-        try {
-          if (await neutron.deletePort(id)) this.log.info('deleted a port DOWN on two checks', { port: id, intervalS: interval });
-        } catch (err) {
-          this.log.warn('could not delete a DOWN port', { port: id, error: coerceError(err).message });
-        }
-      }
-      if (plan.ids.length) this.ctx.onLeak?.('port', plan.ids.length);
-    }
-    // As Nodepool: the DOWN ports are listed afresh after the deletes.
-    if (plan.action !== 'wait') this.portCleanup = notePorts(this.ctx.clock(), await neutron.listPorts({ status: 'DOWN' }));
-  }
-
-  /** `clean-floating-ips`: deletes the project's floating IPs bound to no port. Nothing without a network service. */
-  async cleanupFloatingIps(): Promise<void> {
-    const neutron = await this.neutron();
-    if (!neutron) return;
-    let deleted = 0;
-    for (const fip of await neutron.unattachedFloatingIps()) {
-      if (await neutron.deleteFloatingIp(fip.id)) {
-        deleted += 1;
-        this.log.info('deleted an unattached floating ip (clean-floating-ips)', { floatingIp: fip.address });
-      }
-    }
-    if (deleted) this.ctx.onLeak?.('floating-ip', deleted);
-  }
-
   async cleanupLeakedResources(): Promise<void> {
     // A provider that only takes images launches nothing, so it has no servers to look for (and
     // its cloud may have no compute service at all); nodes left from a former pool still count.
     if (this.config.pools.length === 0 && (await this.ctx.store.listNodes({ provider: this.name })).length === 0) return;
     try {
-      await this.cleanupDownPorts();
+      await this.networkCleanup.cleanupDownPorts(this.config.portCleanupInterval);
     } catch (err) {
       this.log.warn('port cleanup failed; trying again at the next pass', { error: coerceError(err).message });
     }
     if (this.config.cleanFloatingIps) {
       try {
-        await this.cleanupFloatingIps();
+        await this.networkCleanup.cleanupFloatingIps();
       } catch (err) {
         this.log.warn('floating ip cleanup failed; trying again at the next pass', { error: coerceError(err).message });
       }
