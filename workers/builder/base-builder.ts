@@ -13,70 +13,26 @@ import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
-import { AbortedError, BuilderError, BuildTimeoutError, UnknownImageError } from '../../lib/errors.js';
+import { AbortedError, BuilderError, UnknownImageError } from '../../lib/errors.js';
 import { builderClientId } from '../../lib/gearman/client-id.js';
 import { fn } from '../../lib/gearman/functions.js';
-import type { ReconnectOptions } from '../../lib/gearman/types.js';
 import { GearmanWorker, type WorkerJob } from '../../lib/gearman/worker.js';
-import { buildFormats } from '../../lib/images/formats.js';
-import { imagePaths } from '../../lib/images/image-file.js';
-import { readDibChecksum, verifyBuildOutput } from './verify-output.js';
 import type { Logger } from '../../lib/log.js';
 import { processSecrets } from '../../lib/redact.js';
-import { BuildLog } from './build-log.js';
 import { BUILDER_DEFAULTS } from './builder-defaults.js';
+import type { BaseBuilderOptions, BuilderActivity, BuilderEvents } from './builder-options.js';
 import { cleanupBuildTmp } from './dib-cleanup.js';
 import { ImageRepository, type ImageSidecar } from './image-repository.js';
-import { parseBuildPayload, parseDeletePayload, parseUploadPayload, type BuildRequest } from './job-payloads.js';
+import { parseBuildPayload, parseDeletePayload, parseUploadPayload } from './job-payloads.js';
 import { checkInstallation, checkServes } from './installation-check.js';
 import { reportOutcome } from './outcome.js';
 import { builderIdentity } from './identity.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
 import { UploadService } from './upload-service.js';
 import { deleteFormats, type FormatsDeletedPayload } from './format-delete.js';
 import type { BuildMethods } from './build-method.js';
+import { runBuild, type BuildContext } from './run-build.js';
 
-/** Options of {@link BaseBuilder}. */
-export interface BaseBuilderOptions {
-  config: Config;
-  log: Logger;
-  imageServices: ImageServiceFactory;
-  /** Defaults to os.hostname(). */
-  hostname?: string;
-  /** Concurrent builds on this host (default 1) and concurrent uploads/deletes (default 4). */
-  buildWorkers?: number;
-  uploadWorkers?: number;
-  reconnect?: ReconnectOptions;
-  qemuImg?: string;
-  /** Wait before an upload's second attempt after a cloud error (doubling after; default 5000 ms). */
-  uploadRetryDelayMs?: number;
-  /** Base environment for build commands and post-upload-hooks (bin/ passes process.env). */
-  env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * The installation id of the store this builder serves (`--installation`): build jobs naming
-   * another are refused (WORK_FAIL). Default: any (jobs without an id, Nodepool 0.3.x's, always).
-   */
-  installation?: string;
-}
-
-/** Events of a builder, for tests and status. */
-export interface BuilderEvents {
-  'build:complete': [ImageSidecar];
-  'build:failed': [{ imageId: string; error: Error }];
-  'upload:complete': [{ imageId: string; provider: string; externalId: string }];
-  'image:deleted': [{ imageId: string }];
-}
-
-/** What a builder is doing now (its metrics port shows it). */
-export interface BuilderActivity {
-  builds: number;
-  /** Upload jobs running (deletes excluded). */
-  uploads: number;
-  buildWorkers: number;
-  uploadWorkers: number;
-  /** Complete images held here. */
-  images: number;
-}
+export type { BaseBuilderOptions, BuilderActivity, BuilderEvents } from './builder-options.js';
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
 
@@ -310,7 +266,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       let running = this.building.get(req.imageId);
       if (running) log.info('build already running here, attaching to it', { buildId: req.imageId });
       else {
-        running = this.runBuild(req, job, log.child({ buildId: req.imageId }));
+        running = runBuild(this.buildContext(), req, job, log.child({ buildId: req.imageId }));
         this.building.set(req.imageId, running);
         // image-delete:<id> is served during the build so that a delete sent now is refused
         // ("build in progress") instead of waiting in gearmand and destroying the build the
@@ -327,67 +283,14 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
     });
   }
 
-  private async runBuild(req: BuildRequest, job: WorkerJob, log: Logger): Promise<ImageSidecar> {
-    const diskimage = this.config.diskimages.find((d) => d.name === req.diskimage);
-    if (!diskimage) throw new UnknownImageError(`diskimage ${req.diskimage} is not in this builder's config`);
-    if (diskimage.pause) throw new BuilderError(`diskimage ${req.diskimage} is paused`);
-    const method = this.buildMethods[diskimage.builder];
-    if (!method) throw new BuilderError(`diskimage ${req.diskimage} has builder: ${diskimage.builder}, which ${this.clientId} does not run`);
-    const dir = this.config.imagesDir;
-    const tmpDir = path.join(this.config.buildTmpDir, req.imageId);
-    const formats = buildFormats(this.config, diskimage);
-    const buildLog = await BuildLog.open(this.config.buildLogDir, req.imageId, req.diskimage, this.config.buildLogRetention, req.logToken);
-    const timeout = AbortSignal.timeout(diskimage.buildTimeout * 1000);
-    const signal = AbortSignal.any([this.shutdown.signal, timeout]);
-    const started = Date.now();
-    log.info('build started', { formats, buildLog: buildLog.path });
-    buildLog.line(`build ${req.imageId} of ${req.diskimage} on ${this.clientId}, formats ${formats.join(',')}`);
-    try {
-      await this.repo.removeAll(req.imageId); // leftovers of an earlier attempt at this id
-      await mkdir(tmpDir, { recursive: true });
-      const imageCacheDir = path.join(this.config.buildTmpDir, 'image-cache', req.diskimage);
-      await mkdir(imageCacheDir, { recursive: true });
-      const built = await method.build(req, {
-        diskimage, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir,
-        elementsDir: this.config.elementsDir, buildLog, log, signal,
-        progress: (phase, n, d) => {
-          job.sendStatus(n, d);
-          log.info('build progress', { phase, step: n, of: d });
-        },
-      });
-      if (signal.aborted) throw abortReason(timeout, diskimage.buildTimeout);
-      const files = [];
-      for (const format of built.formats) {
-        if (!(await this.repo.hasFile(req.imageId, format))) throw new BuilderError(`build finished but ${req.imageId}.${format} is missing (see ${buildLog.path})`);
-        // DIB's own checksum is read before ours replaces it at the same path.
-        const dibChecksum = await readDibChecksum(imagePaths.sha256(dir, req.imageId, format));
-        const file = await this.repo.checksum(req.imageId, format);
-        await verifyBuildOutput(imagePaths.file(dir, req.imageId, format), format, file.sha256, dibChecksum, { ...(this.opts.qemuImg ? { qemuImg: this.opts.qemuImg } : {}), signal });
-        files.push(file);
-      }
-      const sidecar: ImageSidecar = {
-        'image-id': req.imageId, diskimage: req.diskimage, builder: this.hostname, 'builder-id': this.builderId,
-        formats: built.formats, files, 'built-at': new Date().toISOString(),
-        ...(req.created !== undefined ? { 'build-created': req.created } : {}),
-        ...(req.installation !== undefined ? { installation: req.installation } : {}),
-      };
-      await this.repo.writeSidecar(sidecar);
-      this.registerLocal(req.imageId, sidecar);
-      buildLog.line(`build complete in ${Math.round((Date.now() - started) / 1000)} s`);
-      log.info('build complete', { durationMs: Date.now() - started, files });
-      this.emit('build:complete', sidecar);
-      return sidecar;
-    } catch (raw) {
-      const err = signal.aborted && !(raw instanceof BuildTimeoutError) ? abortReason(timeout, diskimage.buildTimeout) : raw as Error;
-      buildLog.line(`build failed: ${err.message}`);
-      await this.repo.removeAll(req.imageId).catch((e: Error) => log.warn('could not remove failed build files', { error: e.message }));
-      if (err instanceof BuilderError && !err.message.includes(buildLog.path)) err.message += ` (build log: ${buildLog.path})`;
-      this.emit('build:failed', { imageId: req.imageId, error: err });
-      throw err;
-    } finally {
-      await cleanupBuildTmp(tmpDir, log);
-      await buildLog.close();
-    }
+  /** What {@link runBuild} reads and calls; `config` is read live, as a reload may replace it mid-build. */
+  private buildContext(): BuildContext {
+    const current = (): Config => this.config;
+    return {
+      get config() { return current(); }, clientId: this.clientId, hostname: this.hostname, builderId: this.builderId,
+      buildMethods: this.buildMethods, repo: this.repo, shutdown: this.shutdown.signal, qemuImg: this.opts.qemuImg,
+      registerLocal: (id, sidecar) => this.registerLocal(id, sidecar), events: this,
+    };
   }
 
   private onUploadJob(job: WorkerJob, id: string) {
@@ -442,10 +345,4 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
 /** The WORK_COMPLETE payload of `image-build:<name>`. */
 function completePayload(s: ImageSidecar): Record<string, unknown> {
   return { 'image-id': s['image-id'], builder: s.builder, 'builder-id': s['builder-id'], formats: s.formats, files: s.files };
-}
-
-function abortReason(timeout: AbortSignal, buildTimeoutS: number): Error {
-  return timeout.aborted
-    ? new BuildTimeoutError(`build exceeded build-timeout of ${buildTimeoutS} s and was killed`)
-    : new AbortedError('build aborted: builder shutting down');
 }
