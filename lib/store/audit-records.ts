@@ -41,3 +41,14 @@ export interface AuditRecord {
 
 /** What {@link AuditRecord} is made from (the store gives `id`). */
 export type NewAuditRecord = Omit<AuditRecord, 'id'>;
+
+/**
+ * How an attempted action ended, written over its `attempted` entry (Store.completeAudit), so
+ * that one action is one entry of the trail: its HTTP status, its result (never `attempted`
+ * again) and its message. The entry keeps the rest, `time` included (when the action began).
+ */
+export interface AuditOutcome {
+  status: number;
+  result: Exclude<AuditResult, 'attempted'>;
+  message: string;
+}

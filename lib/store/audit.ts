@@ -7,8 +7,10 @@
  */
 import { StoreError } from '../errors.js';
 import { Fields } from './corrupt.js';
-import { AUDIT_RESULTS, type AuditRecord, type AuditResult, type NewAuditRecord } from './models.js';
-import { AUDIT_KEEP } from './store.js';
+import { AUDIT_RESULTS, type AuditOutcome, type AuditRecord, type AuditResult, type NewAuditRecord } from './models.js';
+
+/** Audit entries every store keeps at least (older ones may go). */
+export const AUDIT_KEEP = 10_000;
 
 /** One prune every this many entries written. */
 export const AUDIT_PRUNE_EVERY = 100;
@@ -54,17 +56,6 @@ export function auditQuery(filter: { limit?: number; before?: string } = {}): Au
 export function checkNewAudit(e: NewAuditRecord): void {
   const bad = auditProblem(e as unknown as Record<string, unknown>);
   if (bad) throw new StoreError(`recording an audit entry: ${bad}`);
-}
-
-/**
- * How an attempted action ended, written over its `attempted` entry (Store.completeAudit), so
- * that one action is one entry of the trail: its HTTP status, its result (never `attempted`
- * again) and its message. The entry keeps the rest, `time` included (when the action began).
- */
-export interface AuditOutcome {
-  status: number;
-  result: Exclude<AuditResult, 'attempted'>;
-  message: string;
 }
 
 /** Checks an outcome and the id it is written to. Thrown: StoreError naming what is wrong. */

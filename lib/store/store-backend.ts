@@ -5,7 +5,7 @@
  * backend. Operations may answer synchronously (better-sqlite3) or with a promise (ZooKeeper).
  * A backend passes the contract suite test/contract/store.contract.ts.
  */
-import type { AuditOutcome } from './audit.js';
+import type { AuditOutcome } from './models.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import type { CorruptKind, CorruptRecord } from './corrupt.js';
 import type { ImageData, ImportCounts } from './image-data.js';

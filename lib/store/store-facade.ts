@@ -6,7 +6,7 @@
  * ZooKeeperStore extend it with how they open and their own extras.
  */
 import { coerceError, StoreError } from '../errors.js';
-import type { AuditOutcome } from './audit.js';
+import type { AuditOutcome } from './models.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import { sortCorrupt, type CorruptFilter, type CorruptRecord } from './corrupt.js';
 import { withoutLogUrls, type ImageData, type ImageDataStore, type ImportCounts } from './image-data.js';

@@ -6,14 +6,13 @@
  * The interface is split by entity so nodes, requests and locks join it later as siblings.
  */
 import type { Logger } from '../log.js';
-import type { RolloutSnapshot } from '../images/rollout.js';
-import type { AuditOutcome } from './audit.js';
+import type { RolloutSnapshot } from './rollout-snapshot.js';
 import type { ComponentInfo, ProcessComponentKind } from './components.js';
 import type { CorruptFilter, CorruptRecord } from './corrupt.js';
 import type {
   BuildPatch, BuildRecord, BuildRequest, BuildState, LauncherPatch, LauncherRecord, LockRecord, NewBuild, NewNode,
   NewNodeRequest, NewUpload, NodePatch, NodeRecord, NodeRequestPatch, NodeRequestRecord, NodeState,
-  AuditRecord, LaunchResult, NewAuditRecord, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadRetryRequest, UploadState,
+  AuditOutcome, AuditRecord, LaunchResult, NewAuditRecord, PauseRecord, PinRecord, RequestState, RevocationRecord, SessionRecord, UploadPatch, UploadRecord, UploadRetryRequest, UploadState,
 } from './models.js';
 
 /** Conditional update: apply the patch only while the record is in one of these states. */
@@ -24,7 +23,7 @@ export interface ExpectState<S extends string> {
 /**
  * Conditional update of an upload's rollout decision (issue 31 §6): apply the patch only while
  * its launch counts and written decision are still those the decision was taken from
- * (lib/images/rollout.ts holdsRolloutSnapshot); else StateConflictError and nothing changes.
+ * (lib/store/rollout-snapshot.ts holdsRolloutSnapshot); else StateConflictError and nothing changes.
  */
 export interface ExpectRollout {
   expectRollout?: RolloutSnapshot;
@@ -139,7 +138,7 @@ export interface IntentStore {
   listRevocations(): Promise<RevocationRecord[]>;
   /**
    * Appends an entry to the audit trail of web writes (issue 25 §1) and returns it with its id.
-   * The store keeps at least the newest {@link AUDIT_KEEP} entries and drops older ones.
+   * The store keeps at least the newest `AUDIT_KEEP` (audit.ts) entries and drops older ones.
    */
   recordAudit(entry: NewAuditRecord): Promise<AuditRecord>;
   /**
@@ -343,6 +342,3 @@ export interface StoreOptions {
    */
   readOnly?: boolean;
 }
-
-/** Audit entries every store keeps at least (older ones may go). */
-export const AUDIT_KEEP = 10_000;

@@ -5,9 +5,8 @@
  * An action's outcome is written over its `attempted` row by one UPDATE (so one action is one row).
  */
 import type Database from 'better-sqlite3';
-import { auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, formatAuditId, type AuditOutcome } from '../audit.js';
-import type { AuditRecord, NewAuditRecord } from '../models.js';
-import { AUDIT_KEEP } from '../store.js';
+import { AUDIT_KEEP, auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, formatAuditId } from '../audit.js';
+import type { AuditOutcome, AuditRecord, NewAuditRecord } from '../models.js';
 import type { CorruptLog, CorruptRecord } from '../corrupt.js';
 import { corruptRows, skippingCorrupt } from './columns.js';
 import type { Sequences } from './sequences.js';

@@ -8,10 +8,9 @@
  * written over its `attempted` znode (a version-checked set), so one action is one znode.
  */
 import { CorruptRecordError, ZooKeeperError } from '../../errors.js';
-import { auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit, type AuditOutcome } from '../audit.js';
+import { AUDIT_KEEP, auditFromFields, auditPruneUpTo, auditQuery, checkAuditOutcome, checkNewAudit } from '../audit.js';
 import { corruptOf, type CorruptRecord } from '../corrupt.js';
-import type { AuditRecord, NewAuditRecord } from '../models.js';
-import { AUDIT_KEEP } from '../store.js';
+import type { AuditOutcome, AuditRecord, NewAuditRecord } from '../models.js';
 import { ensure, updateJson, type ZkContext } from './context.js';
 import { seq10, SEQ_RE } from './layout.js';
 import { decodeRecord, encode, toMs, toSeconds } from './records.js';

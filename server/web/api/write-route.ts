@@ -17,7 +17,7 @@ import { coerceError } from '../../../lib/errors.js';
 import { contentTypeProblem, crossOriginProblem } from '../../../lib/http/write-guard.js';
 import type { Logger } from '../../../lib/log.js';
 import { escapeControlChars } from '../../../lib/outside-text.js';
-import type { AuditOutcome } from '../../../lib/store/audit.js';
+import type { AuditOutcome } from '../../../lib/store/models.js';
 import type { AuditRecord, NewAuditRecord } from '../../../lib/store/models.js';
 import { roleAllows, type Identity } from '../../../lib/web-auth/auth-types.js';
 import { BodyTooLargeError, type Answer, type Route, type WebRequest } from '../routes.js';

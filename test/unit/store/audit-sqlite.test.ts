@@ -9,10 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { AUDIT_PRUNE_EVERY } from '../../../lib/store/audit.js';
+import { AUDIT_KEEP, AUDIT_PRUNE_EVERY } from '../../../lib/store/audit.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../../../lib/store/sqlite/migrations.js';
 import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
-import { AUDIT_KEEP } from '../../../lib/store/store.js';
 import { auditEntry } from '../../contract/store-web.contract.js';
 import { capturingLogger } from './log-capture.js';
 

@@ -5,8 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CorruptRecordError, StoreError } from '../../../lib/errors.js';
-import { AUDIT_PRUNE_EVERY, auditFromFields, auditPruneUpTo, auditQuery, formatAuditId } from '../../../lib/store/audit.js';
-import { AUDIT_KEEP } from '../../../lib/store/store.js';
+import { AUDIT_KEEP, AUDIT_PRUNE_EVERY, auditFromFields, auditPruneUpTo, auditQuery, formatAuditId } from '../../../lib/store/audit.js';
 import { auditEntry } from '../../contract/store-web.contract.js';
 
 describe('audit trail decisions', () => {
