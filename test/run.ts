@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
+import { CpuMeter } from './support/cpu-meter.js';
 import { preflight } from './support/preflight.js';
 
 const WATCHED = /^(chromium|sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq|qemu-system|java)/;
@@ -124,6 +125,9 @@ let runs = 0;
 const runStarted = Date.now();
 /** Each `node --test` run: what it ran and when (s from the start), printed last to show where a run's time went. */
 const timeline: string[] = [];
+/** The machine's CPU use, so the timeline says which groups waited on the CPU and which on timers or I/O. */
+const cpu = new CpuMeter();
+cpu.start();
 
 /** The slowest files of the run (their top-level tests' summed durations), a line each. */
 function slowestFiles(count: number): string[] {
@@ -144,6 +148,8 @@ function runTests(what: string, group: string[], concurrency: number): Promise<n
   if (group.length === 0) return Promise.resolve(0);
   const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
   const from = at();
+  const fromMs = Date.now();
+  cpu.sample();
   const runner = spawn(process.execPath, [
     '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
     `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout',
@@ -151,7 +157,9 @@ function runTests(what: string, group: string[], concurrency: number): Promise<n
     ...group,
   ], { stdio: 'inherit', env });
   return new Promise((resolve) => runner.once('exit', (code, signal) => {
-    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)`);
+    cpu.sample();
+    const load = cpu.summary(fromMs, Date.now());
+    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}`);
     resolve(code ?? (signal ? 1 : 0));
   }));
 }
@@ -238,7 +246,9 @@ try {
 } finally {
   const slowest = slowestFiles(15);
   if (slowest.length) console.log(`# slowest test files:\n${slowest.join('\n')}`);
-  if (timeline.length) console.log(`# where the time went:\n${timeline.join('\n')}`);
+  cpu.stop();
+  const load = cpu.summary(runStarted, Date.now());
+  if (timeline.length) console.log(`# where the time went:\n${timeline.join('\n')}${load ? `\n#   the whole run: ${load} (${cpu.cpus} CPUs; every process on the machine counts)` : ''}`);
   await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });
 }
