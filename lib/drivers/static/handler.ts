@@ -5,16 +5,31 @@
  * host that does not loses one ready record (marked deleting) and the node is not used.
  */
 import type { Logger } from '../../log.js';
+import type { TcpProbeResult } from '../../ssh/tcp-probe.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../../store/models.js';
 import type { RequestHandler } from '../driver.js';
-import type { StaticProvider } from './provider.js';
+import type { StaticHost } from './config.js';
+
+/**
+ * What the handler needs of its provider's hosts (the static provider implements it and
+ * creates the handler): the arrow runs from provider to handler only.
+ */
+export interface StaticHostRegistry {
+  readonly name: string;
+  /** The configured host a node record belongs to. */
+  hostOf(node: Pick<NodeRecord, 'hostname' | 'connectionPort'>): StaticHost | undefined;
+  /** Whether the host answers a TCP connect now. */
+  hostAnswers(host: StaticHost): Promise<TcpProbeResult>;
+  /** Deregisters one ready record of the node's host; the id deregistered, if any. */
+  deregisterOne(node: NodeRecord, reason: string): Promise<string | undefined>;
+}
 
 export class StaticRequestHandler implements RequestHandler {
   readonly canLaunch = false;
   readonly aliveCount = 0;
 
   constructor(
-    private readonly provider: StaticProvider,
+    private readonly provider: StaticHostRegistry,
     readonly pool: string,
     readonly request: NodeRequestRecord,
     private readonly log: Logger,
