@@ -1,7 +1,7 @@
 /**
  * Operator actions: pin a diskimage's launches to one build (`nodepool image-pin`), on one
  * provider or everywhere, and remove the pin (`image-unpin`) (issue 24 §1). While pinned, every
- * launcher boots that build's upload whatever is newer (lib/drivers/boot-upload.ts) and
+ * launcher boots that build's upload whatever is newer (lib/rollout/boot-upload.ts) and
  * retention keeps it; newer builds still build and upload, ready for the unpin. A pin is refused
  * for a build that could not serve: unknown, of another diskimage, revoked, being deleted, or
  * without a ready upload where the pin applies.

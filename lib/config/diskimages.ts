@@ -16,7 +16,7 @@
  */
 import { IMAGE_FORMATS } from '../images/image-file.js';
 import { diskimageName } from './names.js';
-import { rolloutSchema } from './rollout-schema.js';
+import { rolloutSchema } from '../rollout/rollout-schema.js';
 import {
   bool, checked, list, object, oneOf, optional, record, required, scalarString, seconds, string, withoutDefaults,
   type Schema,

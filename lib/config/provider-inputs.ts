@@ -1,13 +1,13 @@
 /**
  * What a running provider reads of the config beyond its own entry, so a reload that changes
  * it restarts the provider as a change to the entry does (compare with configEquals):
- * - the `rollout:` settings of each diskimage it takes (rollout-config.ts);
+ * - the `rollout:` settings of each diskimage it takes (lib/rollout/rollout-config.ts);
  * - the node keys of each top-level diskimage it takes (`username`, `python-path`,
  *   `shell-type`), which go into the record of every node booted from that diskimage.
  * Pure: reads the loaded config only.
  */
 import { imageTarget } from '../drivers/config-registry.js';
-import { providerRollouts, type NodepoolConfig } from './rollout-config.js';
+import { providerRollouts, type NodepoolConfig } from '../rollout/rollout-config.js';
 
 /** A top-level diskimage's keys that a node booted from it records. */
 export interface DiskimageNodeKeys {

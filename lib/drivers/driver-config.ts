@@ -5,7 +5,7 @@
  * driver.ts and lib/drivers/registry.ts.
  */
 import type { Problems, Schema } from '../config/schema-kit.js';
-import type { RolloutSettings } from '../images/rollout.js';
+import type { RolloutSettings } from '../rollout/rollout-policy.js';
 import type { ValidationSpec } from './validate-config.js';
 
 /** What the launcher needs to know about one pool of a provider. */
@@ -50,7 +50,7 @@ export interface ImageTarget {
   readonly postUploadHook: string | null;
   /**
    * The provider diskimage's own `rollout:` (issue 24); null: the top-level diskimage's holds
-   * (lib/config/rollout-config.ts says which one applies).
+   * (lib/rollout/rollout-config.ts says which one applies).
    */
   readonly rollout: RolloutSettings | null;
 }

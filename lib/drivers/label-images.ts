@@ -2,7 +2,7 @@
  * The image questions of a driver whose labels boot images (openstack, qemu), asked one way for
  * both: has every label of a request something to boot here (RequestHandler.imagesAvailable),
  * and is one label ready (Provider.labelReady). What a label boots is the driver's own answer
- * (its `bootImage`, which takes core's choice of upload from boot-upload.ts).
+ * (its `bootImage`, which takes core's choice of upload from lib/rollout/boot-choice.ts).
  */
 import { coerceError } from '../errors.js';
 import type { Logger } from '../log.js';

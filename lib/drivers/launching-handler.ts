@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord, NodeState } from '../store/models.js';
 import type { Store } from '../store/store.js';
 import type { PoolInfo, RequestHandler } from './driver.js';
-import { countLaunch, type CountedUpload } from './upload-rollout.js';
+import { countLaunch, type CountedUpload } from '../rollout/count-launch.js';
 
 /** How long a launch's outcome is tried again while the store does not answer (see recordOutcome). */
 const OUTCOME_RETRY_MS = 10 * 60_000;

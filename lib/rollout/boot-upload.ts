@@ -2,12 +2,16 @@
  * Which upload of a diskimage a provider boots now: the one core policy every image-managing
  * driver asks (openstack and qemu used to pick "the newest" each their own way, and compared
  * ids, which says nothing about age once Nodepool 11's uuid builds are adopted): the newest
- * ready upload the driver can use, unless the rollout state says otherwise (issue 24: a pin, a
- * revocation, a canary's share; lib/images/rollout.ts). Pure; the store reads are the caller's.
+ * ready upload the driver can use, unless a rollout policy says otherwise (issue 24: a pin, a
+ * revocation, a canary's share; policies.ts). Pure; the store reads are boot-choice.ts.
  */
 import { byCreated, UPLOAD_SEQ_RE } from '../images/image-file.js';
-import { launchShare, pinFor, uploadPhase, type RolloutSettings } from '../images/rollout.js';
-import type { PinRecord, RevocationRecord, RolloutState, UploadRecord } from '../store/models.js';
+import type { RolloutState, UploadRecord } from '../store/models.js';
+import { ROLLOUT_POLICIES } from './policies.js';
+import type { RolloutView } from './rollout-policy.js';
+import { uploadPhase } from './upload-phase.js';
+
+export type { RolloutView } from './rollout-policy.js';
 
 /**
  * Uploads oldest first, as retention ranks them: by sequence when every id has one (a sequence
@@ -30,22 +34,12 @@ export interface BootChoice {
   key?: string;
 }
 
-/** What the store and config say about rollout, read once for a choice. */
-export interface RolloutView {
-  pins: readonly PinRecord[];
-  revocations: readonly RevocationRecord[];
-  /** The provider diskimage's `rollout:` settings, if it has any. */
-  settings?: RolloutSettings;
-  now: number;
-}
-
 /**
  * The upload `choice.provider` boots for `choice.diskimage` out of `uploads` (any list the
  * store gave; others are ignored), among the ready ones that have their image in the provider,
- * pass the driver's check and are not revoked: the pinned build's when there is a pin and this
- * provider has it; else the newest, unless it is a canary and the launch's key falls outside its
- * share, when the previous one serves: the newest older upload that is promoted, else (none is)
- * the next older one. Undefined when none can.
+ * pass the driver's check and are not revoked: the first rollout policy's answer (the pinned
+ * build's when there is a pin and this provider has it; a canary's share by the launch's key),
+ * else the newest. Undefined when none can.
  */
 export function bootUpload(uploads: readonly UploadRecord[], choice: BootChoice): UploadRecord | undefined {
   const { rollout } = choice;
@@ -55,11 +49,11 @@ export function bootUpload(uploads: readonly UploadRecord[], choice: BootChoice)
   if (!rollout) return usable[0];
   const phase = (u: UploadRecord): RolloutState => uploadPhase(u, rollout.revocations, rollout.settings, rollout.now).state;
   const newestFirst = usable.filter((u) => phase(u) !== 'revoked');
-  const pin = pinFor(rollout.pins, choice.diskimage, choice.provider);
-  const pinned = pin && newestFirst.find((u) => u.buildId === pin.buildId);
-  if (pinned) return pinned;
-  const [newest, ...older] = newestFirst;
-  if (!newest || older.length === 0 || choice.key === undefined || !rollout.settings || phase(newest) !== 'canary') return newest;
-  if (launchShare(choice.key) < rollout.settings.canary) return newest;
-  return older.find((u) => phase(u) === 'promoted') ?? older[0];
+  if (newestFirst.length === 0) return undefined;
+  const q = { provider: choice.provider, diskimage: choice.diskimage, view: rollout, phase, ...(choice.key !== undefined ? { key: choice.key } : {}) };
+  for (const p of ROLLOUT_POLICIES) {
+    const chosen = p.boot?.(newestFirst, q);
+    if (chosen) return chosen;
+  }
+  return newestFirst[0];
 }

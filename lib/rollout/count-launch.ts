@@ -1,17 +1,18 @@
 /**
- * The rollout's store side for drivers whose labels boot uploads (openstack, qemu; issue 24):
- * what a boot choice reads (pins, revocations, the provider diskimage's `rollout:` settings,
- * the clock) and counting a launch's outcome on the upload it booted, with the promotion or
- * revocation that count decides (lib/images/rollout.ts). The choice itself is boot-upload.ts.
+ * The rollout's store side (issue 24): what a boot choice reads (pins, revocations, the
+ * provider diskimage's `rollout:` settings, the clock) and counting a launch's outcome on the
+ * upload it booted, with the promotion or revocation that count decides (upload-phase.ts).
+ * The choice itself is boot-upload.ts; boot-choice.ts joins the two for drivers.
  */
 import type { Config } from '../config/schema.js';
-import { rolloutSettingsFor } from '../config/rollout-config.js';
 import { coerceError, StateConflictError } from '../errors.js';
-import { decisionAfterLaunch, rolloutSnapshot, type RolloutSettings } from '../images/rollout.js';
 import type { Logger } from '../log.js';
 import type { LaunchResult, UploadRecord } from '../store/models.js';
+import { rolloutSnapshot } from '../store/rollout-snapshot.js';
 import type { Store } from '../store/store.js';
-import type { RolloutView } from './boot-upload.js';
+import { rolloutSettingsFor } from './rollout-config.js';
+import type { RolloutSettings, RolloutView } from './rollout-policy.js';
+import { decisionAfterLaunch } from './upload-phase.js';
 
 /** What a provider reads the rollout from. */
 export interface RolloutSource {

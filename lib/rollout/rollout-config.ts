@@ -1,12 +1,12 @@
 /**
  * Which `rollout:` settings hold for a provider's diskimage (issue 24 §3): the provider
  * diskimage's own, else the top-level diskimage's (itself inherited through `parent`, see
- * diskimages.ts), else none (a new upload serves every launch at once). Pure: reads the loaded
+ * lib/config/diskimages.ts), else none (a new upload serves every launch at once). Pure: reads the loaded
  * config only. The keys' schema is rollout-schema.ts.
  */
 import { imageTarget } from '../drivers/config-registry.js';
-import type { RolloutSettings } from '../images/rollout.js';
-import type { Config } from './schema.js';
+import type { Config } from '../config/schema.js';
+import type { RolloutSettings } from './rollout-policy.js';
 
 /** The loaded config, as the rollout's readers name it. */
 export type NodepoolConfig = Config;

@@ -1,60 +1,42 @@
 /**
- * Image rollout decisions (issue 24), pure: where an upload stands (canary, promoted, revoked)
- * from its record, the store's revocations and the provider diskimage's `rollout:` settings;
- * which share of launches a canary takes; and what a launch's outcome decides (promote after N
- * successful launches and an age, revoke after K failures). The boot choice itself is
- * lib/drivers/boot-upload.ts; every launcher on every host decides the same from the same store.
+ * Where an upload stands in its rollout (issue 24), pure: canary, promoted or revoked, from its
+ * record, the store's revocations and the provider diskimage's `rollout:` settings, combining
+ * the rollout policies (policies.ts); and what a launch's outcome decides. The boot choice is
+ * boot-upload.ts; every launcher on every host decides the same from the same store.
  */
-import { createHash } from 'node:crypto';
-import type { PinRecord, RevocationRecord, RolloutState, UploadRecord, UploadRollout } from '../store/models.js';
+import type { RevocationRecord, UploadRecord, UploadRollout } from '../store/models.js';
+import { ROLLOUT_POLICIES } from './policies.js';
+import type { RolloutSettings, UploadPhase } from './rollout-policy.js';
 
-/** A provider diskimage's (or diskimage's) `rollout:` settings, as parsed. */
-export interface RolloutSettings {
-  /** Percent (0–100) of launches the new upload serves while it is a canary. */
-  canary: number;
-  /** Promoted once it had this many successful launches and is at least this old (ms). */
-  promoteAfter: { launches: number; ageMs: number };
-  /** Revoked automatically after this many failed launches (0: never). */
-  abortOn: { launchFailures: number };
-}
-
-/** An upload's rollout state as every launcher reads it now. */
-export interface UploadPhase {
-  state: RolloutState;
-  /** Since when (epoch ms): the decision's time, or the upload's readiness for a derived canary. */
-  since: number;
-  reason: string | null;
-  /** True when no decision is written for it yet and the phase follows from counts and age. */
-  derived: boolean;
-}
-
-/** Why an upload whose canary failed too often is revoked. */
-export function abortReason(failures: number): string {
-  return `canary aborted: ${failures} launch failure${failures === 1 ? '' : 's'}`;
-}
+export type { RolloutSettings, UploadPhase } from './rollout-policy.js';
 
 /**
- * Where `upload` stands at `now`. A revoked build revokes every upload of it; a written decision
- * stands; without settings an upload is promoted as soon as it is ready (no rollout); otherwise
- * it is a canary until its launches and age promote it or its failures abort it.
+ * Where `upload` stands at `now`. A phase a policy fixes (a revoked build revokes every upload
+ * of it) holds first; then a written decision stands; without settings an upload is promoted
+ * as soon as it is ready (no rollout); otherwise it is a canary until a policy aborts it or
+ * every policy that judges promotion lets it be promoted.
  */
 export function uploadPhase(upload: UploadRecord, revocations: readonly RevocationRecord[],
   settings: RolloutSettings | undefined, now: number): UploadPhase {
-  const revoked = revocations.find((r) => r.buildId === upload.buildId && r.diskimage === upload.diskimage);
-  if (revoked) return { state: 'revoked', since: revoked.since, reason: revoked.reason, derived: false };
+  const policies = ROLLOUT_POLICIES;
+  for (const p of policies) {
+    const fixed = p.fixedPhase?.(upload, revocations);
+    if (fixed) return fixed;
+  }
   const written = upload.rollout;
   if (written && written.state !== 'canary') return { state: written.state, since: written.time, reason: written.reason, derived: false };
   if (!settings) return { state: 'promoted', since: upload.stateTime, reason: null, derived: true };
-  const since = written?.time ?? upload.stateTime;
-  const failures = upload.launchFailures ?? 0;
-  if (settings.abortOn.launchFailures > 0 && failures >= settings.abortOn.launchFailures) {
-    return { state: 'revoked', since: now, reason: abortReason(failures), derived: true };
+  const q = { upload, settings, since: written?.time ?? upload.stateTime, now };
+  for (const p of policies) {
+    const reason = p.abort?.(q);
+    if (reason !== undefined) return { state: 'revoked', since: now, reason, derived: true };
   }
-  const { launches, ageMs } = settings.promoteAfter;
-  if ((upload.launches ?? 0) >= launches && now - since >= ageMs) {
-    return { state: 'promoted', since: now, reason: `after ${upload.launches ?? 0} launches`, derived: true };
+  const votes = policies.flatMap((p) => (p.promotes ? [p.promotes(q)] : []));
+  if (votes.length > 0 && votes.every((v) => v !== false)) {
+    const words = votes.filter((v): v is string => typeof v === 'string');
+    return { state: 'promoted', since: now, reason: words.length > 0 ? words.join('; ') : null, derived: true };
   }
-  return { state: 'canary', since, reason: written?.reason ?? null, derived: !written };
+  return { state: 'canary', since: q.since, reason: written?.reason ?? null, derived: !written };
 }
 
 /**
@@ -66,41 +48,6 @@ export function decisionAfterLaunch(upload: UploadRecord, revocations: readonly 
   const phase = uploadPhase(upload, revocations, settings, now);
   if (!phase.derived || phase.state === 'canary' || !settings) return undefined;
   return { state: phase.state, time: now, reason: phase.reason };
-}
-
-/**
- * What a rollout decision is taken from (issue 31 §6): an upload's counts and its written
- * decision. A decision is written only while the record still holds the snapshot it was taken
- * from (UploadStore.updateUpload `expectRollout`), so a decision from a stale count loses.
- */
-export type RolloutSnapshot = Pick<UploadRecord, 'launches' | 'launchFailures' | 'rollout'>;
-
-/** The snapshot of `upload` a decision on it is taken from. */
-export function rolloutSnapshot(upload: RolloutSnapshot): RolloutSnapshot {
-  return { launches: upload.launches ?? 0, launchFailures: upload.launchFailures ?? 0, rollout: upload.rollout ?? null };
-}
-
-/** Whether `upload` still holds `snapshot` (absent counts read as 0, an absent decision as none). */
-export function holdsRolloutSnapshot(upload: RolloutSnapshot, snapshot: RolloutSnapshot): boolean {
-  const a = rolloutSnapshot(upload);
-  const b = rolloutSnapshot(snapshot);
-  return a.launches === b.launches && a.launchFailures === b.launchFailures && a.rollout?.state === b.rollout?.state
-    && a.rollout?.time === b.rollout?.time && a.rollout?.reason === b.rollout?.reason;
-}
-
-/**
- * Where in [0, 100) the launch named `key` (a node id) falls: the same on every launcher, spread
- * evenly over keys, so "key's share < canary percent" gives the canary its share of launches.
- */
-export function launchShare(key: string): number {
-  const h = createHash('sha256').update(key).digest();
-  return (h.readUInt32BE(0) / 0x1_0000_0000) * 100;
-}
-
-/** The pin that holds for `diskimage` on `provider`: the provider's own, else the diskimage-wide one. */
-export function pinFor(pins: readonly PinRecord[], diskimage: string, provider: string): PinRecord | undefined {
-  return pins.find((p) => p.diskimage === diskimage && p.provider === provider)
-    ?? pins.find((p) => p.diskimage === diskimage && p.provider === null);
 }
 
 /** Human words for a phase, as the CLI and web show it (`canary 10% 7/20 launches`, `promoted`, `revoked: why`). */

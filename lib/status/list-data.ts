@@ -8,7 +8,7 @@ import type { Config } from '../config/schema.js';
 import { providerPools } from '../drivers/config-registry.js';
 import type { CorruptRecord } from '../store/corrupt.js';
 import { NODE_LOCK_PREFIX } from '../store/lock-names.js';
-import { rolloutSettingsFor } from '../config/rollout-config.js';
+import { rolloutSettingsFor } from '../rollout/rollout-config.js';
 import type {
   BuildRecord, BuildRequest, NodeRecord, NodeRequestRecord, PauseRecord, PinRecord, RevocationRecord, UploadRecord,
 } from '../store/models.js';

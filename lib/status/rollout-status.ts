@@ -2,15 +2,16 @@
  * Presenters for image rollout (issue 24) in the status lists: where a build is pinned and
  * whether it is revoked (`dib-image-list`), where each upload stands in its rollout with its
  * launch counts (`image-list`), and the pins and revocations of each diskimage (`image-status`).
- * The decisions themselves are lib/images/rollout.ts; these only say them. Pure.
+ * The decisions themselves are lib/rollout/; these only say them. Pure.
  */
-import { phaseWords, pinFor, uploadPhase, type RolloutSettings } from '../images/rollout.js';
+import { pinFor } from '../rollout/pin-policy.js';
+import { phaseWords, uploadPhase, type RolloutSettings } from '../rollout/upload-phase.js';
 import type { PinRecord, RevocationRecord, RolloutState, UploadRecord } from '../store/models.js';
 
 /** A pin's provider as shown: its provider's name, or `all` for a diskimage-wide pin. */
 export const ALL_PROVIDERS = 'all';
 
-/** The `rollout:` settings of a provider diskimage (lib/config/rollout-config.ts), if any. */
+/** The `rollout:` settings of a provider diskimage (lib/rollout/rollout-config.ts), if any. */
 export type SettingsFor = (provider: string, diskimage: string) => RolloutSettings | undefined;
 
 /** The store's rollout records, read once for a list. */

@@ -135,7 +135,7 @@ export interface UploadRecord {
   launchFailures?: number;
   /**
    * The rollout decision written for this upload, or absent/null while none was (then
-   * lib/images/rollout.ts derives it from the config: canary or promoted). ZooKeeper:
+   * lib/rollout/upload-phase.ts derives it from the config: canary or promoted). ZooKeeper:
    * `rollout_state`, `rollout_time` (seconds), `rollout_reason`.
    */
   rollout?: UploadRollout | null;

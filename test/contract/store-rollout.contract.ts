@@ -6,9 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { countLaunch } from '../../lib/drivers/upload-rollout.js';
+import { countLaunch } from '../../lib/rollout/count-launch.js';
 import { StateConflictError } from '../../lib/errors.js';
-import { abortReason, rolloutSnapshot } from '../../lib/images/rollout.js';
+import { abortReason } from '../../lib/rollout/canary-policy.js';
+import { rolloutSnapshot } from '../../lib/store/rollout-snapshot.js';
 import { silentLogger } from '../../lib/log.js';
 import type { UploadRecord } from '../../lib/store/models.js';
 import type { Spoil } from './spoil.js';

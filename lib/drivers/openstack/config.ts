@@ -7,7 +7,7 @@
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { IMAGE_FORMATS } from '../../images/image-file.js';
 import { diskimageName } from '../../config/names.js';
-import { providerDiskimageRollout } from '../../config/rollout-schema.js';
+import { providerDiskimageRollout } from '../../rollout/rollout-schema.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';

@@ -10,7 +10,7 @@
  *   only source), else Nodepool's default `zuul`. Connection type and port are the provider
  *   diskimage's, as in Nodepool.
  */
-import type { CountedUpload } from '../upload-rollout.js';
+import type { CountedUpload } from '../../rollout/count-launch.js';
 import type { OpenStackCloudImageConfig, OpenStackDiskimageConfig } from './config.js';
 
 /** The node fields an image brings. */

@@ -12,10 +12,9 @@ import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
 import type { ImageService } from '../image-service.js';
-import { bootUpload } from '../boot-upload.js';
-import { rolloutView } from '../upload-rollout.js';
+import { chooseBootUpload } from '../../rollout/boot-choice.js';
 import { labelReady } from '../label-images.js';
-import { pinnedUploadProblem } from '../pinned-upload.js';
+import { pinnedUploadProblem } from '../../rollout/pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
 import { poolInfo } from './config.js';
 import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
@@ -170,7 +169,7 @@ export class OpenStackProvider implements Provider {
   }
 
   /**
-   * What a label boots: core's choice of an upload of its diskimage (boot-upload.ts: pins,
+   * What a label boots: core's choice of an upload of its diskimage (lib/rollout/boot-choice.ts: pins,
    * revocations, a canary's share of launches by `key`, the launch's node id; without a key, as
    * availability checks ask, the newest that may serve), or its cloud image; undefined when none.
    */
@@ -178,13 +177,10 @@ export class OpenStackProvider implements Provider {
     if (label.diskimage !== undefined) {
       const d = this.config.diskimages.find((x) => x.name === label.diskimage);
       if (!d) return undefined;
-      const [uploads, rollout] = await Promise.all([
-        this.ctx.store.listUploads({ provider: this.name, diskimage: d.name, states: ['ready'] }), rolloutView(this.ctx, this.name, d.name),
-      ]);
-      const u = bootUpload(uploads, { provider: this.name, diskimage: d.name, rollout, ...(key !== undefined ? { key } : {}) });
-      if (!u?.externalId) return undefined;
+      const chosen = await chooseBootUpload(this.ctx, { provider: this.name, diskimage: d.name, ...(key !== undefined ? { key } : {}) });
+      if (!chosen) return undefined;
       return {
-        imageId: u.externalId, ref: u.id, name: d.name, configDrive: d.configDrive, countOn: { uploadId: u.id, settings: rollout.settings },
+        imageId: chosen.externalId, ref: chosen.upload.id, name: d.name, configDrive: d.configDrive, countOn: chosen.countOn,
         ...diskimageNodeFields(d, this.topDiskimage(d.name)),
       };
     }

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { diskimageName } from '../../config/names.js';
-import { providerDiskimageRollout } from '../../config/rollout-schema.js';
+import { providerDiskimageRollout } from '../../rollout/rollout-schema.js';
 import { absolutePath, bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields } from '../common-config.js';
 import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';

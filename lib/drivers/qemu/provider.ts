@@ -18,10 +18,10 @@ import { QemuHandler } from './handler.js';
 import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../common-config.js';
-import { bootUpload } from '../boot-upload.js';
-import { rolloutView, type CountedUpload } from '../upload-rollout.js';
+import { chooseBootUpload } from '../../rollout/boot-choice.js';
+import type { CountedUpload } from '../../rollout/count-launch.js';
 import { labelReady } from '../label-images.js';
-import { pinnedUploadProblem } from '../pinned-upload.js';
+import { pinnedUploadProblem } from '../../rollout/pinned-upload.js';
 import { KeptUnlessFailed } from '../../lifecycle.js';
 
 /** The upload a label boots. */
@@ -91,20 +91,17 @@ export class QemuProvider implements Provider {
   }
 
   /**
-   * Core's choice of an upload of the label's diskimage whose file is in image-dir (boot-upload.ts:
+   * Core's choice of an upload of the label's diskimage whose file is in image-dir (lib/rollout/boot-choice.ts:
    * pins, revocations, a canary's share of launches by `key`, the launch's node id; without a key,
    * as availability checks ask, the newest that may serve); undefined when none.
    */
   async bootImage(label: QemuLabelConfig, key?: string): Promise<BootImage | undefined> {
-    const [uploads, rollout] = await Promise.all([
-      this.ctx.store.listUploads({ provider: this.name, diskimage: label.diskimage, states: ['ready'] }), rolloutView(this.ctx, this.name, label.diskimage),
-    ]);
-    const u = bootUpload(uploads, {
-      provider: this.name, diskimage: label.diskimage, rollout, ...(key !== undefined ? { key } : {}),
+    const chosen = await chooseBootUpload(this.ctx, {
+      provider: this.name, diskimage: label.diskimage, ...(key !== undefined ? { key } : {}),
       usable: (x) => x.externalId !== null && validImageId(x.externalId) && existsSync(this.images.imagePath(x.externalId)),
     });
-    if (!u?.externalId) return undefined;
-    return { uploadId: u.id, externalId: u.externalId, path: this.images.imagePath(u.externalId), countOn: { uploadId: u.id, settings: rollout.settings } };
+    if (!chosen) return undefined;
+    return { uploadId: chosen.upload.id, externalId: chosen.externalId, path: this.images.imagePath(chosen.externalId), countOn: chosen.countOn };
   }
 
   /**

@@ -8,7 +8,7 @@ import { StateConflictError, StoreError } from '../../errors.js';
 import { CorruptLog, type CorruptRecord } from '../corrupt.js';
 import type { LaunchResult, NewUpload, UploadPatch, UploadRecord, UploadState } from '../models.js';
 import type { ExpectRollout, ExpectState, UploadFilter } from '../store.js';
-import { holdsRolloutSnapshot } from '../../images/rollout.js';
+import { holdsRolloutSnapshot } from '../rollout-snapshot.js';
 import { checkedRows, corruptRows, placeholders, toJsonOrNull } from './columns.js';
 import { checkRolloutPatch, checkUploadState } from '../checks.js';
 import { buildFromRow, imageFieldsValue, uploadFromRow, type BuildRow, type UploadRow } from './image-rows.js';

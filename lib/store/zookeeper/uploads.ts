@@ -10,7 +10,7 @@ import type { CorruptRecord } from '../corrupt.js';
 import { NODEPOOL_UPLOAD_STATE, type LaunchResult, type NewUpload, type UploadPatch, type UploadRecord, type UploadState } from '../models.js';
 import { checkRolloutPatch, checkUploadState } from '../checks.js';
 import type { ExpectRollout, ExpectState, UploadFilter } from '../store.js';
-import { holdsRolloutSnapshot } from '../../images/rollout.js';
+import { holdsRolloutSnapshot } from '../rollout-snapshot.js';
 import { maxSeq, mergeJson, splitBuildId, type ZkBuilds } from './builds.js';
 import { corruptEntry, memoized } from './checked.js';
 import { ensure, updateJson, type ZkContext } from './context.js';

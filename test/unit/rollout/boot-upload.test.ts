@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { bootUpload, uploadsByAge, type BootChoice, type RolloutView } from '../../../lib/drivers/boot-upload.js';
-import { launchShare, type RolloutSettings } from '../../../lib/images/rollout.js';
+import { bootUpload, uploadsByAge, type BootChoice, type RolloutView } from '../../../lib/rollout/boot-upload.js';
+import { launchShare } from '../../../lib/rollout/canary-policy.js';
+import type { RolloutSettings } from '../../../lib/rollout/rollout-policy.js';
 import type { PinRecord, RevocationRecord, UploadRecord } from '../../../lib/store/models.js';
 
 const upload = (id: string, over: Partial<UploadRecord> = {}): UploadRecord => ({

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { pinnedUploadProblem } from '../../../lib/drivers/pinned-upload.js';
+import { pinnedUploadProblem } from '../../../lib/rollout/pinned-upload.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
 
 const upload = (over: Partial<UploadRecord> = {}): UploadRecord => ({

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../../lib/config/load.js';
-import { providerRollouts, rolloutSettingsFor } from '../../../lib/config/rollout-config.js';
-import { configEquals } from '../../../lib/drivers/common-config.js';
-import { decisionAfterLaunch, uploadPhase } from '../../../lib/images/rollout.js';
+import { providerRollouts, rolloutSettingsFor } from '../../../lib/rollout/rollout-config.js';
+import { configEquals } from '../../../lib/config/config-equals.js';
+import { decisionAfterLaunch, uploadPhase } from '../../../lib/rollout/upload-phase.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
 import { problemsOf } from '../../support/config-problems.js';
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RolloutSettings } from '../../../lib/images/rollout.js';
+import type { RolloutSettings } from '../../../lib/rollout/rollout-policy.js';
 import { BUILD_COLUMNS, buildTable } from '../../../lib/status/builds.js';
 import { IMAGE_STATUS_COLUMNS, imageStatusAttention, imageStatuses, imageStatusTable } from '../../../lib/status/image-status.js';
 import { nodepoolText } from '../../../lib/status/nodepool-format.js';
