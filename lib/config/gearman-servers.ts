@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import type { GearmanServerAddress } from '../gearman/types.js';
-import { configEquals } from '../drivers/common-config.js';
+import { configEquals } from './config-equals.js';
 import { deepFreeze } from './schema-kit.js';
 import type { Config } from './schema.js';
 

@@ -4,7 +4,7 @@
  * choose the ensemble and the session; `state-dir` chooses the SQLite file while no ZooKeeper
  * server is configured. Pure.
  */
-import { configEquals } from '../drivers/common-config.js';
+import { configEquals } from './config-equals.js';
 import type { Config } from './schema.js';
 
 /** The parts of the config that decide where the state lives. */

@@ -45,19 +45,6 @@ export function poolPriority(
   return provider.pools?.find((p) => p.name === pool)?.priority ?? provider.priority ?? DEFAULT_PRIORITY;
 }
 
-/** Canonical JSON (sorted keys), so equal configs give equal strings. */
-export function fingerprint(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  });
-}
-
-/** Value equality of two configs: a provider restarts on reload only when this is false. */
-export function configEquals(a: unknown, b: unknown): boolean {
-  return fingerprint(a) === fingerprint(b);
-}
-
 /** A provider's pool by name. Thrown: Error for an unknown pool (a launcher bug). */
 export function poolNamed<P extends { name: string }>(provider: { name: string; pools: readonly P[] }, name: string): P {
   const pool = provider.pools.find((p) => p.name === name);

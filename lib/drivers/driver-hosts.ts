@@ -9,7 +9,7 @@
  */
 import { coerceError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { fingerprint } from './common-config.js';
+import { fingerprint } from '../config/config-equals.js';
 import type { ProviderConfig } from './config-registry.js';
 import type { Driver } from './driver.js';
 import type { HostAccess } from './host-access.js';

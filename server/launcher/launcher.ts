@@ -8,7 +8,8 @@
  */
 import { providerInputs, type ProviderInputs } from '../../lib/config/provider-inputs.js';
 import type { Config } from '../../lib/config/schema.js';
-import { configEquals, poolPriority } from '../../lib/drivers/common-config.js';
+import { configEquals } from '../../lib/config/config-equals.js';
+import { poolPriority } from '../../lib/drivers/common-config.js';
 import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
 import type { DriverHosts } from '../../lib/drivers/driver-hosts.js';
 import { imageTargets, providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';

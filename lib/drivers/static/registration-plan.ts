@@ -11,7 +11,7 @@
 import net from 'node:net';
 import type { NewNode, NodePatch, NodeRecord } from '../../store/models.js';
 import { hostKeyMismatch } from '../../ssh/host-keys.js';
-import { fingerprint } from '../common-config.js';
+import { fingerprint } from '../../config/config-equals.js';
 import { hostId, type StaticHost } from './config.js';
 
 /** What scanning a host gave: its SSH host keys (none for winrm), or why it failed. */

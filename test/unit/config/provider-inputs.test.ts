@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../../lib/config/load.js';
 import { providerInputs } from '../../../lib/config/provider-inputs.js';
-import { configEquals } from '../../../lib/drivers/common-config.js';
+import { configEquals } from '../../../lib/config/config-equals.js';
 
 /** Diskimages `deb` (with `debKeys`) and `other`; provider `os` takes deb, `os2` takes other, `hosts` (static) none. */
 function config(debKeys = ''): ReturnType<typeof parseConfig> {

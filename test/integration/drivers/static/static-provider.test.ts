@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { configEquals } from '../../../../lib/drivers/common-config.js';
+import { configEquals } from '../../../../lib/config/config-equals.js';
 import type { StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import { StaticProvider } from '../../../../lib/drivers/static/provider.js';
