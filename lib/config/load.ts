@@ -8,10 +8,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { ConfigError, type ConfigProblem } from '../errors.js';
-import { driverConfigOf, imageTargets, providerPools } from '../drivers/config-registry.js';
+import { DRIVER_SETTING_PATHS, driverConfigOf, imageTargets, providerPools } from '../drivers/config-registry.js';
 import { isSecretKey, processSecrets, SecretRegistry } from '../redact.js';
 import { substituteEnv, unsetPlaceholders, type ConfigEnv } from './env-substitution.js';
-import { deepFreeze, Problems } from './schema-kit.js';
+import { camel, deepFreeze, Problems } from './schema-kit.js';
 import { nodepoolSchema, type Config, type ConfigWarning } from './schema.js';
 import { checkSecureDiskimages, secureParts } from './secure.js';
 
@@ -147,11 +147,19 @@ function parseWith(text: string, file: string, opts: { env?: ConfigEnv; secure?:
     buildLogDir: abs(parsed.buildLogDir),
     elementsDir: parsed.elementsDir === undefined ? undefined : abs(parsed.elementsDir),
     buildTmpDir: parsed.buildTmpDir === undefined ? path.join(imagesDir, '.tmp') : abs(parsed.buildTmpDir),
-    cloudsFile: parsed.cloudsFile === undefined ? undefined : abs(parsed.cloudsFile),
+    ...driverPaths(parsed, abs),
     warnings,
   });
   SECRETS.set(config, [...secrets]);
   return config;
+}
+
+/** The driver-declared keys that name files (`clouds-file`), resolved like every other path in the file. */
+function driverPaths(parsed: Parsed, abs: (p: string) => string): Record<string, string | undefined> {
+  return Object.fromEntries(DRIVER_SETTING_PATHS.map(camel).map((key) => {
+    const value = (parsed as Readonly<Record<string, unknown>>)[key];
+    return [key, typeof value === 'string' ? abs(value) : undefined];
+  }));
 }
 
 function readText(file: string): string {

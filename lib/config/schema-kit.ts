@@ -289,7 +289,8 @@ export function optional<T>(schema: Schema<T>, defaultValue?: T | (() => T)): Fi
   return { schema, required: false, default: def };
 }
 
-type Fields = Record<string, Field<unknown>>;
+/** The fields of an {@link object} schema, by YAML key. */
+export type Fields = Record<string, Field<unknown>>;
 /** `max-servers` → `maxServers`, at the type level. */
 export type Camel<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 type Parsed<F extends Fields> = { [K in keyof F as Camel<K & string>]: F[K] extends Field<infer T> ? T : never };

@@ -1,8 +1,10 @@
 /**
  * The nodepool.yaml schema: one file for the server, the builders and the CLI. Key names
  * follow Nodepool's own; defaults live here only. Providers are checked against their
- * driver's schema (lib/drivers/config-registry.ts: config parts only, no runtime code).
+ * driver's schema, and the top-level keys a driver adds (`clouds-file`) come from its
+ * declaration (lib/drivers/config-registry.ts: config parts only, no runtime code).
  */
+import { driverSettingFields } from '../drivers/config-registry.js';
 import { diskimageList } from './diskimages.js';
 import { minReadySchedule } from './min-ready-schedule.js';
 import { providerList } from './providers.js';
@@ -123,8 +125,8 @@ const launcher = object({
   'session-ttl': optional(seconds({ min: 1, fractions: true }), 30),
 });
 
-/** Schema of a whole nodepool.yaml. */
-export const nodepoolSchema = mapped(object({
+/** The keys of nodepool.yaml that core code reads. */
+const coreFields = {
   'gearman-servers': optional(list(gearmanServer), []),
   'zookeeper-servers': optional(zookeeperServers, []),
   'zookeeper-tls': optional(zookeeperTls),
@@ -137,7 +139,6 @@ export const nodepoolSchema = mapped(object({
   'elements-dir': optional(string()),
   /** Parent of each build's private TMPDIR (default: `<images-dir>/.tmp`). */
   'build-tmp-dir': optional(string()),
-  'clouds-file': optional(string()),
   labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
   /** Abstract entries are parents only and left out; see lib/config/diskimages.ts for inheritance. */
   diskimages: optional(diskimageList(), []),
@@ -151,7 +152,13 @@ export const nodepoolSchema = mapped(object({
   launcher: optional(launcher, () => defaultsOf(launcher)),
   /** The web status, its write API's authenticators and TLS (lib/config/webapp-schema.ts). */
   webapp: optional(webappSchema, () => defaultsOf(webappSchema)),
-}), (c) => ({
+};
+
+const redeclared = Object.keys(driverSettingFields).filter((k) => k in coreFields);
+if (redeclared.length > 0) throw new Error(`drivers redeclare top-level keys: ${redeclared.join(', ')}`);
+
+/** Schema of a whole nodepool.yaml: the core keys and those the drivers add. */
+export const nodepoolSchema = mapped(object({ ...coreFields, ...driverSettingFields }), (c) => ({
   ...c,
   zookeeperServers: c.zookeeperServers.map((s) => ({ ...s, port: s.port ?? zookeeperPortDefault(c.zookeeperTls !== undefined) })),
 }));

@@ -1,8 +1,8 @@
 /**
- * The explicit registry of drivers' config parts: driver name → DriverConfig. This is what
- * lib/config sees; it loads no runtime code (lib/drivers/registry.ts joins each part with its
- * providers). No directory scanning, no magic names; an unknown driver is a config problem
- * naming the provider (lib/config/schema.ts).
+ * The explicit registry of drivers' config parts: driver name → DriverConfig, and the
+ * top-level keys drivers add. This is what lib/config sees; it loads no runtime code
+ * (lib/drivers/registry.ts joins each part with its providers). No directory scanning, no
+ * magic names; an unknown driver is a config problem naming the provider (lib/config/schema.ts).
  */
 import type { DriverConfig, ImageTarget, PoolInfo } from './driver-config.js';
 import { openstackConfig, type OpenStackProviderConfig } from './openstack/config.js';
@@ -13,7 +13,7 @@ import { staticConfig, type StaticProviderConfig } from './static/config.js';
 export type ProviderConfig = OpenStackProviderConfig | StaticProviderConfig | QemuProviderConfig;
 
 export const driverConfigs: {
-  readonly openstack: DriverConfig<OpenStackProviderConfig>;
+  readonly openstack: typeof openstackConfig;
   readonly static: DriverConfig<StaticProviderConfig>;
   readonly qemu: DriverConfig<QemuProviderConfig>;
 } = {
@@ -23,6 +23,15 @@ export const driverConfigs: {
 };
 
 export const DRIVER_NAMES = Object.keys(driverConfigs) as ReadonlyArray<ProviderConfig['driver']>;
+
+/**
+ * The top-level keys drivers add to nodepool.yaml (each driver's `settings`), spread into the
+ * top-level schema by lib/config/schema.ts. A driver that declares some adds its spread here.
+ */
+export const driverSettingFields = { ...driverConfigs.openstack.settings.fields };
+
+/** The keys of {@link driverSettingFields} that name files (resolved against the config file's directory). */
+export const DRIVER_SETTING_PATHS: readonly string[] = DRIVER_NAMES.flatMap((d) => driverConfigs[d].settings?.pathKeys ?? []);
 
 /** The driver of a provider without `driver:` (Nodepool's default). */
 export const DEFAULT_DRIVER: ProviderConfig['driver'] = 'openstack';

@@ -4,7 +4,7 @@
  * pulls in a cloud client or ssh. The runtime half (providers, image services) is in
  * driver.ts and lib/drivers/registry.ts.
  */
-import type { Problems, Schema } from '../config/schema-kit.js';
+import type { Fields, Problems, Schema } from '../config/schema-kit.js';
 import type { RolloutSettings } from '../rollout/rollout-policy.js';
 import type { ValidationSpec } from './validate-config.js';
 
@@ -55,10 +55,23 @@ export interface ImageTarget {
   readonly rollout: RolloutSettings | null;
 }
 
+/**
+ * Top-level keys a driver adds to nodepool.yaml (the openstack driver's `clouds-file`). The
+ * config registry gathers them into the top-level schema (lib/config/schema.ts), so the
+ * loaded Config carries them, camelCased, as it does core keys.
+ */
+export interface DriverSettings<F extends Fields = Fields> {
+  readonly fields: F;
+  /** Of those keys, the ones naming files: resolved against the config file's directory at load, like core paths. */
+  readonly pathKeys: ReadonlyArray<keyof F & string>;
+}
+
 /** A driver's config part: schema, pools, cross-checks and, for image-managing drivers, image targets. */
 export interface DriverConfig<C extends ProviderConfigBase = ProviderConfigBase> {
   readonly name: string;
   readonly providerSchema: Schema<C>;
+  /** The top-level keys the driver adds, if any. */
+  readonly settings?: DriverSettings;
   /** The provider's pools as the launcher sees them. */
   pools(config: C): PoolInfo[];
   /**

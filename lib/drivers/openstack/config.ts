@@ -2,7 +2,8 @@
  * The `openstack` driver's provider config: schema (defaults live here only), the compiled
  * readonly type, the pools the launcher sees, and the cross-checks against the rest of the
  * file. Compiling resolves what depends on other keys: a pool's `host-key-checking` falls
- * back to the provider's, and `connection-port` to 5986 for winrm, else 22.
+ * back to the provider's, and `connection-port` to 5986 for winrm, else 22. Also the
+ * top-level key the driver adds (`clouds-file`).
  */
 import type { Problems, Schema } from '../../config/schema-kit.js';
 import { IMAGE_FORMATS } from '../../images/image-file.js';
@@ -11,7 +12,7 @@ import { providerDiskimageRollout } from '../../rollout/rollout-schema.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
 import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
 import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
-import type { DriverConfig, HostSecretSource, ImageTarget, PoolInfo } from '../driver-config.js';
+import type { DriverConfig, DriverSettings, HostSecretSource, ImageTarget, PoolInfo } from '../driver-config.js';
 import { cloudsYamlSecrets, standardSearchPaths } from './clouds-yaml.js';
 
 /** Placeholders `hostname-format` may use. */
@@ -230,7 +231,15 @@ export function openstackImageTargets(c: OpenStackProviderConfig): ImageTarget[]
   }));
 }
 
-/** The openstack driver's config part (runtime-free; lib/drivers/openstack/index.ts adds providers). */
+/**
+ * The top-level keys the openstack driver adds: `clouds-file`, the clouds.yaml its providers
+ * authenticate with (unset: the standard locations; lib/drivers/openstack/access.ts).
+ */
+export const openstackSettings = {
+  fields: { 'clouds-file': optional(string()) },
+  pathKeys: ['clouds-file'],
+} satisfies DriverSettings;
+
 /** The secrets of the clouds.yaml this host's providers authenticate with: the config's `clouds-file`, else the standard locations. */
 function cloudsFileSecrets(host: HostSecretSource): readonly string[] {
   const file = host.settings.cloudsFile;
@@ -239,9 +248,11 @@ function cloudsFileSecrets(host: HostSecretSource): readonly string[] {
   return cloudsYamlSecrets({ searchPaths: standardSearchPaths({ env: host.env, homeDir: host.homeDir, cwd: host.cwd }) });
 }
 
-export const openstackConfig: DriverConfig<OpenStackProviderConfig> = {
+/** The openstack driver's config part (runtime-free; lib/drivers/openstack/index.ts adds providers). */
+export const openstackConfig: DriverConfig<OpenStackProviderConfig> & { readonly settings: typeof openstackSettings } = {
   name: 'openstack',
   providerSchema: openstackProviderSchema,
+  settings: openstackSettings,
   pools: openstackPools,
   checkReferences: checkOpenStackReferences,
   imageTargets: openstackImageTargets,
