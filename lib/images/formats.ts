@@ -4,20 +4,12 @@
  * vhd is never asked of DIB (it needs vhd-util, which Debian lacks): it is made by
  * `qemu-img convert -O vpc` at upload time.
  */
-import type { Config, DiskimageConfig } from '../config/schema.js';
-import { imageTarget } from '../drivers/config-registry.js';
+import type { DiskimageConfig } from '../config/schema.js';
 
-/** DIB's `-t` list for a diskimage, in a stable order. */
-export function buildFormats(config: Pick<Config, 'providers'>, diskimage: DiskimageConfig): string[] {
-  const provided: string[] = [];
-  for (const p of config.providers) {
-    const target = imageTarget(p, diskimage.name);
-    if (target) provided.push(target.format);
-  }
-  return formatsFor(diskimage, provided);
-}
-
-/** {@link buildFormats} given the formats of the providers that take the diskimage. */
+/**
+ * DIB's `-t` list for a diskimage, in a stable order, given the formats of the providers that
+ * take it (lib/config/build-formats.ts gathers them from the config).
+ */
 export function formatsFor(diskimage: DiskimageConfig, providerFormats: Iterable<string>): string[] {
   const wanted = new Set<string>(diskimage.formats ?? providerFormats);
   if (wanted.has('vhd')) {

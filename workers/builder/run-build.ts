@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Config } from '../../lib/config/schema.js';
 import { AbortedError, BuilderError, BuildTimeoutError, UnknownImageError } from '../../lib/errors.js';
 import type { WorkerJob } from '../../lib/gearman/worker.js';
-import { buildFormats } from '../../lib/images/formats.js';
+import { buildFormats } from '../../lib/config/build-formats.js';
 import { imagePaths } from '../../lib/images/image-file.js';
 import type { Logger } from '../../lib/log.js';
 import { BuildLog } from './build-log.js';

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { classifyEntry, formatImageId, parseImageId, UPLOAD_ID_RE, uploadIdOf } from '../../../lib/images/image-file.js';
-import { buildFormats, conversionSource, convertArgs } from '../../../lib/images/formats.js';
+import { buildFormats } from '../../../lib/config/build-formats.js';
+import { conversionSource, convertArgs } from '../../../lib/images/formats.js';
 import { InvalidJobError } from '../../../lib/errors.js';
 import { parseConfig } from '../../../lib/config/load.js';
 import { fn } from '../../../lib/gearman/functions.js';
