@@ -5,7 +5,8 @@
  */
 import { canaryPolicy } from './canary-policy.js';
 import { pinPolicy } from './pin-policy.js';
+import { promoteWindowPolicy } from './promote-window-policy.js';
 import type { RolloutPolicy } from './rollout-policy.js';
 import { revokePolicy } from './revoke-policy.js';
 
-export const ROLLOUT_POLICIES: readonly RolloutPolicy[] = [revokePolicy, pinPolicy, canaryPolicy];
+export const ROLLOUT_POLICIES: readonly RolloutPolicy[] = [revokePolicy, pinPolicy, canaryPolicy, promoteWindowPolicy];

@@ -246,5 +246,22 @@ export function rolloutStoreContract(h: StoreHarness, spoil: () => Spoil): void 
       assert.deepEqual([got?.rollout?.state, got?.rollout?.reason, got?.launches, got?.launchFailures], ['revoked', abortReason(1), 1, 1],
         'the promotion launcher B decided from its stale count lost');
     });
+
+    void it('holds a canary\'s promotion outside its promote-window and writes it at the first launch counted inside (countLaunch)', async () => {
+      const hourMs = 3_600_000;
+      const hour = new Date(h.now).getUTCHours();
+      // The window opens two hours from now, for an hour: now is outside it, now + 2 h inside.
+      const promoteWindow = { fromHour: (hour + 2) % 24, toHour: (hour + 3) % 24 };
+      const settings = { canary: 50, promoteAfter: { launches: 1, ageMs: 0 }, abortOn: { launchFailures: 0 }, promoteWindow };
+      const u = await upload();
+      await h.store.updateUpload(u.id, { state: 'ready' });
+      await countLaunch(h.store, { uploadId: u.id, settings }, 'success', () => h.now, silentLogger());
+      const held = await h.store.getUpload(u.id);
+      assert.deepEqual([held?.rollout ?? null, held?.launches], [null, 1], 'promote-after reached outside the window: still a canary');
+      const inside = h.now + 2 * hourMs;
+      await countLaunch(h.store, { uploadId: u.id, settings }, 'success', () => inside, silentLogger());
+      const got = await h.store.getUpload(u.id);
+      assert.deepEqual([got?.rollout, got?.launches], [{ state: 'promoted', time: inside, reason: 'after 2 launches' }, 2]);
+    });
   });
 }

@@ -88,7 +88,7 @@ describe('rollout: keys', () => {
       'nodepool.yaml: diskimages[0].rollout.promote-after.age: expected integer >= 0, got "soon"',
       'nodepool.yaml: diskimages[0].rollout.abort-on.launch-failures: expected integer >= 0, got 1.5',
       'nodepool.yaml: diskimages[1].rollout.canary: expected integer from 1 to 100, got 0',
-      'nodepool.yaml: diskimages[1].rollout.colour: unknown key (known keys: canary, promote-after, abort-on)',
+      'nodepool.yaml: diskimages[1].rollout.colour: unknown key (known keys: canary, promote-after, abort-on, promote-window)',
       'nodepool.yaml: diskimages[2].rollout.canary: expected integer from 1 to 100, got 101',
       'nodepool.yaml: diskimages[2].rollout.promote-after: expected a mapping, got 5',
       'nodepool.yaml: diskimages[3].rollout: expected a mapping, got an empty value (leave the key out for the default)',
