@@ -32,7 +32,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
-import { NodeLockedError } from '../lib/client/errors.js';
+import { NodeLockedError } from '../lib/errors.js';
 import { NodepoolClient } from '../lib/client/nodepool-client.js';
 import { loadConfig } from '../lib/config/load.js';
 import { loadCloud } from '../lib/drivers/openstack/clouds-yaml.js';

@@ -3,6 +3,7 @@
  * backoff, abortable sleep, and LIFO releasers.
  */
 import { backoffMs } from './backoff.js';
+import { WaitTimeoutError } from './errors.js';
 
 /** Options of {@link waitFor}. */
 export interface WaitForOptions {
@@ -10,14 +11,6 @@ export interface WaitForOptions {
   /** What is awaited, for the error message: `build 0000000001 ready`. */
   what: string;
   intervalMs?: number;
-}
-
-/** Thrown by {@link waitFor} when the condition did not hold in time. */
-export class WaitTimeoutError extends Error {
-  constructor(what: string, timeoutMs: number, lastError?: unknown) {
-    super(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-    this.name = 'WaitTimeoutError';
-  }
 }
 
 /** Options of {@link pollUntil}. */

@@ -5,8 +5,9 @@
 import { isUnknown, type ActionResult, type Refusal, type Refused } from '../../lib/actions/action-result.js';
 import type { Config } from '../../lib/config/schema.js';
 import type { Store } from '../../lib/store/store.js';
+import { CommandFailure } from '../../lib/errors.js';
 import {
-  CommandFailure, commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
 
 /** The exit code of a refused action: unknown → 3, bad argument → 2, interrupted → 130, else 1. */

@@ -6,7 +6,8 @@
  */
 import type { AuthenticatorConfig, Role } from '../../lib/web-auth/auth-types.js';
 import { signToken } from '../../lib/web-auth/sign-token.js';
-import { CommandFailure, EXIT, commandConfig, runCommand, type CommandContext, type CommandResult } from './shared.js';
+import { CommandFailure } from '../../lib/errors.js';
+import { EXIT, commandConfig, runCommand, type CommandContext, type CommandResult } from './shared.js';
 
 /** Options of {@link createAuthToken}. */
 export interface CreateAuthTokenOptions extends CommandContext {

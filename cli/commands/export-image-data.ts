@@ -12,12 +12,12 @@ import { randomBytes } from 'node:crypto';
 import { link, lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../lib/config/schema.js';
-import { coerceError } from '../../lib/errors.js';
+import { coerceError, CommandFailure } from '../../lib/errors.js';
 import { hasImageData, IMAGE_DATA_MAX_BYTES, type ImageData, type ImageDataStore } from '../../lib/store/image-data.js';
 import type { CorruptRecord } from '../../lib/store/corrupt.js';
 import type { Store } from '../../lib/store/store.js';
 import {
-  commandConfig, CommandFailure, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
 
 /** Options of {@link exportImageData}. */

@@ -13,7 +13,8 @@ import { serverDownText } from '../../lib/status/server.js';
 import { transferText, uploadTransfer } from '../../lib/status/uploads.js';
 import { progressBar } from '../../lib/status/progress.js';
 import type { ProgressView } from './progress-view.js';
-import { CommandFailure, EXIT, readServerLiveness, type CommandOutput } from './shared.js';
+import { CommandFailure } from '../../lib/errors.js';
+import { EXIT, readServerLiveness, type CommandOutput } from './shared.js';
 
 /** When and how `--follow` polls, shared by the build and the upload phase. */
 export interface FollowTiming {

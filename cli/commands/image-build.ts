@@ -12,8 +12,9 @@ import { progressPercent } from '../../lib/status/progress.js';
 import { serverDownText } from '../../lib/status/server.js';
 import { followUploads, nextPoll, requireServer, type FollowTiming } from './follow-uploads.js';
 import { ProgressView } from './progress-view.js';
+import { CommandFailure } from '../../lib/errors.js';
 import {
-  commandConfig, CommandFailure, CommandOutput, EXIT, readServerLiveness, requireDiskimage, runCommand, withStore,
+  commandConfig, CommandOutput, EXIT, readServerLiveness, requireDiskimage, runCommand, withStore,
   type CommandContext, type CommandResult, type LiveOutput,
 } from './shared.js';
 import { settled } from './action-refusal.js';

@@ -6,8 +6,9 @@
  * The actions are lib/actions/image-delete.ts `deleteBuild` and `deleteUpload`.
  */
 import { deleteBuild, deleteUpload, type DeleteBuildResult, type DeleteUploadResult, type UploadName } from '../../lib/actions/image-delete.js';
+import { CommandFailure } from '../../lib/errors.js';
 import {
-  commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
 import { settled } from './action-refusal.js';
 

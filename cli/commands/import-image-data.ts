@@ -9,13 +9,12 @@
  * import; 2 for a config error or a FILE that cannot be read.
  */
 import { open } from 'node:fs/promises';
-import { coerceError } from '../../lib/errors.js';
-import {
-  IMAGE_DATA_MAX_BYTES, ImageDataConflictError, InvalidImageDataError, parseImageData, type ImageData, type ImportCounts,
-} from '../../lib/store/image-data.js';
+import { coerceError, CommandFailure, ImageDataConflictError, InvalidImageDataError } from '../../lib/errors.js';
+import { IMAGE_DATA_MAX_BYTES, type ImageData, type ImportCounts } from '../../lib/store/image-data.js';
+import { parseImageData } from '../../lib/store/image-data-check.js';
 import { requireImageData } from './export-image-data.js';
 import {
-  commandConfig, CommandFailure, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, readServerLiveness, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
 
 /** Options of {@link importImageData}. */

@@ -7,7 +7,8 @@
 import { imageLifecycleMode } from '../../lib/config/gearman-servers.js';
 import { renderTable } from '../../lib/status/table.js';
 import type { NodeRecord, UploadRecord } from '../../lib/store/models.js';
-import { commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
+import { CommandFailure } from '../../lib/errors.js';
+import { commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult } from './shared.js';
 
 /** Options of {@link info}. */
 export interface InfoOptions extends CommandContext {

@@ -9,8 +9,9 @@
 import { requestNodes, requestWarnings, unknownLabels } from '../../lib/actions/node-request.js';
 import type { NodeRequestRecord } from '../../lib/store/models.js';
 import { renderNodes } from './list.js';
+import { CommandFailure } from '../../lib/errors.js';
 import {
-  commandConfig, CommandFailure, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
+  commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
   type LiveOutput,
 } from './shared.js';
 import { settled } from './action-refusal.js';

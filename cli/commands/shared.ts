@@ -6,7 +6,7 @@
 import { findDiskimage, findProvider, isRefused } from '../../lib/actions/config-lookup.js';
 import { loadConfig, type LoadOptions } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
-import { ConfigError, StoreError, coerceError } from '../../lib/errors.js';
+import { CommandFailure, ConfigError, StoreError, coerceError } from '../../lib/errors.js';
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { noDriverHosts, type DriverHosts } from '../../lib/drivers/driver-hosts.js';
 import type { Logger } from '../../lib/log.js';
@@ -69,14 +69,6 @@ export interface CommandContext {
   load?: LoadOptions;
   /** Clock for ages and deadlines (default Date.now). */
   now?: () => number;
-}
-
-/** Thrown inside a command to end it with one sentence on stderr and an exit code. */
-export class CommandFailure extends Error {
-  constructor(readonly exitCode: number, message: string) {
-    super(message);
-    this.name = 'CommandFailure';
-  }
 }
 
 /** Collects a command's output, or forwards it at once when given a {@link LiveOutput}. */

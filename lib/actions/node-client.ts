@@ -6,7 +6,7 @@
 import type { Config } from '../config/schema.js';
 import {
   ClientError, NodeLockedError, NodeNotFoundError, NodeStateError, RequestNotFoundError,
-} from '../client/errors.js';
+} from '../errors.js';
 import { NodepoolClient } from '../client/nodepool-client.js';
 import type { Store } from '../store/store.js';
 import { refuse, type Refused } from './action-result.js';

@@ -4,7 +4,7 @@
  * ephemeral (an interrupted caller leaves nothing behind), and once fulfilled its nodes are
  * taken in use (they stay until released) and answered.
  */
-import { RequestFailedError, RequestTimeoutError } from '../client/errors.js';
+import { RequestFailedError, RequestTimeoutError } from '../errors.js';
 import type { NodeRecord, NodeRequestRecord } from '../store/models.js';
 import type { Config } from '../config/schema.js';
 import { refuse, type ActionResult, type Refused } from './action-result.js';

@@ -18,7 +18,7 @@ import {
 import {
   NodeLockedError, NodeNotFoundError, NodeStateError, RequestFailedError, RequestNotFoundError, RequestStateError,
   RequestTimeoutError,
-} from './errors.js';
+} from '../errors.js';
 import { SessionKeeper } from './session-keeper.js';
 import { nodeLock } from '../store/lock-names.js';
 

@@ -9,12 +9,11 @@
  * session the renewal leaves (a replacement opened meanwhile included), so none stays open.
  */
 import os from 'node:os';
-import { coerceError } from '../errors.js';
+import { coerceError, SessionLostError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SessionRecord } from '../store/models.js';
 import type { SessionStore } from '../store/store.js';
 import { renewIntervalMs } from './client-options.js';
-import { SessionLostError } from './errors.js';
 
 /** Options of {@link SessionKeeper.open}. */
 export interface SessionKeeperOptions {

@@ -4,9 +4,9 @@
  */
 import { IMAGE_FIELD_KEYS } from './image-fields.js';
 import { DISKIMAGE_NAME_RE, IMAGE_ID_RE, UPLOAD_ID_RE } from '../images/image-file.js';
+import { InvalidImageDataError, type ImageDataProblem } from '../errors.js';
 import {
-  buildIdSequence, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, InvalidImageDataError, uploadIdSequence,
-  type ImageData, type ImageDataProblem, type ImageDataSequences,
+  buildIdSequence, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, uploadIdSequence, type ImageData, type ImageDataSequences,
 } from './image-data.js';
 import { INSTALLATION_ID_RE } from './installation.js';
 import { BUILD_STATES, ROLLOUT_STATES, UPLOAD_STATES } from './models.js';

@@ -5,15 +5,14 @@
  *
  * Writing records with given ids is not part of the {@link Store} contract, so this is a
  * separate, optional capability ({@link ImageDataStore}); `nodepool export-image-data` and
- * `import-image-data` check for it with {@link hasImageData}. What every backend shares lives
- * here and is pure: the format, the field-by-field validator (image-data-check.ts, re-exported
- * here) and the conflict check an import runs against the target ({@link findImportConflict}).
+ * `import-image-data` check for it with {@link hasImageData}. The field-by-field validator of a
+ * document is image-data-check.ts (which builds on this file). What every backend shares lives
+ * here and is pure: the format and the conflict check an import runs against the target
+ * ({@link findImportConflict}).
  */
-import { StoreError } from '../errors.js';
+import { ImageDataConflictError, StoreError } from '../errors.js';
 import { IMAGE_ID_RE, UPLOAD_ID_RE } from '../images/image-file.js';
 import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadRetryRequest } from './models.js';
-
-export { checkImageData, parseImageData } from './image-data-check.js';
 
 /** The `format` field of an image data document. */
 export const IMAGE_DATA_FORMAT = 'nodepool-ts-image-data';
@@ -136,7 +135,7 @@ export interface ImageDataStore {
    * Writes `data` into this store, all or nothing. Sequences become max(existing, imported),
    * so a new build never reuses an imported id. Pauses, build requests, upload retry requests,
    * pins and revocations the store already has for the same key are kept as they are.
-   * Thrown: {@link InvalidImageDataError} when `data` does not validate;
+   * Thrown: `InvalidImageDataError` (lib/errors) when `data` does not validate;
    * {@link ImageDataConflictError} (nothing written) when a build or upload id already exists,
    * or when an imported sequence is behind a record already in this store.
    */
@@ -148,33 +147,6 @@ export function hasImageData<S extends object>(store: S): store is S & ImageData
   const s = store as Partial<ImageDataStore>;
   return typeof s.exportImageData === 'function' && typeof s.importImageData === 'function';
 }
-
-/** One problem found in an image data document. */
-export interface ImageDataProblem {
-  /** Path of the field, e.g. `builds[3].state`; empty for the document itself. */
-  path: string;
-  message: string;
-}
-
-/** Thrown when an image data document does not validate; nothing was written. */
-export class InvalidImageDataError extends StoreError {
-  readonly problems: readonly ImageDataProblem[];
-  constructor(problems: ImageDataProblem[]) {
-    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => (p.path ? `${p.path}: ${p.message}` : p.message));
-    if (problems.length > MAX_PROBLEMS_SHOWN) shown.push(`… and ${problems.length - MAX_PROBLEMS_SHOWN} more problem(s)`);
-    super(`not valid image data:\n  ${shown.join('\n  ')}`);
-    this.problems = problems;
-  }
-}
-
-/** Thrown when an import would overwrite a record of the target or reuse an id it handed out; nothing was written. */
-export class ImageDataConflictError extends StoreError {
-  constructor(readonly recordId: string, message: string) {
-    super(message);
-  }
-}
-
-const MAX_PROBLEMS_SHOWN = 20;
 
 /**
  * `uploads` without those whose build is not among `builds` (the build record is corrupt and

@@ -4,6 +4,7 @@
  * Gearman unique of each job.
  */
 import { createHash } from 'node:crypto';
+import { BadPayloadError } from '../../lib/errors.js';
 import type { JobResult } from '../../lib/gearman/types.js';
 import { MAX_UNIQUE_BYTES } from '../../lib/gearman/types.js';
 import { processSecrets, type SecretRegistry } from '../../lib/redact.js';
@@ -22,11 +23,6 @@ export interface UploadOutcome {
   externalId: string;
   externalName: string;
   format: string;
-}
-
-/** Thrown when a builder's WORK_COMPLETE is not what the contract says. */
-export class BadPayloadError extends Error {
-  override name = 'BadPayloadError';
 }
 
 function object(data: Buffer, what: string): Record<string, unknown> {

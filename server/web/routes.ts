@@ -26,21 +26,13 @@ export interface WebRequest {
   remoteAddress: string;
   /**
    * The request body, read once, at most `limit` bytes (default {@link MAX_BODY_BYTES});
-   * rejects with {@link BodyTooLargeError} beyond (the server answers 413).
+   * rejects with `BodyTooLargeError` (lib/errors) beyond (the server answers 413).
    */
   body(limit?: number): Promise<Buffer>;
 }
 
 /** Bodies of write requests are small JSON objects. */
 export const MAX_BODY_BYTES = 64 * 1024;
-
-/** Thrown by {@link WebRequest.body} past its limit. */
-export class BodyTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`request body over ${limit} bytes`);
-    this.name = 'BodyTooLargeError';
-  }
-}
 
 export interface Route {
   method: RouteMethod;

@@ -21,7 +21,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import https from 'node:https';
-import { coerceError } from '../../lib/errors.js';
+import { BodyTooLargeError, coerceError } from '../../lib/errors.js';
 import { AdmissionListener } from '../../lib/http/admission.js';
 import { requestPath, type RequestPath } from '../../lib/http/request-path.js';
 import type { Logger } from '../../lib/log.js';
@@ -33,7 +33,7 @@ import { readinessReport } from './health.js';
 import { nodepoolFormat, parseStatusPath, selectFields, statusFormat, type StatusFormat } from './negotiate.js';
 import { nodepoolText, pythonJson } from '../../lib/status/nodepool-format.js';
 import { NODEPOOL_VIEWS } from './nodepool-views.js';
-import { BodyTooLargeError, MAX_BODY_BYTES, matchRoute, type Answer, type Route, type UnroutedSink, type WebRequest } from './routes.js';
+import { MAX_BODY_BYTES, matchRoute, type Answer, type Route, type UnroutedSink, type WebRequest } from './routes.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { STATUS_VIEWS, type StatusSource } from './status-views.js';
 

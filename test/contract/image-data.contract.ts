@@ -7,9 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import {
-  ImageDataConflictError, InvalidImageDataError, type ImageData, type ImageDataStore,
-} from '../../lib/store/image-data.js';
+import { ImageDataConflictError, InvalidImageDataError } from '../../lib/errors.js';
+import type { ImageData, ImageDataStore } from '../../lib/store/image-data.js';
 import type { Store } from '../../lib/store/store.js';
 import { ids, storeError, T0 } from './store-helpers.js';
 

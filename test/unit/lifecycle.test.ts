@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KeptUnlessFailed, pollUntil, retryWithBackoff, waitFor, WaitTimeoutError } from '../../lib/lifecycle.js';
+import { WaitTimeoutError } from '../../lib/errors.js';
+import { KeptUnlessFailed, pollUntil, retryWithBackoff, waitFor } from '../../lib/lifecycle.js';
 
 describe('pollUntil and waitFor', () => {
   it('returns the first value an attempt gives, passing the time left', async () => {

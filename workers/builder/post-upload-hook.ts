@@ -9,7 +9,7 @@
  * abort; its output goes line by line into the job's log, and its tail into the failure.
  * The argv, the tail and the verdict are pure.
  */
-import { BuilderError, coerceError } from '../../lib/errors.js';
+import { coerceError, PostUploadHookError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { runCommand, type CommandResult } from '../../lib/run-command.js';
 import { BUILDER_DEFAULTS } from './builder-defaults.js';
@@ -20,19 +20,6 @@ export const HOOK_TAIL_LINES = 20;
 export const HOOK_TAIL_CHARS = 2000;
 /** Output lines copied into the log per run; the rest are counted, not logged. */
 export const HOOK_LOG_LINES = 1000;
-
-/** Thrown when a post-upload-hook does not exit 0 (or cannot start, or times out): WORK_FAIL. */
-export class PostUploadHookError extends BuilderError {
-  readonly exitCode: number | null;
-  readonly signal: string | null;
-  readonly timedOut: boolean;
-  constructor(message: string, details: { exitCode: number | null; signal: string | null; timedOut: boolean }, options?: { cause?: unknown }) {
-    super(message, options);
-    this.exitCode = details.exitCode;
-    this.signal = details.signal;
-    this.timedOut = details.timedOut;
-  }
-}
 
 /** What the hook is called with. */
 export interface HookCall {

@@ -6,6 +6,7 @@
  * `[key]` (digits index a list, as in Python), conversions `!s`/`!r`; a format spec is not
  * supported and counts as a formatting error. Values render as Python's `str()` would.
  */
+import { TemplateError } from '../../errors.js';
 import type { NodeRequestRecord } from '../../store/models.js';
 
 /** The request as the templates see it (Nodepool's NodeRequest attributes). */
@@ -19,14 +20,6 @@ export interface RequestAttrs {
   /** Epoch seconds (Python float). */
   created_time: number | null;
   tenant_name: string | null;
-}
-
-/** Thrown by {@link formatTemplate} where Python would raise (KeyError, AttributeError, ValueError…). */
-export class TemplateError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
 }
 
 /**

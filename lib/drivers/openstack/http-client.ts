@@ -8,7 +8,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { CloudError, coerceError } from '../../errors.js';
+import { CloudError, coerceError, ResetError } from '../../errors.js';
 import { sleep } from '../../lifecycle.js';
 import { processSecrets, REDACTED, redactJson, type SecretRegistry } from '../../redact.js';
 
@@ -239,13 +239,6 @@ export class HttpClient {
       });
       req.end(o.body);
     });
-  }
-}
-
-/** A reset connection: the wrapped error is what the caller sees when it is not retried. */
-class ResetError extends Error {
-  constructor(readonly error: CloudError) {
-    super(error.message);
   }
 }
 

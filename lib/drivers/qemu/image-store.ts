@@ -12,10 +12,10 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AbortedError, CloudError, coerceError } from '../../errors.js';
+import { AbortedError, BadImageError, CloudError, coerceError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ImageService, ListedImage, UploadedImage, UploadRequest } from '../image-service.js';
-import { BadImageError, checkQcow2, convertToQcow2 } from './qemu-img.js';
+import { checkQcow2, convertToQcow2 } from './qemu-img.js';
 
 /** What `<id>.json` holds. */
 interface ImageMeta {

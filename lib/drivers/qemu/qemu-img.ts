@@ -3,6 +3,7 @@
  * files and files that would make QEMU read other files), convert one to qcow2 with progress,
  * and create a node's copy-on-write overlay.
  */
+import { BadImageError } from '../../errors.js';
 import { runCommand, type RunCommandOptions } from './run-command.js';
 
 /** `qemu-img info --output=json` fields the driver reads. */
@@ -11,14 +12,6 @@ export interface ImageInfo {
   virtualSize: number;
   backingFile: string | undefined;
   dataFile: string | undefined;
-}
-
-/** Thrown when an image file is not a sound image of its claimed format (the reason in qemu-img's words). */
-export class BadImageError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'BadImageError';
-  }
 }
 
 /** Describes `file` read as `format`. Thrown: {@link BadImageError} when qemu-img cannot read it so. */

@@ -6,9 +6,10 @@
 import type Database from 'better-sqlite3';
 import { CorruptLog } from '../corrupt.js';
 import {
-  buildIdSequence, findImportConflict, withoutOrphanUploads, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, rolloutCounts,
+  buildIdSequence, findImportConflict, withoutOrphanUploads, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, rolloutCounts,
   uploadIdSequence, uploadRetryCounts, withRollout, withUploadRetries, type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
+import { parseImageData } from '../image-data-check.js';
 import type { BuildRecord, BuildRequest, UploadRecord, UploadRetryRequest } from '../models.js';
 import { toJson } from '../to-json.js';
 import { checkedRows, toJsonOrNull } from './columns.js';

@@ -25,9 +25,10 @@
  */
 import { coerceError, StoreError, ZooKeeperError } from '../../errors.js';
 import {
-  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, parseImageData, rolloutCounts, uploadIdSequence,
+  buildIdSequence, findImportConflict, IMAGE_DATA_FORMAT, IMAGE_DATA_VERSION, rolloutCounts, uploadIdSequence,
   uploadRetryCounts, withoutOrphanUploads, withRollout, withUploadRetries, type ImageData, type ImportCounts, type ImportTarget,
 } from '../image-data.js';
+import { parseImageData } from '../image-data-check.js';
 import type { BuildRecord, BuildRequest, PauseRecord, PinRecord, RevocationRecord, UploadRecord, UploadRetryRequest } from '../models.js';
 import { buildLockDir } from './build-lock.js';
 import { maxSeq, splitBuildId } from './builds.js';

@@ -13,14 +13,14 @@
  * an outcome that cannot be written is logged, the entry stays `attempted` and the answer still
  * goes out. Entries name who the verified token says, never the token.
  */
-import { coerceError } from '../../../lib/errors.js';
+import { BodyTooLargeError, coerceError } from '../../../lib/errors.js';
 import { contentTypeProblem, crossOriginProblem } from '../../../lib/http/write-guard.js';
 import type { Logger } from '../../../lib/log.js';
 import { escapeControlChars } from '../../../lib/outside-text.js';
 import type { AuditOutcome } from '../../../lib/store/models.js';
 import type { AuditRecord, NewAuditRecord } from '../../../lib/store/models.js';
 import { roleAllows, type Identity } from '../../../lib/web-auth/auth-types.js';
-import { BodyTooLargeError, type Answer, type Route, type WebRequest } from '../routes.js';
+import { type Answer, type Route, type WebRequest } from '../routes.js';
 import type { WebContext } from '../web-context.js';
 import { errorAnswer, errorWord, jsonAnswer } from './api-answer.js';
 import type { RefusalLedger } from './refusal-ledger.js';

@@ -7,6 +7,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { FetchTimeout } from '../../../lib/errors.js';
 
 /** Options of {@link fetchFromBuilder}. */
 export interface BuilderFetchOptions {
@@ -31,12 +32,6 @@ export interface BuilderFetchFailure {
   status: 502 | 504;
   /** A phrase to follow "builder X ": `is unreachable: connection refused (ECONNREFUSED)`. */
   why: string;
-}
-
-class FetchTimeout extends Error {
-  constructor(readonly why: string) {
-    super(why);
-  }
 }
 
 /** GETs `url`; resolves with the answer or why there is none. */

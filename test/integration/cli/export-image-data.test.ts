@@ -7,10 +7,11 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { exportImageData, requireImageData } from '../../../cli/commands/export-image-data.js';
-import { CommandFailure, EXIT } from '../../../cli/commands/shared.js';
+import { EXIT } from '../../../cli/commands/shared.js';
+import { CommandFailure } from '../../../lib/errors.js';
 import type { Config } from '../../../lib/config/schema.js';
 import { Releasers } from '../../../lib/lifecycle.js';
-import { parseImageData } from '../../../lib/store/image-data.js';
+import { parseImageData } from '../../../lib/store/image-data-check.js';
 import type { Store } from '../../../lib/store/store.js';
 import { createCliEnv, type CliEnv } from './cli-env.js';
 

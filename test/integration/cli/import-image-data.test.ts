@@ -11,7 +11,9 @@ import { exportImageData } from '../../../cli/commands/export-image-data.js';
 import { importImageData } from '../../../cli/commands/import-image-data.js';
 import { EXIT } from '../../../cli/commands/shared.js';
 import { Releasers } from '../../../lib/lifecycle.js';
-import { checkImageData, InvalidImageDataError, parseImageData, type ImageData } from '../../../lib/store/image-data.js';
+import { InvalidImageDataError } from '../../../lib/errors.js';
+import type { ImageData } from '../../../lib/store/image-data.js';
+import { checkImageData, parseImageData } from '../../../lib/store/image-data-check.js';
 import type { Store } from '../../../lib/store/store.js';
 import { createCliEnv, type CliEnv } from './cli-env.js';
 

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   NodeLockedError, NodeNotFoundError, NodeStateError, RequestFailedError, RequestTimeoutError, SessionLostError,
-} from '../../../lib/client/errors.js';
+} from '../../../lib/errors.js';
 import { NodepoolClient } from '../../../lib/client/nodepool-client.js';
 import { Releasers, waitFor } from '../../../lib/lifecycle.js';
 import type { NodeRecord, NodeRequestRecord } from '../../../lib/store/models.js';

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { RequestFailedError } from '../../../lib/client/errors.js';
+import { RequestFailedError } from '../../../lib/errors.js';
 import type { NodepoolClient } from '../../../lib/client/nodepool-client.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
 import type { LauncherSystem } from '../../support/launcher-system.js';

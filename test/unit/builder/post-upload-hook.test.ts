@@ -4,12 +4,12 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { BuilderError } from '../../../lib/errors.js';
+import { BuilderError, PostUploadHookError } from '../../../lib/errors.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { createRootLogger } from '../../../lib/log.js';
 import { isExpectedFailure } from '../../../workers/builder/outcome.js';
 import {
-  hookVerdict, OutputTail, postUploadHookArgv, PostUploadHookError, runPostUploadHook,
+  hookVerdict, OutputTail, postUploadHookArgv, runPostUploadHook,
 } from '../../../workers/builder/post-upload-hook.js';
 import { testLogger } from '../../support/test-log.js';
 

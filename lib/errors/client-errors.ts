@@ -1,8 +1,9 @@
 /**
- * Errors of the consumer library (lib/client). Tell them apart with `instanceof`; each one
- * carries the id it is about.
+ * Errors of the consumer library (lib/client/nodepool-client.ts, also behind `nodepool
+ * request`). Tell them apart with `instanceof`; each one carries the id it is about. None is
+ * retryable.
  */
-import { NodepoolError } from '../errors.js';
+import { NodepoolError } from './nodepool-error.js';
 
 /** Base of the client's errors. */
 export class ClientError extends NodepoolError {}
