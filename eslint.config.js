@@ -26,6 +26,11 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
+    // Production code narrows or throws naming the impossible state; it never asserts `x!`.
+    files: ['lib/**', 'server/**', 'workers/**', 'cli/**', 'bin/**'],
+    rules: { '@typescript-eslint/no-non-null-assertion': 'error' },
+  },
+  {
     files: ['eslint.config.js', 'test/support/duration-reporter.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },

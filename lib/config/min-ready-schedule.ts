@@ -145,10 +145,10 @@ function nextChange(plain: number, entries: readonly Compiled[], start: State, n
     since = null;
     if (fire <= lapse) {
       // A fire at the very instant the period lapses starts a new one.
-      nexts.forEach((n, i) => {
-        if (n !== fire) return;
-        value = entries[i]!.minReady;
-        nexts[i] = nextFire(entries[i]!.cron, fire);
+      entries.forEach((entry, i) => {
+        if (nexts[i] !== fire) return;
+        value = entry.minReady;
+        nexts[i] = nextFire(entry.cron, fire);
       });
       since = fire;
     }

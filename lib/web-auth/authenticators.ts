@@ -76,9 +76,10 @@ async function loadKey(config: AuthenticatorConfig, path: string): Promise<Verif
       throw new ConfigError(config.publicKey, [{ path: `${path}.public-key`, message: `not a PEM public key or certificate for ${config.driver} (${errorText(cause)})` }], { cause });
     }
   }
-  if (config.jwks !== undefined) {
-    const text = await readKeyFile(config.jwks, `${path}.jwks`);
-    const problem = (message: string, cause?: unknown) => new ConfigError(config.jwks!, [{ path: `${path}.jwks`, message }], { cause });
+  const jwksFile = config.jwks;
+  if (jwksFile !== undefined) {
+    const text = await readKeyFile(jwksFile, `${path}.jwks`);
+    const problem = (message: string, cause?: unknown) => new ConfigError(jwksFile, [{ path: `${path}.jwks`, message }], { cause });
     let jwks: JSONWebKeySet;
     try {
       jwks = JSON.parse(text) as JSONWebKeySet;
@@ -108,9 +109,8 @@ async function readKeyFile(file: string, path: string): Promise<string> {
 async function authenticate(loaded: readonly Loaded[], authorization: string | undefined, currentDate: Date): Promise<AuthOutcome> {
   if (authorization === undefined || authorization.trim() === '') return refuse(401, 'no bearer token: send Authorization: Bearer <token>');
   if (authorization.length > MAX_TOKEN_CHARS) return refuse(401, `the Authorization header is longer than ${MAX_TOKEN_CHARS} characters`);
-  const m = /^Bearer +([A-Za-z0-9_.=-]+) *$/i.exec(authorization);
-  if (!m) return refuse(401, 'the Authorization header is not a bearer token (Authorization: Bearer <token>)');
-  const token = m[1]!;
+  const token = /^Bearer +([A-Za-z0-9_.=-]+) *$/i.exec(authorization)?.[1];
+  if (token === undefined) return refuse(401, 'the Authorization header is not a bearer token (Authorization: Bearer <token>)');
   let unverified: JWTPayload;
   try {
     decodeProtectedHeader(token);
@@ -148,8 +148,13 @@ async function verifyWith({ config, key }: Loaded, token: string, currentDate: D
   } catch (err) {
     return refuse(401, refusalReason(err, config, token));
   }
-  if (config.maxValidityTime !== undefined && payload.exp! - payload.iat! > config.maxValidityTime) {
-    return refuse(401, `token valid for ${payload.exp! - payload.iat!} s from its iat, longer than max-validity-time ${config.maxValidityTime} s`);
+  if (config.maxValidityTime !== undefined) {
+    // jwtVerify required exp, and iat through maxTokenAge; a token without them is refused all the same.
+    const { exp, iat } = payload;
+    if (exp === undefined || iat === undefined) return refuse(401, 'the token has no exp or no iat, which max-validity-time needs');
+    if (exp - iat > config.maxValidityTime) {
+      return refuse(401, `token valid for ${exp - iat} s from its iat, longer than max-validity-time ${config.maxValidityTime} s`);
+    }
   }
   const user = claimAt(payload, config.userClaim);
   if (typeof user !== 'string' || user === '') return refuse(401, `the token names no user (claim ${config.userClaim})`);

@@ -17,15 +17,18 @@ export function claimAt(payload: unknown, path: string): unknown {
 
 /** A copy of `payload` with `value` set at a dotted path, creating objects on the way. */
 export function withClaimAt(payload: Readonly<Record<string, unknown>>, path: string, value: unknown): Record<string, unknown> {
-  const parts = path.split('.');
-  const set = (obj: Readonly<Record<string, unknown>>, i: number): Record<string, unknown> => {
-    const key = parts[i]!;
-    if (i === parts.length - 1) return { ...obj, [key]: value };
-    const inner = obj[key];
-    const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {};
-    return { ...obj, [key]: set(next, i + 1) };
-  };
-  return set(payload, 0);
+  // split gives at least one part: the whole path when it holds no dot.
+  const [first, ...rest] = path.split('.');
+  return withValueAt(payload, first ?? path, rest, value);
+}
+
+/** A copy of `obj` with `value` at `key` followed by the keys `rest`, creating objects on the way. */
+function withValueAt(obj: Readonly<Record<string, unknown>>, key: string, rest: readonly string[], value: unknown): Record<string, unknown> {
+  const [next, ...after] = rest;
+  if (next === undefined) return { ...obj, [key]: value };
+  const inner = obj[key];
+  const child = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {};
+  return { ...obj, [key]: withValueAt(child, next, after, value) };
 }
 
 /**
