@@ -1,7 +1,8 @@
 /**
  * Start-up time of the CLI as operators run it (the installed package: compiled JS) against
- * the development path (tsx compiling the TypeScript sources), for `nodepool --help` and
- * `nodepool dib-image-list` on a SQLite store holding 50 builds. Goal: the installed CLI
+ * the development path (tsx compiling the TypeScript sources), for `nodepool --help`,
+ * `nodepool dib-image-list` on a SQLite store holding 50 builds, and `nodepool
+ * config-validate` (config code only: no driver runtime, no store). Goal: the installed CLI
  * answers in under 300 ms.
  *
  *   node --import tsx bench/cli-startup.ts [--runs 20] [--prefix DIR]
@@ -60,6 +61,7 @@ try {
   const commands: Array<{ name: string; installed: string[]; tsx: string[] }> = [
     { name: 'nodepool --help', installed: [installed, '--help'], tsx: [...tsx, '--help'] },
     { name: 'nodepool dib-image-list', installed: [installed, '-c', configFile, 'dib-image-list'], tsx: [...tsx, '-c', configFile, 'dib-image-list'] },
+    { name: 'nodepool config-validate', installed: [installed, '-c', configFile, 'config-validate'], tsx: [...tsx, '-c', configFile, 'config-validate'] },
   ];
   /** Wall clock (spawn to exit) and CPU (user + system, from sh's `times`, 10 ms steps) of one run. */
   const time = (argv: string[]): { wall: number; cpu: number } => {

@@ -9,11 +9,12 @@ import os from 'node:os';
 import type Yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { completeWords } from '../cli/commands/completion.js';
-import { EXIT, EXIT_CODES_HELP, type CommandResult, type ImageServicesFor, type LiveOutput } from '../cli/commands/shared.js';
+import { EXIT, EXIT_CODES_HELP, type CommandResult, type LiveOutput } from '../cli/commands/shared.js';
 import { versionText } from '../lib/build-info.js';
 import type { LoadOptions } from '../lib/config/load.js';
+import type { Config } from '../lib/config/schema.js';
 import { int, numberArgument, seconds } from '../lib/config/schema-kit.js';
-import { createRootLogger } from '../lib/log.js';
+import { createRootLogger, type Logger } from '../lib/log.js';
 import { ROLES } from '../lib/web-auth/auth-types.js';
 
 /**
@@ -85,10 +86,14 @@ function interruptSignal(): AbortSignal {
 
 /** Messages of providers and cloud clients the CLI creates (delete --now, alien-image-list). */
 const cliLog = () => createRootLogger({ level: process.env.NODEPOOL_LOG_LEVEL ?? 'warn', format: 'pretty' });
-/** This host's cloud image services; bin/daemon.ts (with the cloud clients) is loaded only by the commands that use them. */
-const loadImageServices = async (): Promise<ImageServicesFor> => {
+/**
+ * This host's cloud image services (cli/commands/provider-access.ts `ImageServicesFor`);
+ * bin/daemon.ts (with the drivers and cloud clients) is loaded only by the commands that use
+ * them, and its types are not named here, so `--help` loads no driver code.
+ */
+const loadImageServices = async () => {
   const { processImageServices } = await import('./daemon.js');
-  return (config, log) => processImageServices(() => config, log);
+  return (config: Config, log: Logger) => processImageServices(() => config, log);
 };
 
 /** Asks on the terminal; undefined when stdin is not one (erase then refuses). */

@@ -13,9 +13,9 @@ import { silentLogger } from '../../lib/log.js';
 import { renderTable } from '../../lib/status/table.js';
 import type { Store } from '../../lib/store/store.js';
 import {
-  commandConfig, EXIT, NO_IMAGE_SERVICES, requireProvider, runCommand, withStore, type CommandContext, type CommandResult,
-  type ProviderAccess,
+  commandConfig, EXIT, requireProvider, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
+import { NO_IMAGE_SERVICES, type ProviderAccess } from './provider-access.js';
 
 /** Options of {@link alienImageList}. */
 export interface AlienImageListOptions extends CommandContext, ProviderAccess {

@@ -12,9 +12,9 @@ import { driverOf } from '../../lib/drivers/registry.js';
 import { silentLogger } from '../../lib/log.js';
 import { renderNodes } from './list.js';
 import {
-  commandConfig, EXIT, NO_IMAGE_SERVICES, runCommand, withStore, type CommandContext, type CommandResult,
-  type ProviderAccess,
+  commandConfig, EXIT, runCommand, withStore, type CommandContext, type CommandResult,
 } from './shared.js';
+import { NO_IMAGE_SERVICES, type ProviderAccess } from './provider-access.js';
 import { settled } from './action-refusal.js';
 
 export { DELETE_LOCK_TIMEOUT_MS } from '../../lib/actions/node-delete.js';

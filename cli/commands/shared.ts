@@ -1,16 +1,15 @@
 /**
  * What every CLI command shares: the result shape, exit codes, an output that either collects
  * text or forwards it as it comes, and config/store handling that turns errors into the
- * documented exit codes. Commands never print or exit; bin/nodepool.ts does.
+ * documented exit codes. Commands never print or exit; bin/nodepool.ts does. It loads no
+ * store backend and no driver code until a command asks for them (`withStore`;
+ * provider-access.ts), so `config-validate` and `--help` load config code only.
  */
 import { findDiskimage, findProvider, isRefused } from '../../lib/actions/config-lookup.js';
 import { loadConfig, type LoadOptions } from '../../lib/config/load.js';
 import type { Config } from '../../lib/config/schema.js';
 import { CommandFailure, ConfigError, StoreError, coerceError } from '../../lib/errors.js';
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
-import { noDriverHosts, type DriverHosts } from '../../lib/drivers/driver-hosts.js';
-import type { Logger } from '../../lib/log.js';
-import { openStore } from '../../lib/store/open-store.js';
 import type { Store } from '../../lib/store/store.js';
 import { serverDownText, serverFailingText, serverLiveness, type ServerHeartbeat, type ServerLiveness } from '../../lib/status/server.js';
 import { SERVER_HEARTBEAT_KEY } from '../../lib/status/lifecycle-status.js';
@@ -137,6 +136,7 @@ export function commandConfig(ctx: CommandContext): Config {
  * (listing commands): opening creates nothing in a ZooKeeper tree.
  */
 export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
+  const { openStore } = await import('../../lib/store/open-store.js');
   const store = await openStore(config, opts.readOnly ? { readOnly: true } : {});
   try {
     return await fn(store);
@@ -168,22 +168,4 @@ export function requireProvider(config: Config, name: string): ProviderConfig {
   const p = findProvider(config, name);
   if (isRefused(p)) throw new CommandFailure(EXIT.notFound, p.message);
   return p;
-}
-
-/**
- * Makes this host's driver host accesses and image services for a loaded config (bin passes
- * bin/daemon.ts `processImageServices`; lib and cli never read the environment themselves).
- */
-export type ImageServicesFor = (config: Config, log: Logger) => DriverHosts;
-
-/** The host accesses when none were given: every provider's image service and access reject, naming why. */
-export const NO_IMAGE_SERVICES: ImageServicesFor = () => noDriverHosts((provider) =>
-  new CommandFailure(EXIT.failed, `no credentials in this context for provider ${provider.name}`));
-
-/** What commands that talk to providers get besides {@link CommandContext}. */
-export interface ProviderAccess {
-  /** Default: {@link NO_IMAGE_SERVICES}. */
-  imageServices?: ImageServicesFor;
-  /** For provider and cloud client messages (default: silent). */
-  log?: Logger;
 }
