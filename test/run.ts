@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
 import { CpuMeter } from './support/cpu-meter.js';
+import { longestFirst, readDurations, recordDurations } from './support/duration-history.js';
 import { FileQueue } from './support/file-queue.js';
 import { preflight } from './support/preflight.js';
 
@@ -130,8 +131,8 @@ const timeline: string[] = [];
 const cpu = new CpuMeter();
 cpu.start();
 
-/** The slowest files of the run (their top-level tests' summed durations), a line each. */
-function slowestFiles(count: number): string[] {
+/** Each file's duration in this run (its top-level tests' summed durations), by absolute path. */
+function fileDurations(): Map<string, number> {
   const perFile = new Map<string, number>();
   for (const name of readdirSync(tmp).filter((n) => n.startsWith('durations-'))) {
     for (const line of readFileSync(path.join(tmp, name), 'utf8').split('\n')) {
@@ -140,6 +141,11 @@ function slowestFiles(count: number): string[] {
       perFile.set(file, (perFile.get(file) ?? 0) + ms);
     }
   }
+  return perFile;
+}
+
+/** The slowest files of the run, a line each. */
+function slowestFiles(perFile: Map<string, number>, count: number): string[] {
   return [...perFile].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${path.relative(process.cwd(), file)}`);
 }
@@ -226,13 +232,16 @@ async function main(): Promise<number> {
       (err: Error) => console.error(`# bootable test image not built before the tests: ${err.message}`),
     )
     : Promise.resolve();
+  // Queues take the longest files first (by earlier runs here), so no long file is taken last.
+  const history = readDurations();
+  const byLength = (queued: string[]): string[] => longestFirst(queued, history, (f) => path.relative(process.cwd(), path.resolve(f)));
   const others = files.filter((f) => !vmFiles.includes(f) && !serialServers.includes(f) && !alone.includes(f));
   const withCloud = others.filter(usesCloud);
   const plain = others.filter((f) => !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
   const keystoneUp = keystone.then(() => undefined, (err: Error) => err);
   const cloudsUp = Promise.all([keystone, nova]).then(() => undefined, (err: Error) => err);
-  const vms = fileQueue('the files that boot QEMU guests', vmFiles, {
+  const vms = fileQueue('the files that boot QEMU guests', byLength(vmFiles), {
     maxAtOnce: MAX_VM_FILES,
     perFile: true,
     // The image, and a cloud only if the file uses one (none does today).
@@ -241,7 +250,7 @@ async function main(): Promise<number> {
       return bootsServers(f) ? cloudsUp : usesCloud(f) ? keystoneUp : undefined;
     },
   });
-  const glance = fileQueue('the files that use Keystone + Glance', withCloud, { ready: () => keystoneUp });
+  const glance = fileQueue('the files that use Keystone + Glance', byLength(withCloud), { ready: () => keystoneUp });
   const max = (...codes: number[]): number => Math.max(0, ...codes);
   const codes = await Promise.all([
     runTests('the files that need no cloud', plain, 2)
@@ -269,7 +278,14 @@ try {
 } catch (err) {
   console.error(`test run failed: ${(err as Error).message}`);
 } finally {
-  const slowest = slowestFiles(15);
+  const durations = fileDurations();
+  const slowest = slowestFiles(durations, 15);
+  // For the next run's queue order (the longest first); a run cut short records what it has.
+  try {
+    recordDurations(new Map([...durations].map(([f, ms]) => [path.relative(process.cwd(), f), ms])));
+  } catch (err) {
+    console.error(`# durations not recorded: ${(err as Error).message}`);
+  }
   if (slowest.length) console.log(`# slowest test files:\n${slowest.join('\n')}`);
   cpu.stop();
   const load = cpu.summary(runStarted, Date.now());
