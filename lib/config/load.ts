@@ -156,8 +156,9 @@ function parseWith(text: string, file: string, opts: { env?: ConfigEnv; secure?:
 
 /** The driver-declared keys that name files (`clouds-file`), resolved like every other path in the file. */
 function driverPaths(parsed: Parsed, abs: (p: string) => string): Record<string, string | undefined> {
+  const raw: Readonly<Record<string, unknown>> = parsed;
   return Object.fromEntries(DRIVER_SETTING_PATHS.map(camel).map((key) => {
-    const value = (parsed as Readonly<Record<string, unknown>>)[key];
+    const value = raw[key];
     return [key, typeof value === 'string' ? abs(value) : undefined];
   }));
 }

@@ -125,8 +125,8 @@ const launcher = object({
   'session-ttl': optional(seconds({ min: 1, fractions: true }), 30),
 });
 
-/** The keys of nodepool.yaml that core code reads. */
-const coreFields = {
+/** The keys of nodepool.yaml that core code reads, up to where the drivers' keys go (the order known keys are listed in). */
+const coreHead = {
   'gearman-servers': optional(list(gearmanServer), []),
   'zookeeper-servers': optional(zookeeperServers, []),
   'zookeeper-tls': optional(zookeeperTls),
@@ -139,6 +139,10 @@ const coreFields = {
   'elements-dir': optional(string()),
   /** Parent of each build's private TMPDIR (default: `<images-dir>/.tmp`). */
   'build-tmp-dir': optional(string()),
+};
+
+/** The rest of core's keys, after the drivers' (Nodepool's `clouds-file` came after `build-tmp-dir`). */
+const coreTail = {
   labels: optional(list(label, { uniqueBy: (l) => l.name, what: 'label' }), []),
   /** Abstract entries are parents only and left out; see lib/config/diskimages.ts for inheritance. */
   diskimages: optional(diskimageList(), []),
@@ -154,11 +158,12 @@ const coreFields = {
   webapp: optional(webappSchema, () => defaultsOf(webappSchema)),
 };
 
+const coreFields = { ...coreHead, ...coreTail };
 const redeclared = Object.keys(driverSettingFields).filter((k) => k in coreFields);
 if (redeclared.length > 0) throw new Error(`drivers redeclare top-level keys: ${redeclared.join(', ')}`);
 
 /** Schema of a whole nodepool.yaml: the core keys and those the drivers add. */
-export const nodepoolSchema = mapped(object({ ...coreFields, ...driverSettingFields }), (c) => ({
+export const nodepoolSchema = mapped(object({ ...coreHead, ...driverSettingFields, ...coreTail }), (c) => ({
   ...c,
   zookeeperServers: c.zookeeperServers.map((s) => ({ ...s, port: s.port ?? zookeeperPortDefault(c.zookeeperTls !== undefined) })),
 }));

@@ -11,8 +11,6 @@ import { ROLLOUT_POLICIES } from './policies.js';
 import type { RolloutView } from './rollout-policy.js';
 import { uploadPhase } from './upload-phase.js';
 
-export type { RolloutView } from './rollout-policy.js';
-
 /**
  * Uploads oldest first, as retention ranks them: by sequence when every id has one (a sequence
  * is the order of creation on every host, whatever their clocks), else by creation time.

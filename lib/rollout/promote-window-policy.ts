@@ -2,8 +2,10 @@
  * The promote-window policy (issue 32 §2): `rollout: {promote-window: {from: 9, to: 17}}`
  * promotes a canary only while the UTC hour is in [from, to) (wrapping midnight when `to` is
  * smaller, `{from: 22, to: 6}`), so a new image takes every launch only while someone is there
- * to watch it; outside the window it keeps serving its canary share, and the first launch
- * counted inside it (or any reader then) promotes it. Revocations and aborts are not held back.
+ * to watch it; outside the window it keeps serving its canary share. Inside it, readers see the
+ * canary as promoted, and the first launch counted there writes the promotion; with no launch
+ * counted inside, it is a canary again when the window closes. Revocations and aborts are not
+ * held back.
  * Without the key, promotion is not limited. Pure.
  */
 import { checked, int, object, optional, required } from '../config/schema-kit.js';

@@ -7,7 +7,7 @@ import type { RevocationRecord, UploadRecord } from '../store/models.js';
 import type { RolloutPolicy, UploadPhase } from './rollout-policy.js';
 
 /** The revocation of `upload`'s build, if any. */
-export function revocationOf(upload: UploadRecord, revocations: readonly RevocationRecord[]): RevocationRecord | undefined {
+function revocationOf(upload: UploadRecord, revocations: readonly RevocationRecord[]): RevocationRecord | undefined {
   return revocations.find((r) => r.buildId === upload.buildId && r.diskimage === upload.diskimage);
 }
 

@@ -8,8 +8,6 @@ import type { RevocationRecord, UploadRecord, UploadRollout } from '../store/mod
 import { ROLLOUT_POLICIES } from './policies.js';
 import type { RolloutSettings, UploadPhase } from './rollout-policy.js';
 
-export type { RolloutSettings, UploadPhase } from './rollout-policy.js';
-
 /**
  * Where `upload` stands at `now`. A phase a policy fixes (a revoked build revokes every upload
  * of it) holds first; then a written decision stands; without settings an upload is promoted

@@ -5,7 +5,8 @@
  * The decisions themselves are lib/rollout/; these only say them. Pure.
  */
 import { pinFor } from '../rollout/pin-policy.js';
-import { phaseWords, uploadPhase, type RolloutSettings } from '../rollout/upload-phase.js';
+import { phaseWords, uploadPhase } from '../rollout/upload-phase.js';
+import type { RolloutSettings } from '../rollout/rollout-policy.js';
 import type { PinRecord, RevocationRecord, RolloutState, UploadRecord } from '../store/models.js';
 
 /** A pin's provider as shown: its provider's name, or `all` for a diskimage-wide pin. */

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { bootUpload, uploadsByAge, type BootChoice, type RolloutView } from '../../../lib/rollout/boot-upload.js';
+import { bootUpload, uploadsByAge, type BootChoice } from '../../../lib/rollout/boot-upload.js';
 import { launchShare } from '../../../lib/rollout/canary-policy.js';
-import type { RolloutSettings } from '../../../lib/rollout/rollout-policy.js';
+import type { RolloutSettings, RolloutView } from '../../../lib/rollout/rollout-policy.js';
 import type { PinRecord, RevocationRecord, UploadRecord } from '../../../lib/store/models.js';
 
 const upload = (id: string, over: Partial<UploadRecord> = {}): UploadRecord => ({

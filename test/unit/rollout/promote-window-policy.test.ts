@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../lib/config/load.js';
 import { inPromoteWindow } from '../../../lib/rollout/promote-window-policy.js';
 import { rolloutSettingsFor } from '../../../lib/rollout/rollout-config.js';
-import { decisionAfterLaunch, uploadPhase, type RolloutSettings } from '../../../lib/rollout/upload-phase.js';
+import { decisionAfterLaunch, uploadPhase } from '../../../lib/rollout/upload-phase.js';
+import type { RolloutSettings } from '../../../lib/rollout/rollout-policy.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
 import { problemsOf } from '../../support/config-problems.js';
 

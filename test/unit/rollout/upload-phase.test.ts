@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { abortReason, launchShare } from '../../../lib/rollout/canary-policy.js';
 import { pinFor } from '../../../lib/rollout/pin-policy.js';
-import { decisionAfterLaunch, phaseWords, uploadPhase, type RolloutSettings, type UploadPhase } from '../../../lib/rollout/upload-phase.js';
+import { decisionAfterLaunch, phaseWords, uploadPhase } from '../../../lib/rollout/upload-phase.js';
+import type { RolloutSettings, UploadPhase } from '../../../lib/rollout/rollout-policy.js';
 import type { PinRecord, RevocationRecord, UploadRecord, UploadRollout } from '../../../lib/store/models.js';
 
 const READY_AT = 1_000_000;
