@@ -11,7 +11,7 @@ import { versionText } from '../lib/build-info.js';
 import { keepRunningGearmanServers } from '../lib/config/gearman-servers.js';
 import { loadConfig } from '../lib/config/load.js';
 import type { Config } from '../lib/config/schema.js';
-import { driverHosts, type DriverHosts } from '../lib/drivers/driver-hosts.js';
+import { driverHosts, type DriverHosts } from '../lib/drivers/core/driver-hosts.js';
 import { ConfigError } from '../lib/errors.js';
 import { createRootLogger, type Logger } from '../lib/log.js';
 import { processSecrets } from '../lib/redact.js';

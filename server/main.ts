@@ -14,7 +14,7 @@ import os from 'node:os';
 import type { Config } from '../lib/config/schema.js';
 import { gearmanAddresses, imageLifecycleMode } from '../lib/config/gearman-servers.js';
 import { describeStore } from '../lib/config/store-settings.js';
-import type { DriverHosts } from '../lib/drivers/driver-hosts.js';
+import type { DriverHosts } from '../lib/drivers/core/driver-hosts.js';
 import { GearmanClient } from '../lib/gearman/client.js';
 import { Releasers } from '../lib/lifecycle.js';
 import type { Logger } from '../lib/log.js';

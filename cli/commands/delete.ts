@@ -7,7 +7,7 @@
  */
 import { deleteNode as deleteNodeAction } from '../../lib/actions/node-delete.js';
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
-import type { Provider } from '../../lib/drivers/driver.js';
+import type { Provider } from '../../lib/drivers/contract/driver.js';
 import { driverOf } from '../../lib/drivers/registry.js';
 import { silentLogger } from '../../lib/log.js';
 import { renderNodes } from './list.js';

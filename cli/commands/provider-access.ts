@@ -4,7 +4,7 @@
  * shared.ts so that the other commands, `config-validate` and `--help` load no driver code.
  */
 import type { Config } from '../../lib/config/schema.js';
-import { noDriverHosts, type DriverHosts } from '../../lib/drivers/driver-hosts.js';
+import { noDriverHosts, type DriverHosts } from '../../lib/drivers/core/driver-hosts.js';
 import { CommandFailure } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { EXIT } from './shared.js';

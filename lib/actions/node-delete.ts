@@ -7,8 +7,8 @@
  */
 import { SessionKeeper } from '../client/session-keeper.js';
 import type { ProviderConfig } from '../drivers/config-registry.js';
-import type { Provider } from '../drivers/driver.js';
-import { removeNode } from '../drivers/remove-node.js';
+import type { Provider } from '../drivers/contract/driver.js';
+import { removeNode } from '../drivers/core/remove-node.js';
 import { coerceError, CorruptRecordError } from '../errors.js';
 import { pollUntil } from '../lifecycle.js';
 import { silentLogger, type Logger } from '../log.js';

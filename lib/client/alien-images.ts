@@ -2,7 +2,7 @@
  * Which cloud images look like our uploads but no upload record accounts for (`nodepool
  * alien-image-list`, monitoring). Pure: the caller lists the images and reads the uploads.
  */
-import type { ListedImage } from '../drivers/image-service.js';
+import type { ListedImage } from '../drivers/contract/image-service.js';
 import type { UploadRecord } from '../store/models.js';
 
 /** Upload states whose cloud image is accounted for (a validating upload's image is in use by its validation). */

@@ -4,7 +4,7 @@
  * (lib/drivers/registry.ts joins each part with its providers). No directory scanning, no
  * magic names; an unknown driver is a config problem naming the provider (lib/config/schema.ts).
  */
-import type { DriverConfig, ImageTarget, PoolInfo } from './driver-config.js';
+import type { DriverConfig, ImageTarget, PoolInfo } from './contract/driver-config.js';
 import { openstackConfig, type OpenStackProviderConfig } from './openstack/config.js';
 import { qemuConfig, type QemuProviderConfig } from './qemu/config.js';
 import { staticConfig, type StaticProviderConfig } from './static/config.js';

@@ -4,7 +4,7 @@
  * validating a file loads no cloud client. No directory scanning, no magic names.
  */
 import type { ProviderConfig } from './config-registry.js';
-import type { Driver } from './driver.js';
+import type { Driver } from './contract/driver.js';
 import { openstackDriver } from './openstack/index.js';
 import type { OpenStackAccess } from './openstack/access.js';
 import type { OpenStackProviderConfig } from './openstack/config.js';

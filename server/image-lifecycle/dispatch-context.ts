@@ -6,7 +6,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/core/driver-hosts.js';
 import { coerceError, GearmanConnectionError, isStoreUnreachable, StateConflictError } from '../../lib/errors.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
 import type { JobResult } from '../../lib/gearman/types.js';

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import type { Config } from '../../lib/config/schema.js';
 import { gearmanAddresses } from '../../lib/config/gearman-servers.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/core/driver-hosts.js';
 import type { GearmanClient } from '../../lib/gearman/client.js';
 import { fn } from '../../lib/gearman/functions.js';
 import type { Logger } from '../../lib/log.js';

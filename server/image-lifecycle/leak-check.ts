@@ -8,7 +8,8 @@
  */
 import type { Config } from '../../lib/config/schema.js';
 import { takesImages } from '../../lib/drivers/config-registry.js';
-import type { ImageService, ImageServiceFactory, ListedImage } from '../../lib/drivers/image-service.js';
+import type { ImageService, ListedImage } from '../../lib/drivers/contract/image-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/core/driver-hosts.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';

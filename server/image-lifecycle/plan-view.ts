@@ -10,7 +10,7 @@ import { imageTargets } from '../../lib/drivers/config-registry.js';
 import { formatsFor } from '../../lib/images/formats.js';
 import { byCreated, hasSequenceOrder, parseImageId, UPLOAD_SEQ_RE } from '../../lib/images/image-file.js';
 import type { BuildRecord, BuildState, PinRecord, RevocationRecord, UploadRecord, UploadState } from '../../lib/store/models.js';
-import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
+import type { ValidationSpec } from '../../lib/drivers/contract/validate-config.js';
 import type { Action, PlannerSnapshot } from './actions.js';
 import type { PausedBy } from '../../lib/status/lifecycle-status.js';
 

@@ -5,7 +5,7 @@
  * target that no longer has `validate:` (ready as it is: the operator dropped the gate), and a
  * validation nobody finished long after its deadline (failed: e.g. no launcher runs the provider).
  */
-import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
+import type { ValidationSpec } from '../../lib/drivers/contract/validate-config.js';
 import type { PlanView, WorkingUpload } from './plan-view.js';
 
 /**

@@ -8,7 +8,7 @@
  * max-ready-age (unallocated nodes only) touches them.
  */
 import type { Config } from '../../lib/config/schema.js';
-import type { Provider } from '../../lib/drivers/driver.js';
+import type { Provider } from '../../lib/drivers/contract/driver.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';

@@ -3,8 +3,8 @@
  * whether a declined request fails, what the deleter and the cleanup worker act on, and how
  * many min-ready requests a label needs. No I/O here; the workers feed in store snapshots.
  */
-import { DEFAULT_PRIORITY } from '../../lib/drivers/common-config.js';
-import type { PoolInfo } from '../../lib/drivers/driver.js';
+import { DEFAULT_PRIORITY } from '../../lib/drivers/contract/common-config.js';
+import type { PoolInfo } from '../../lib/drivers/contract/driver.js';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
 
 /** The requestor name of the launcher's own min-ready requests. */

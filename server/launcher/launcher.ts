@@ -9,9 +9,9 @@
 import { providerInputs, type ProviderInputs } from '../../lib/config/provider-inputs.js';
 import type { Config } from '../../lib/config/schema.js';
 import { configEquals } from '../../lib/config/config-equals.js';
-import { poolPriority } from '../../lib/drivers/common-config.js';
-import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
-import type { DriverHosts } from '../../lib/drivers/driver-hosts.js';
+import { poolPriority } from '../../lib/drivers/contract/common-config.js';
+import type { PoolInfo, Provider } from '../../lib/drivers/contract/driver.js';
+import type { DriverHosts } from '../../lib/drivers/core/driver-hosts.js';
 import { imageTargets, providerPools, type ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { driverOf } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';

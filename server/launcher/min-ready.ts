@@ -8,7 +8,7 @@
  */
 import { minReadyAt } from '../../lib/config/min-ready-schedule.js';
 import type { Config, LabelConfig } from '../../lib/config/schema.js';
-import type { Provider, PoolInfo } from '../../lib/drivers/driver.js';
+import type { Provider, PoolInfo } from '../../lib/drivers/contract/driver.js';
 import type { Logger } from '../../lib/log.js';
 import type { Store } from '../../lib/store/store.js';
 import { MIN_READY_REQUESTOR, minReadyNeeds } from './decisions.js';

@@ -16,8 +16,8 @@
  * per-pass cap: one finishing starts the next waiting one at once; a node is never deleted
  * twice at the same time.
  */
-import type { Provider } from '../../lib/drivers/driver.js';
-import { removeNode } from '../../lib/drivers/remove-node.js';
+import type { Provider } from '../../lib/drivers/contract/driver.js';
+import { removeNode } from '../../lib/drivers/core/remove-node.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeState } from '../../lib/store/models.js';

@@ -4,7 +4,7 @@
  * handler for each, and polls the running ones until they finish. A paused handler (no room)
  * blocks new requests for this pool until it can go on — the pool pauses instead of failing.
  */
-import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
+import type { PoolInfo, Provider } from '../../lib/drivers/contract/driver.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { PeriodicLoop } from '../../lib/periodic-loop.js';

@@ -3,7 +3,7 @@
  * the pool worker, the outcome of each launch (for metrics), and the claim mark handlers of one
  * pass put on the shared snapshot's candidates.
  */
-import type { PoolInfo, Provider } from '../../lib/drivers/driver.js';
+import type { PoolInfo, Provider } from '../../lib/drivers/contract/driver.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';

@@ -7,7 +7,7 @@
  * nodes, or declined after a failure (another provider may try; it fails only when every
  * launcher has declined). Re-entrant: a paused handler's `run()` is called again.
  */
-import type { RequestHandler } from '../../lib/drivers/driver.js';
+import type { RequestHandler } from '../../lib/drivers/contract/driver.js';
 import { coerceError, isStoreUnreachable, StateConflictError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';

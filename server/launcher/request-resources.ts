@@ -2,7 +2,7 @@
  * What a pool needs for a whole request: the sum over its labels of the driver's
  * labelResources (tenant-resource-limits are checked against it).
  */
-import type { RequestHandler } from '../../lib/drivers/driver.js';
+import type { RequestHandler } from '../../lib/drivers/contract/driver.js';
 
 /** The summed resources of the labels; undefined when the driver cannot tell (the request is then not limited). */
 export async function requestResources(driver: RequestHandler, labels: readonly string[]): Promise<Record<string, number> | undefined> {

@@ -3,7 +3,7 @@
  * candidate of the pass's shared snapshot, locks it if free, checks it again under the lock, and
  * allocates it to the request.
  */
-import type { RequestHandler } from '../../lib/drivers/driver.js';
+import type { RequestHandler } from '../../lib/drivers/contract/driver.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import { nodeLock } from '../../lib/store/lock-names.js';
 import type { Store } from '../../lib/store/store.js';

@@ -3,7 +3,7 @@
  * validation nodes and what the deleter does with them, the request-shaped record a driver's
  * RequestHandler gets for a validation launch, and the reasons a failed validation records.
  */
-import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
+import type { ValidationSpec } from '../../lib/drivers/contract/validate-config.js';
 import type { SshCommandResult } from '../../lib/ssh/ssh-command.js';
 import { validationAllocation, type NodeRecord, type NodeRequestRecord } from '../../lib/store/models.js';
 import { deleterVerdict } from './decisions.js';

@@ -13,8 +13,8 @@
  */
 import type { ProviderConfig } from '../../lib/drivers/config-registry.js';
 import { imageTarget, providerPools } from '../../lib/drivers/config-registry.js';
-import type { Provider } from '../../lib/drivers/driver.js';
-import type { ValidationSpec } from '../../lib/drivers/validate-config.js';
+import type { Provider } from '../../lib/drivers/contract/driver.js';
+import type { ValidationSpec } from '../../lib/drivers/contract/validate-config.js';
 import { coerceError, HostScanError, StateConflictError } from '../../lib/errors.js';
 import { sleep } from '../../lib/lifecycle.js';
 import type { Logger } from '../../lib/log.js';

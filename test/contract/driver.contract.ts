@@ -8,7 +8,7 @@
  * two ways differ only where the contract itself does (a deleted static node's slot comes
  * back, a deleted server does not).
  *
- * Deletes go through the code the launcher deletes with (lib/drivers/remove-node.ts and the
+ * Deletes go through the code the launcher deletes with (lib/drivers/core/remove-node.ts and the
  * real NodeDeleter), never through steps of the suite's own: the leak test makes a real leak
  * (fixture.leak) and only runs the provider's leak cleanup and the deleter until it is gone.
  */
@@ -17,8 +17,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import type { Config } from '../../lib/config/schema.js';
-import type { Driver, Provider, ProviderConfigBase, ProviderContext } from '../../lib/drivers/driver.js';
-import { removeNode } from '../../lib/drivers/remove-node.js';
+import type { Driver, Provider, ProviderConfigBase, ProviderContext } from '../../lib/drivers/contract/driver.js';
+import { removeNode } from '../../lib/drivers/core/remove-node.js';
 import { waitFor } from '../../lib/lifecycle.js';
 import type { NodeRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';

@@ -1,8 +1,8 @@
 /**
- * The image-service contract: what lib/drivers/image-service.ts promises, checked against every
+ * The image-service contract: what lib/drivers/contract/image-service.ts promises, checked against every
  * driver that takes uploaded images (openstack: Glance on the loopback Keystone + Glance; qemu:
  * its image-dir), each run from its own test file. The fixture builds the service the way a
- * process does (lib/drivers/driver-hosts.ts: the driver's host access, then its image service),
+ * process does (lib/drivers/core/driver-hosts.ts: the driver's host access, then its image service),
  * never with a driver's own constructor.
  *
  * Promised: an upload is streamed (chunks to `onData` in order from offset 0, never the file
@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import type { ImageService, UploadRequest } from '../../lib/drivers/image-service.js';
+import type { ImageService, UploadRequest } from '../../lib/drivers/contract/image-service.js';
 import { AbortedError } from '../../lib/errors.js';
 
 /** What a driver's image-service fixture provides. */

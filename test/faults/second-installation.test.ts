@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { dibImageList } from '../../cli/commands/dib-image-list.js';
-import type { ListedImage } from '../../lib/drivers/image-service.js';
+import type { ListedImage } from '../../lib/drivers/contract/image-service.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../lib/status/lifecycle-status.js';
 import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';
 import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../support/builder-env.js';

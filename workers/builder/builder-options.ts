@@ -5,7 +5,7 @@
 import type { Config } from '../../lib/config/schema.js';
 import type { ReconnectOptions } from '../../lib/gearman/types.js';
 import type { Logger } from '../../lib/log.js';
-import type { ImageServiceFactory } from '../../lib/drivers/image-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/core/driver-hosts.js';
 import type { ImageSidecar } from './image-repository.js';
 
 /** Options of {@link BaseBuilder}. */

@@ -7,7 +7,7 @@
  */
 import { createHash, getHashes, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import type { CloudHash } from '../../lib/drivers/image-service.js';
+import type { CloudHash } from '../../lib/drivers/contract/image-service.js';
 import { ImageFileChangedError } from '../../lib/errors.js';
 
 /**

@@ -14,7 +14,8 @@
  */
 import { stat } from 'node:fs/promises';
 import type { Config } from '../../lib/config/schema.js';
-import type { ImageService, ImageServiceFactory, UploadedImage } from '../../lib/drivers/image-service.js';
+import type { ImageService, UploadedImage } from '../../lib/drivers/contract/image-service.js';
+import type { ImageServiceFactory } from '../../lib/drivers/core/driver-hosts.js';
 import {
   AbortedError, CloudHashMismatchError, coerceError, ImageFileChangedError, InvalidJobError, UnknownImageError, UploadTimeoutError,
 } from '../../lib/errors.js';

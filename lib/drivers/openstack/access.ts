@@ -6,7 +6,7 @@
  * (the config's `clouds-file`, else the standard locations); nothing secret crosses Gearman.
  */
 import { silentLogger, type Logger } from '../../log.js';
-import type { DriverHost, HostAccess } from '../host-access.js';
+import type { DriverHost, HostAccess } from '../contract/host-access.js';
 import { loadCloud, standardSearchPaths, type CloudCredentials } from './clouds-yaml.js';
 import type { OpenStackProviderConfig } from './config.js';
 import { GlanceClient, type GlanceClientOptions } from './glance.js';

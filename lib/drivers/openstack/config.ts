@@ -10,9 +10,9 @@ import { IMAGE_FORMATS } from '../../images/image-file.js';
 import { diskimageName } from '../../config/names.js';
 import { providerDiskimageRollout } from '../../rollout/rollout-schema.js';
 import { bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
-import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
-import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
-import type { DriverConfig, DriverSettings, HostSecretSource, ImageTarget, PoolInfo } from '../driver-config.js';
+import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../contract/common-config.js';
+import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../contract/validate-config.js';
+import type { DriverConfig, DriverSettings, HostSecretSource, ImageTarget, PoolInfo } from '../contract/driver-config.js';
 import { cloudsYamlSecrets, standardSearchPaths } from './clouds-yaml.js';
 
 /** Placeholders `hostname-format` may use. */

@@ -3,7 +3,7 @@
  * (access.ts: the Keystone session and Glance client the provider shares).
  */
 import { silentLogger, type Logger } from '../../log.js';
-import type { ImageService, ListedImage, UploadedImage, UploadRequest } from '../image-service.js';
+import type { ImageService, ListedImage, UploadedImage, UploadRequest } from '../contract/image-service.js';
 import { OpenStackAccess, type OpenStackAccessOptions } from './access.js';
 import type { CloudCredentials } from './clouds-yaml.js';
 import type { GlanceClient } from './glance.js';

@@ -3,7 +3,7 @@
  * uploads of diskimages or from images the cloud already has; images through Glance; both
  * over one host access per provider (access.ts: the Keystone session from this host's clouds.yaml).
  */
-import type { Driver } from '../driver.js';
+import type { Driver } from '../contract/driver.js';
 import { OPENSTACK_HOST_SETTINGS, openstackHostAccess, type OpenStackAccess } from './access.js';
 import { openstackConfig, type OpenStackProviderConfig } from './config.js';
 import { OpenStackImageService } from './glance-image-service.js';

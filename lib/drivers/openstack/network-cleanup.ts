@@ -5,7 +5,7 @@
  */
 import { coerceError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { ProviderContext } from '../driver.js';
+import type { ProviderContext } from '../contract/driver.js';
 import type { OpenStackAccess } from './access.js';
 import type { NeutronClient } from './neutron.js';
 import { notePorts, planPortCleanup, portCheckDue, type PortCleanupState } from './port-cleanup.js';

@@ -10,10 +10,10 @@ import { CloudError, coerceError, LaunchError } from '../../errors.js';
 import { KeptUnlessFailed, waitFor } from '../../lifecycle.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
-import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
-import type { ImageService } from '../image-service.js';
+import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../contract/driver.js';
+import type { ImageService } from '../contract/image-service.js';
 import { chooseBootUpload } from '../../rollout/boot-choice.js';
-import { labelReady } from '../label-images.js';
+import { labelReady } from '../core/label-images.js';
 import { pinnedUploadProblem } from '../../rollout/pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
 import { poolInfo } from './config.js';
@@ -27,7 +27,7 @@ import { cloudImageNodeFields, diskimageNodeFields, type BootImage, type TopDisk
 import { NovaClient, type NovaServer } from './nova.js';
 import { NetworkCleanup } from './network-cleanup.js';
 import { cloudLimits, unmanagedUsage } from './quota.js';
-import { firstLabelConfig, poolNamed } from '../common-config.js';
+import { firstLabelConfig, poolNamed } from '../contract/common-config.js';
 
 /** Tunables of {@link OpenStackProvider}. */
 export interface OpenStackProviderOptions {

@@ -10,9 +10,9 @@ import type { Problems, Schema } from '../../config/schema-kit.js';
 import { diskimageName } from '../../config/names.js';
 import { providerDiskimageRollout } from '../../rollout/rollout-schema.js';
 import { absolutePath, bool, int, list, object, oneOf, optional, record, required, scalarString, seconds, string } from '../../config/schema-kit.js';
-import { commonPoolFields, commonProviderFields } from '../common-config.js';
-import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../validate-config.js';
-import type { DriverConfig, ImageTarget, PoolInfo } from '../driver-config.js';
+import { commonPoolFields, commonProviderFields } from '../contract/common-config.js';
+import { checkValidations, imageProviderFields, providerDiskimageValidation, validationOf } from '../contract/validate-config.js';
+import type { DriverConfig, ImageTarget, PoolInfo } from '../contract/driver-config.js';
 
 /** How VMs are accelerated: `auto` uses KVM only when a probe VM actually boots with it (see accel.ts). */
 export const ACCELS = ['auto', 'kvm', 'tcg'] as const;

@@ -14,7 +14,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AbortedError, BadImageError, CloudError, coerceError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { ImageService, ListedImage, UploadedImage, UploadRequest } from '../image-service.js';
+import type { ImageService, ListedImage, UploadedImage, UploadRequest } from '../contract/image-service.js';
 import { checkQcow2, convertToQcow2 } from './qemu-img.js';
 
 /** What `<id>.json` holds. */

@@ -3,7 +3,7 @@
  * copy-on-write overlays of nodepool's uploads, which land as qcow2 files in `image-dir`. It
  * reaches no remote cloud, so it has no host access: its image service is the directory.
  */
-import type { Driver } from '../driver.js';
+import type { Driver } from '../contract/driver.js';
 import { qemuConfig, type QemuProviderConfig } from './config.js';
 import { QemuImageService } from './image-store.js';
 import { QemuProvider } from './provider.js';

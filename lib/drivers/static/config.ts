@@ -6,8 +6,8 @@
  */
 import { normalizeHostKey } from '../../ssh/host-keys.js';
 import { bool, int, list, object, oneOf, optional, required, seconds, string, type Problems, type Schema } from '../../config/schema-kit.js';
-import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../common-config.js';
-import type { DriverConfig, PoolInfo } from '../driver-config.js';
+import { commonPoolFields, commonProviderFields, CONNECTION_TYPES } from '../contract/common-config.js';
+import type { DriverConfig, PoolInfo } from '../contract/driver-config.js';
 
 /** A string split on whitespace, or a list of strings: `labels: "a b"` = `labels: [a, b]`. */
 function wordsOrList(what: string): Schema<string[]> {

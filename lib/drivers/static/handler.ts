@@ -7,7 +7,7 @@
 import type { Logger } from '../../log.js';
 import type { TcpProbeResult } from '../../ssh/tcp-probe.js';
 import type { NodePatch, NodeRecord, NodeRequestRecord } from '../../store/models.js';
-import type { RequestHandler } from '../driver.js';
+import type { RequestHandler } from '../contract/driver.js';
 import type { StaticHost } from './config.js';
 
 /**

@@ -11,7 +11,7 @@ import { StateConflictError } from '../../errors.js';
 import { tcpProbe } from '../../ssh/tcp-probe.js';
 import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
-import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../driver.js';
+import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../contract/driver.js';
 import { staticHosts, type StaticHost, type StaticProviderConfig } from './config.js';
 import { StaticRequestHandler, type StaticHostRegistry } from './handler.js';
 import { HostScanner } from './host-scanner.js';

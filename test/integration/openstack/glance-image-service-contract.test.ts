@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../../lib/config/load.js';
 import { imageServiceContract } from '../../contract/image-service.contract.js';
-import type { DriverHosts } from '../../../lib/drivers/driver-hosts.js';
+import type { DriverHosts } from '../../../lib/drivers/core/driver-hosts.js';
 import { testImageServices } from '../../support/image-services.js';
 import { LOOPBACK_REGION, useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';
 import { testLogger } from '../../support/test-log.js';

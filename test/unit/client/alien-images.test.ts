@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { alienImages } from '../../../lib/client/alien-images.js';
-import type { ListedImage } from '../../../lib/drivers/image-service.js';
+import type { ListedImage } from '../../../lib/drivers/contract/image-service.js';
 import type { UploadRecord } from '../../../lib/store/models.js';
 
 function image(externalId: string, name: string, properties: Record<string, string>): ListedImage {

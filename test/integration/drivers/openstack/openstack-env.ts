@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
-import type { ProviderContext } from '../../../../lib/drivers/driver.js';
+import type { ProviderContext } from '../../../../lib/drivers/contract/driver.js';
 import { openstackHostAccess, type OpenStackAccess } from '../../../../lib/drivers/openstack/access.js';
 import { KeptUnlessFailed } from '../../../../lib/lifecycle.js';
 import type { OpenStackProviderConfig } from '../../../../lib/drivers/openstack/config.js';

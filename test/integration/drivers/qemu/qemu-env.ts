@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
-import type { ProviderContext } from '../../../../lib/drivers/driver.js';
+import type { ProviderContext } from '../../../../lib/drivers/contract/driver.js';
 import type { QemuProviderConfig } from '../../../../lib/drivers/qemu/config.js';
 import { QemuImageService } from '../../../../lib/drivers/qemu/image-store.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';

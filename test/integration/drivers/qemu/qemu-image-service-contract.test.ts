@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { imageServiceContract } from '../../../contract/image-service.contract.js';
-import type { DriverHosts } from '../../../../lib/drivers/driver-hosts.js';
+import type { DriverHosts } from '../../../../lib/drivers/core/driver-hosts.js';
 import { testImageServices } from '../../../support/image-services.js';
 import { testLogger } from '../../../support/test-log.js';
 import { QemuEnv } from './qemu-env.js';

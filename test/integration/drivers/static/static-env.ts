@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
-import type { Provider, ProviderContext } from '../../../../lib/drivers/driver.js';
+import type { Provider, ProviderContext } from '../../../../lib/drivers/contract/driver.js';
 import type { StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import type { StaticProvider } from '../../../../lib/drivers/static/provider.js';

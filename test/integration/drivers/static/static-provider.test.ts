@@ -9,7 +9,7 @@ import { configEquals } from '../../../../lib/config/config-equals.js';
 import type { StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import { StaticProvider } from '../../../../lib/drivers/static/provider.js';
-import type { Provider } from '../../../../lib/drivers/driver.js';
+import type { Provider } from '../../../../lib/drivers/contract/driver.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
 import { SessionKeeper } from '../../../../lib/client/session-keeper.js';

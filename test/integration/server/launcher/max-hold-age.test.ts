@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
-import type { Provider } from '../../../../lib/drivers/driver.js';
+import type { Provider } from '../../../../lib/drivers/contract/driver.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
 import { silentLogger } from '../../../../lib/log.js';
 import { nodeLock } from '../../../../lib/store/lock-names.js';

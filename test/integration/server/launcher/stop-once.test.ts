@@ -9,7 +9,7 @@ import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseConfig } from '../../../../lib/config/load.js';
-import { driverHosts } from '../../../../lib/drivers/driver-hosts.js';
+import { driverHosts } from '../../../../lib/drivers/core/driver-hosts.js';
 import { silentLogger } from '../../../../lib/log.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
 import { Launcher } from '../../../../server/launcher/launcher.js';

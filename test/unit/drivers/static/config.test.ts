@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../../../lib/config/load.js';
 import { ConfigError } from '../../../../lib/errors.js';
 import { staticDriver } from '../../../../lib/drivers/static/index.js';
-import { poolPriority } from '../../../../lib/drivers/common-config.js';
+import { poolPriority } from '../../../../lib/drivers/contract/common-config.js';
 import { configEquals } from '../../../../lib/config/config-equals.js';
 import { staticHosts, type StaticProviderConfig } from '../../../../lib/drivers/static/config.js';
 

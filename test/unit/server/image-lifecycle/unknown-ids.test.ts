@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ListedImage } from '../../../../lib/drivers/image-service.js';
+import type { ListedImage } from '../../../../lib/drivers/contract/image-service.js';
 import { isOurs } from '../../../../server/image-lifecycle/leak-check.js';
 import { graceOver, trackUnknown, unknownGuard } from '../../../../server/image-lifecycle/unknown-ids.js';
 

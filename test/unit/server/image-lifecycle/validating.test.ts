@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { alienImages } from '../../../../lib/client/alien-images.js';
 import { parseConfig } from '../../../../lib/config/load.js';
-import type { ListedImage } from '../../../../lib/drivers/image-service.js';
+import type { ListedImage } from '../../../../lib/drivers/contract/image-service.js';
 import { unaccountedImages } from '../../../../server/image-lifecycle/leak-check.js';
 import { validationDeadline, validationGraceMs } from '../../../../server/image-lifecycle/validating.js';
 import { ago, bid, build, config, NOW, table, uid, upload } from './planner-fixtures.js';

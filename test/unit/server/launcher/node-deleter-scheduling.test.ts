@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Provider } from '../../../../lib/drivers/driver.js';
+import type { Provider } from '../../../../lib/drivers/contract/driver.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
 import { silentLogger } from '../../../../lib/log.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { PoolInfo, Provider, RequestHandler } from '../../../../lib/drivers/driver.js';
+import type { PoolInfo, Provider, RequestHandler } from '../../../../lib/drivers/contract/driver.js';
 import { nodeLock, requestLock } from '../../../../lib/store/lock-names.js';
 import type { NodeRecord } from '../../../../lib/store/models.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';

@@ -1,10 +1,9 @@
 /**
  * The runtime side of a driver's image capability: the image API a builder uploads through
  * and the server deletes and lists with, independent of the cloud behind it. A driver makes it
- * over its own host access (lib/drivers/host-access.ts); core code reaches it only through an
- * {@link ImageServiceFactory} (lib/drivers/driver-hosts.ts).
+ * over its own host access (lib/drivers/contract/host-access.ts); core code reaches it only through an
+ * ImageServiceFactory (lib/drivers/core/driver-hosts.ts).
  */
-import type { ProviderConfig } from './config-registry.js';
 
 /** One image file to upload. */
 export interface UploadRequest {
@@ -86,7 +85,4 @@ export interface ImageService {
    */
   cloudHashAlgos?(): readonly string[];
 }
-
-/** The image service of a provider whose driver manages images (one per provider config, reused). */
-export type ImageServiceFactory = (provider: ProviderConfig) => Promise<ImageService>;
 

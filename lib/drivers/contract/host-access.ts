@@ -2,10 +2,10 @@
  * A driver's access to its cloud from this host: the contract between core and a driver for
  * credentials, sessions and HTTP clients. Core hands a driver the host's settings as an opaque
  * bag ({@link DriverHost}); the driver makes one {@link HostAccess} of its own from them per
- * provider config, which its provider and its image service share (lib/drivers/driver-hosts.ts
+ * provider config, which its provider and its image service share (lib/drivers/core/driver-hosts.ts
  * keeps them and closes each once). Core never looks inside either.
  */
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 
 /** What a process offers a driver to reach its cloud with the process's own credentials. */
 export interface DriverHost {

@@ -4,8 +4,8 @@
  * pulls in a cloud client or ssh. The runtime half (providers, image services) is in
  * driver.ts and lib/drivers/registry.ts.
  */
-import type { Fields, Problems, Schema } from '../config/schema-kit.js';
-import type { RolloutSettings } from '../rollout/rollout-policy.js';
+import type { Fields, Problems, Schema } from '../../config/schema-kit.js';
+import type { RolloutSettings } from '../../rollout/rollout-policy.js';
 import type { ValidationSpec } from './validate-config.js';
 
 /** What the launcher needs to know about one pool of a provider. */

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseConfig } from '../../../lib/config/load.js';
-import { imageTargets } from '../../../lib/drivers/config-registry.js';
-import { ConfigError } from '../../../lib/errors.js';
+import { parseConfig } from '../../../../lib/config/load.js';
+import { imageTargets } from '../../../../lib/drivers/config-registry.js';
+import { ConfigError } from '../../../../lib/errors.js';
 
 const HEAD = ['labels: [{name: small}, {name: big}]', 'diskimages: [{name: deb}, {name: other}]', 'providers:'];
 

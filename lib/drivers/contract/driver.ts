@@ -5,10 +5,10 @@
  * itself is generic (server/launcher/request-handler.ts) and calls only these hooks.
  * Every driver passes test/contract/driver.contract.ts.
  */
-import type { Config } from '../config/schema.js';
-import type { Logger } from '../log.js';
-import type { NodePatch, NodeRecord, NodeRequestRecord } from '../store/models.js';
-import type { Store } from '../store/store.js';
+import type { Config } from '../../config/schema.js';
+import type { Logger } from '../../log.js';
+import type { NodePatch, NodeRecord, NodeRequestRecord } from '../../store/models.js';
+import type { Store } from '../../store/store.js';
 import type { DriverConfig, PoolInfo, ProviderConfigBase } from './driver-config.js';
 import type { DriverHost, HostAccess } from './host-access.js';
 import type { ImageService } from './image-service.js';
@@ -30,7 +30,7 @@ export interface ProviderContext<A extends HostAccess = HostAccess> {
   sessionId: () => string;
   /**
    * The provider's host access, made by its own driver's `hostAccess` from this process's
-   * settings and shared with the provider's image service (lib/drivers/driver-hosts.ts);
+   * settings and shared with the provider's image service (lib/drivers/core/driver-hosts.ts);
    * absent for drivers without one (static). Rejected when the access cannot be made (credentials).
    */
   hostAccess?: () => Promise<A>;

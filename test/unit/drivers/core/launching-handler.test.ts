@@ -4,16 +4,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { bootUpload } from '../../../lib/rollout/boot-upload.js';
-import { LaunchingHandler } from '../../../lib/drivers/launching-handler.js';
-import type { CountedUpload } from '../../../lib/rollout/count-launch.js';
-import { LaunchError, QuotaExceededError } from '../../../lib/errors.js';
-import type { RolloutSettings } from '../../../lib/rollout/rollout-policy.js';
-import { waitFor } from '../../../lib/lifecycle.js';
-import { createRootLogger } from '../../../lib/log.js';
-import type { NodePatch, NodeRecord, UploadRecord } from '../../../lib/store/models.js';
-import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
-import type { Store } from '../../../lib/store/store.js';
+import { bootUpload } from '../../../../lib/rollout/boot-upload.js';
+import { LaunchingHandler } from '../../../../lib/drivers/core/launching-handler.js';
+import type { CountedUpload } from '../../../../lib/rollout/count-launch.js';
+import { LaunchError, QuotaExceededError } from '../../../../lib/errors.js';
+import type { RolloutSettings } from '../../../../lib/rollout/rollout-policy.js';
+import { waitFor } from '../../../../lib/lifecycle.js';
+import { createRootLogger } from '../../../../lib/log.js';
+import type { NodePatch, NodeRecord, UploadRecord } from '../../../../lib/store/models.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import type { Store } from '../../../../lib/store/store.js';
 
 /** How a scripted launch ends after the driver chose its upload. */
 type Script = { upload: CountedUpload | null; end: 'ready' | 'fail' | 'quota'; abandoned?: boolean };

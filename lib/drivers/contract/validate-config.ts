@@ -3,8 +3,8 @@
  * takes uploaded images: a provider diskimage's `validate: {boot, command, timeout, label,
  * username, private-key}` and the provider's `post-upload-hook` (Nodepool 11's key). Runtime-free.
  */
-import type { Problems } from '../config/schema-kit.js';
-import { absolutePath, bool, object, optional, seconds, string } from '../config/schema-kit.js';
+import type { Problems } from '../../config/schema-kit.js';
+import { absolutePath, bool, object, optional, seconds, string } from '../../config/schema-kit.js';
 
 /** What a new upload must pass before it is ready, resolved against the provider's pools. */
 export interface ValidationSpec {

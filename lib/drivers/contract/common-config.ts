@@ -2,7 +2,7 @@
  * Config keys every driver shares (Nodepool's common provider and pool schema). Drivers
  * spread these into their own schemas, so defaults are written once.
  */
-import { ignored, int, optional, record, required, scalarString, string } from '../config/schema-kit.js';
+import { ignored, int, optional, record, required, scalarString, string } from '../../config/schema-kit.js';
 
 /** How consumers connect to a node (`connection-type` of every driver). */
 export const CONNECTION_TYPES = ['ssh', 'winrm', 'network_cli'] as const;

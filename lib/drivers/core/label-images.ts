@@ -4,8 +4,8 @@
  * and is one label ready (Provider.labelReady). What a label boots is the driver's own answer
  * (its `bootImage`, which takes core's choice of upload from lib/rollout/boot-choice.ts).
  */
-import { coerceError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { coerceError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 
 /** How a driver finds a label's config and what it boots now. */
 export interface LabelImages<L> {

@@ -7,16 +7,19 @@
  * kept until then, because a provider still stopping or an upload in flight may be using it
  * (closing a session ends its connections). A failed creation is not kept.
  */
-import { coerceError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { fingerprint } from '../config/config-equals.js';
-import type { ProviderConfig } from './config-registry.js';
-import type { Driver } from './driver.js';
-import type { HostAccess } from './host-access.js';
-import type { ImageService, ImageServiceFactory } from './image-service.js';
-import { driverOf } from './registry.js';
+import { coerceError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { fingerprint } from '../../config/config-equals.js';
+import type { ProviderConfig } from '../config-registry.js';
+import type { Driver } from '../contract/driver.js';
+import type { HostAccess } from '../contract/host-access.js';
+import type { ImageService } from '../contract/image-service.js';
+import { driverOf } from '../registry.js';
 
 /** What the process gives drivers: its settings (the loaded config, read only by the keys a driver declares) and environment. */
+/** The image service of a provider whose driver manages images (one per provider config, reused). */
+export type ImageServiceFactory = (provider: ProviderConfig) => Promise<ImageService>;
+
 export interface DriverHostsOptions {
   /** The current top-level settings (the loaded config); read at each use, so a reload counts. */
   settings: () => object;

@@ -6,13 +6,13 @@
  * outcome is written, it is counted on the upload the driver said the launch boots
  * ({@link LaunchingHandler.bootsUpload}; the image rollout, issue 24), in the background.
  */
-import { coerceError, isStoreUnreachable, QuotaExceededError } from '../errors.js';
-import { retryWithBackoff } from '../lifecycle.js';
-import type { Logger } from '../log.js';
-import type { NodePatch, NodeRecord, NodeRequestRecord, NodeState } from '../store/models.js';
-import type { Store } from '../store/store.js';
-import type { PoolInfo, RequestHandler } from './driver.js';
-import { countLaunch, type CountedUpload } from '../rollout/count-launch.js';
+import { coerceError, isStoreUnreachable, QuotaExceededError } from '../../errors.js';
+import { retryWithBackoff } from '../../lifecycle.js';
+import type { Logger } from '../../log.js';
+import type { NodePatch, NodeRecord, NodeRequestRecord, NodeState } from '../../store/models.js';
+import type { Store } from '../../store/store.js';
+import type { PoolInfo, RequestHandler } from '../contract/driver.js';
+import { countLaunch, type CountedUpload } from '../../rollout/count-launch.js';
 
 /** How long a launch's outcome is tried again while the store does not answer (see recordOutcome). */
 const OUTCOME_RETRY_MS = 10 * 60_000;

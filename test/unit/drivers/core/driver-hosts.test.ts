@@ -1,5 +1,5 @@
 /**
- * The drivers' host accesses (lib/drivers/driver-hosts.ts): one access per provider config and
+ * The drivers' host accesses (lib/drivers/core/driver-hosts.ts): one access per provider config and
  * host settings, shared by the provider and its image service, closed exactly once. The
  * lifecycle is checked with a small driver of the test's own that counts what it made and
  * closed; the sharing with the real openstack driver against a scripted Keystone and Glance
@@ -10,19 +10,19 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseConfig } from '../../../lib/config/load.js';
-import type { Config } from '../../../lib/config/schema.js';
-import type { ProviderConfig } from '../../../lib/drivers/config-registry.js';
-import type { Driver, Provider } from '../../../lib/drivers/driver.js';
-import { driverHosts, type DriverHosts } from '../../../lib/drivers/driver-hosts.js';
-import type { DriverHost, HostAccess } from '../../../lib/drivers/host-access.js';
-import type { ImageService } from '../../../lib/drivers/image-service.js';
-import { openstackDriver } from '../../../lib/drivers/openstack/index.js';
-import type { OpenStackProvider } from '../../../lib/drivers/openstack/provider.js';
-import { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
-import { silentLogger } from '../../../lib/log.js';
-import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
-import { ScriptedCloud } from '../../support/scripted-cloud.js';
+import { parseConfig } from '../../../../lib/config/load.js';
+import type { Config } from '../../../../lib/config/schema.js';
+import type { ProviderConfig } from '../../../../lib/drivers/config-registry.js';
+import type { Driver, Provider } from '../../../../lib/drivers/contract/driver.js';
+import { driverHosts, type DriverHosts } from '../../../../lib/drivers/core/driver-hosts.js';
+import type { DriverHost, HostAccess } from '../../../../lib/drivers/contract/host-access.js';
+import type { ImageService } from '../../../../lib/drivers/contract/image-service.js';
+import { openstackDriver } from '../../../../lib/drivers/openstack/index.js';
+import type { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
+import { OpenStackImageService } from '../../../../lib/drivers/openstack/glance-image-service.js';
+import { silentLogger } from '../../../../lib/log.js';
+import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import { ScriptedCloud } from '../../../support/scripted-cloud.js';
 
 /** An access that counts its closes and remembers the settings it was made from. */
 class CountingAccess implements HostAccess {
