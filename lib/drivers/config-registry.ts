@@ -30,6 +30,14 @@ export const DRIVER_NAMES = Object.keys(driverConfigs) as ReadonlyArray<Provider
  */
 export const driverSettingFields = { ...driverConfigs.openstack.settings.fields };
 
+/** Each top-level key a driver declares, with the driver. */
+const declaredSettings = DRIVER_NAMES.flatMap((driver) => Object.keys(driverConfigs[driver].settings?.fields ?? {}).map((key) => ({ driver, key })));
+// Checked once at load, so a driver that declares a key twice over or is left out of the spread above fails every test.
+const twice = declaredSettings.filter((s, i) => declaredSettings.findIndex((o) => o.key === s.key) !== i);
+if (twice.length > 0) throw new Error(`drivers declare the same top-level key: ${twice.map((s) => `${s.key} (${s.driver})`).join(', ')}`);
+const unspread = declaredSettings.filter((s) => !(s.key in driverSettingFields));
+if (unspread.length > 0) throw new Error(`top-level keys declared by drivers but not spread into driverSettingFields: ${unspread.map((s) => `${s.key} (${s.driver})`).join(', ')}`);
+
 /** The keys of {@link driverSettingFields} that name files (resolved against the config file's directory). */
 export const DRIVER_SETTING_PATHS: readonly string[] = DRIVER_NAMES.flatMap((d) => driverConfigs[d].settings?.pathKeys ?? []);
 

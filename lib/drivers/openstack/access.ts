@@ -5,15 +5,16 @@
  * (uploads, deletes, alien-image-list). Credentials come from the host's own clouds file
  * (the config's `clouds-file`, else the standard locations); nothing secret crosses Gearman.
  */
+import { camel } from '../../config/schema-kit.js';
 import { silentLogger, type Logger } from '../../log.js';
 import type { DriverHost, HostAccess } from '../contract/host-access.js';
 import { loadCloud, standardSearchPaths, type CloudCredentials } from './clouds-yaml.js';
-import type { OpenStackProviderConfig } from './config.js';
+import { openstackSettings, type OpenStackProviderConfig } from './config.js';
 import { GlanceClient, type GlanceClientOptions } from './glance.js';
 import { KeystoneSession, type KeystoneSessionOptions } from './keystone.js';
 
-/** The top-level setting the driver reads from the host: the loaded config's `clouds-file` (absolute). */
-export const OPENSTACK_HOST_SETTINGS = ['cloudsFile'] as const;
+/** The top-level settings the driver reads from the host, as loaded (`clouds-file`, absolute): the ones its config declares. */
+export const OPENSTACK_HOST_SETTINGS: readonly string[] = Object.keys(openstackSettings.fields).map(camel);
 
 /** Tunables of {@link OpenStackAccess.create}. */
 export interface OpenStackAccessOptions {
