@@ -1,9 +1,10 @@
 /**
- * The layering rules of the import graph (issue 32 item 3), read from the sources of lib,
- * server, workers, cli and bin: lib/config reaches drivers only through the config registry;
- * lib/images needs neither drivers nor the store; `nodepool config-validate` and `nodepool
- * --help` load config code only (no driver runtime, no store backend); no import circle among
- * lib/config, lib/images and cli. Static imports count `import type` and re-exports too.
+ * The layering rules of the import graph (issue 32 items 3 and 4), read from the sources of
+ * lib, server, workers, cli and bin: lib/config reaches drivers only through the config
+ * registry; lib/images needs neither drivers nor the store; `nodepool config-validate` and
+ * `nodepool --help` load config code only (no driver runtime, no store backend); lib/drivers
+ * keeps the contract, the core policies and each driver's folder apart; no import circle
+ * anywhere. Static imports count `import type` and re-exports too.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -99,10 +100,42 @@ describe('import rules', () => {
     assert.deepEqual(runtimeLoadedBy('bin/nodepool.ts'), []);
   });
 
-  it('has no import circle among lib/config, lib/images and cli', (t) => {
-    const core = (f: string): boolean => under('lib/config')(f) || under('lib/images')(f) || under('cli')(f);
-    assert.deepEqual(findCircles(graph, core), []);
-    // Not yet a rule for the whole tree: the circles left are named for whoever breaks them.
-    for (const circle of findCircles(graph)) t.diagnostic(`circle: ${circle.join(' <-> ')}`);
+  it('has no import circle anywhere in lib, server, workers, cli and bin', () => {
+    assert.deepEqual(findCircles(graph).map((c) => c.join(' <-> ')), []);
+  });
+
+  describe('lib/drivers: the contract, the core policies and one folder per driver, apart', () => {
+    const REGISTRIES = new Set([REGISTRY, 'lib/drivers/registry.ts']);
+    /** The driver whose folder holds `f` (contract/ and core/ are not drivers). */
+    const driverOf = (f: string): string | undefined => /^lib\/drivers\/(?!contract\/|core\/)([^/]+)\//.exec(f)?.[1];
+
+    it('holds nothing at its top but the two registries', () => {
+      const top = [...graph.keys()].filter((f) => /^lib\/drivers\/[^/]+\.ts$/.test(f));
+      assert.deepEqual(top.filter((f) => !REGISTRIES.has(f)), []);
+      assert.ok(graph.has('lib/drivers/contract/driver.ts') && graph.has('lib/drivers/core/launching-handler.ts'));
+    });
+
+    it('a driver folder imports no other driver folder and neither registry', () => {
+      const bad = [...graph].flatMap(([f, i]) => {
+        const own = driverOf(f);
+        if (own === undefined) return [];
+        return i.static.filter((t) => REGISTRIES.has(t) || (driverOf(t) ?? own) !== own).map((t) => `${f} -> ${t}`);
+      });
+      assert.deepEqual(bad, []);
+    });
+
+    it('outside its folder, only the registries import a driver', () => {
+      const bad = [...graph].flatMap(([f, i]) => (REGISTRIES.has(f) ? [] : i.static
+        .filter((t) => driverOf(t) !== undefined && driverOf(t) !== driverOf(f)).map((t) => `${f} -> ${t}`)));
+      assert.deepEqual(bad, []);
+    });
+
+    it('the contract imports nothing else of lib/drivers', () => {
+      assert.deepEqual(importsInto(graph, under('lib/drivers/contract'), (t) => under('lib/drivers')(t) && !under('lib/drivers/contract')(t)), []);
+    });
+
+    it('the core policies import no driver folder', () => {
+      assert.deepEqual(importsInto(graph, under('lib/drivers/core'), (t) => driverOf(t) !== undefined), []);
+    });
   });
 });

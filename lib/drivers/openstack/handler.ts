@@ -15,20 +15,47 @@ import type { Logger } from '../../log.js';
 import type { NodePatch, NodeRecord, NodeResources } from '../../store/models.js';
 import { imagesAvailable } from '../core/label-images.js';
 import { LaunchingHandler, type LaunchingHandlerContext } from '../core/launching-handler.js';
-import { formatHostname, type OpenStackLabelConfig, type OpenStackPoolConfig } from './config.js';
+import { formatHostname, type OpenStackLabelConfig, type OpenStackPoolConfig, type OpenStackProviderConfig } from './config.js';
 import { dynamicProperties, requestAttrs } from './dynamic-properties.js';
-import { chooseFlavor, flavorResources } from './flavors.js';
+import { chooseFlavor, flavorResources, type Flavor } from './flavors.js';
 import { isQuotaFault, type NovaClient, type NovaServer } from './nova.js';
 import type { BootImage } from './node-fields.js';
-import type { OpenStackProvider } from './provider.js';
-import { fits, labelResources, poolLimits, sum, type Resources } from './quota.js';
+import type { FloatingIp } from './neutron.js';
+import { fits, labelResources, poolLimits, sum, type CloudQuota, type Resources } from './quota.js';
 import { serverMetadata } from './server-metadata.js';
+
+/**
+ * What {@link OpenStackHandler} uses of its provider (the provider implements it and creates
+ * the handler, so the import runs from provider to handler only).
+ */
+export interface OpenStackHandlerDeps {
+  readonly name: string;
+  readonly config: OpenStackProviderConfig;
+  /** Aborted when the provider stops: launches in flight end. */
+  readonly signal: AbortSignal;
+  /** The store's installation id, which new servers carry. */
+  installation(): Promise<string>;
+  nova(): Promise<NovaClient>;
+  labelConfig(label: string): OpenStackLabelConfig | undefined;
+  flavors(): Promise<Flavor[]>;
+  flavorFor(label: OpenStackLabelConfig): Promise<Flavor>;
+  networkIds(networks: readonly string[]): Promise<string[]>;
+  /** What the label boots now (core's boot choice), if anything. */
+  bootImage(label: OpenStackLabelConfig, key?: string): Promise<BootImage | undefined>;
+  /** The Glance image of one upload, for a launch pinned to it. */
+  pinnedImage(uploadId: string, label: OpenStackLabelConfig): Promise<BootImage>;
+  cloudQuota(): Promise<CloudQuota>;
+  invalidateQuota(): void;
+  invalidateCaches(): void;
+  attachFloatingIp(server: NovaServer): Promise<FloatingIp | undefined>;
+  deleteServer(id: string): Promise<void>;
+}
 
 export class OpenStackHandler extends LaunchingHandler {
   /** The request's availability zone: undefined until chosen, null for "let Nova choose". */
   private chosenAz: string | null | undefined;
 
-  constructor(private readonly provider: OpenStackProvider, private readonly poolConfig: OpenStackPoolConfig, hctx: LaunchingHandlerContext) {
+  constructor(private readonly provider: OpenStackHandlerDeps, private readonly poolConfig: OpenStackPoolConfig, hctx: LaunchingHandlerContext) {
     super(hctx);
   }
 

@@ -9,7 +9,7 @@
 import { CloudError, coerceError, LaunchError } from '../../errors.js';
 import { KeptUnlessFailed, waitFor } from '../../lifecycle.js';
 import type { Logger } from '../../log.js';
-import type { NodeRecord, NodeRequestRecord, NodeResources } from '../../store/models.js';
+import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../contract/driver.js';
 import type { ImageService } from '../contract/image-service.js';
 import { chooseBootUpload } from '../../rollout/boot-choice.js';
@@ -18,7 +18,7 @@ import { pinnedUploadProblem } from '../../rollout/pinned-upload.js';
 import type { OpenStackLabelConfig, OpenStackPoolConfig, OpenStackProviderConfig } from './config.js';
 import { poolInfo } from './config.js';
 import { chooseFlavor, describeWish, flavorResources, type Flavor } from './flavors.js';
-import { OpenStackHandler } from './handler.js';
+import { OpenStackHandler, type OpenStackHandlerDeps } from './handler.js';
 import { OpenStackImageService } from './glance-image-service.js';
 import type { OpenStackAccess } from './access.js';
 import { findLeakedServers } from './leaks.js';
@@ -26,7 +26,7 @@ import { NeutronClient, type FloatingIp } from './neutron.js';
 import { cloudImageNodeFields, diskimageNodeFields, type BootImage, type TopDiskimageKeys } from './node-fields.js';
 import { NovaClient, type NovaServer } from './nova.js';
 import { NetworkCleanup } from './network-cleanup.js';
-import { cloudLimits, unmanagedUsage } from './quota.js';
+import { cloudLimits, unmanagedUsage, type CloudQuota } from './quota.js';
 import { firstLabelConfig, poolNamed } from '../contract/common-config.js';
 
 /** Tunables of {@link OpenStackProvider}. */
@@ -39,13 +39,7 @@ export interface OpenStackProviderOptions {
   deleteTimeoutMs?: number;
 }
 
-/** The cloud's room for nodepool: project maximums and what servers nodepool does not account for use. */
-export interface CloudQuota {
-  limits: NodeResources;
-  unmanaged: NodeResources;
-}
-
-export class OpenStackProvider implements Provider {
+export class OpenStackProvider implements Provider, OpenStackHandlerDeps {
   readonly name: string;
   readonly log: Logger;
   /** Glance over the provider's host access (uploads, deletes, alien-image-list). */

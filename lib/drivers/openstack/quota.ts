@@ -60,6 +60,12 @@ export function labelResources(flavor: Readonly<NodeResources>, label: { bootFro
 }
 
 /** Nova's absolute limits (`GET /limits`); -1 means unlimited. */
+/** The cloud's room for nodepool: project maximums and what servers nodepool does not account for use. */
+export interface CloudQuota {
+  limits: NodeResources;
+  unmanaged: NodeResources;
+}
+
 export interface ComputeLimits {
   maxTotalInstances: number;
   maxTotalCores: number;

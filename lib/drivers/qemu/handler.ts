@@ -12,18 +12,47 @@ import { keyscan } from '../../ssh/keyscan.js';
 import type { NodePatch, NodeRecord } from '../../store/models.js';
 import { imagesAvailable } from '../core/label-images.js';
 import { LaunchingHandler, type LaunchingHandlerContext } from '../core/launching-handler.js';
-import type { QemuLabelConfig, QemuPoolConfig } from './config.js';
-import type { QemuProvider } from './provider.js';
+import type { CountedUpload } from '../../rollout/count-launch.js';
+import type { QemuLabelConfig, QemuPoolConfig, QemuProviderConfig } from './config.js';
 import { parseAuthorizedKeys } from './seed.js';
-import { newVmId, type FoundVm } from './vm-host.js';
+import { newVmId, type FoundVm, type VmHost } from './vm-host.js';
 
 /** The guest's hostname: label and node id, DNS-safe. Pure. */
 export function vmHostname(label: string, nodeId: string): string {
   return `${label}-${nodeId}`.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || `node-${nodeId}`;
 }
 
+/** The upload a label boots. */
+export interface BootImage {
+  /** The upload record's id (the node's `image`). */
+  uploadId: string;
+  /** The file's id in image-dir. */
+  externalId: string;
+  path: string;
+  /** The upload the launch's outcome counts on (rollout); null: none (a validation boot). */
+  countOn: CountedUpload | null;
+}
+
+/**
+ * What {@link QemuHandler} uses of its provider (the provider implements it and creates the
+ * handler, so the import runs from provider to handler only).
+ */
+export interface QemuHandlerDeps {
+  readonly name: string;
+  readonly config: QemuProviderConfig;
+  /** Aborted when the provider stops: launches in flight end. */
+  readonly signal: AbortSignal;
+  readonly vms: VmHost;
+  /** The accelerator guests run with. */
+  accel(): Promise<'kvm' | 'tcg'>;
+  /** What the label boots now (core's boot choice), if anything. */
+  bootImage(label: QemuLabelConfig, key?: string): Promise<BootImage | undefined>;
+  /** One upload's file, for a launch pinned to it. */
+  pinnedImage(uploadId: string, label: QemuLabelConfig): Promise<BootImage>;
+}
+
 export class QemuHandler extends LaunchingHandler {
-  constructor(private readonly provider: QemuProvider, private readonly poolConfig: QemuPoolConfig, hctx: LaunchingHandlerContext) {
+  constructor(private readonly provider: QemuHandlerDeps, private readonly poolConfig: QemuPoolConfig, hctx: LaunchingHandlerContext) {
     super(hctx);
   }
 

@@ -14,28 +14,16 @@ import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '..
 import { resolveAccel } from './accel.js';
 import type { QemuLabelConfig, QemuPoolConfig, QemuProviderConfig } from './config.js';
 import { qemuPoolInfo } from './config.js';
-import { QemuHandler } from './handler.js';
+import { QemuHandler, type BootImage, type QemuHandlerDeps } from './handler.js';
 import { QemuImageService, validImageId } from './image-store.js';
 import { VmHost, type FoundVm } from './vm-host.js';
 import { firstLabelConfig, poolNamed } from '../contract/common-config.js';
 import { chooseBootUpload } from '../../rollout/boot-choice.js';
-import type { CountedUpload } from '../../rollout/count-launch.js';
 import { labelReady } from '../core/label-images.js';
 import { pinnedUploadProblem } from '../../rollout/pinned-upload.js';
 import { KeptUnlessFailed } from '../../lifecycle.js';
 
-/** The upload a label boots. */
-export interface BootImage {
-  /** The upload record's id (the node's `image`). */
-  uploadId: string;
-  /** The file's id in image-dir. */
-  externalId: string;
-  path: string;
-  /** The upload the launch's outcome counts on (rollout); null: none (a validation boot). */
-  countOn: CountedUpload | null;
-}
-
-export class QemuProvider implements Provider {
+export class QemuProvider implements Provider, QemuHandlerDeps {
   readonly name: string;
   readonly log: Logger;
   /** Uploads in image-dir (the same files the builders' image services write). */

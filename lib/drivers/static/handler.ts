@@ -11,10 +11,10 @@ import type { RequestHandler } from '../contract/driver.js';
 import type { StaticHost } from './config.js';
 
 /**
- * What the handler needs of its provider's hosts (the static provider implements it and
- * creates the handler): the arrow runs from provider to handler only.
+ * What {@link StaticRequestHandler} uses of its provider's hosts (the provider implements it
+ * and creates the handler, so the import runs from provider to handler only).
  */
-export interface StaticHostRegistry {
+export interface StaticHandlerDeps {
   readonly name: string;
   /** The configured host a node record belongs to. */
   hostOf(node: Pick<NodeRecord, 'hostname' | 'connectionPort'>): StaticHost | undefined;
@@ -29,7 +29,7 @@ export class StaticRequestHandler implements RequestHandler {
   readonly aliveCount = 0;
 
   constructor(
-    private readonly provider: StaticHostRegistry,
+    private readonly provider: StaticHandlerDeps,
     readonly pool: string,
     readonly request: NodeRequestRecord,
     private readonly log: Logger,

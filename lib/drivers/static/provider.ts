@@ -13,7 +13,7 @@ import type { Logger } from '../../log.js';
 import type { NodeRecord, NodeRequestRecord } from '../../store/models.js';
 import type { ExternalNode, Provider, ProviderContext, RequestHandler } from '../contract/driver.js';
 import { staticHosts, type StaticHost, type StaticProviderConfig } from './config.js';
-import { StaticRequestHandler, type StaticHostRegistry } from './handler.js';
+import { StaticRequestHandler, type StaticHandlerDeps } from './handler.js';
 import { HostScanner } from './host-scanner.js';
 import { acceptScan, freeSlots, planRegistration, recordHostId, registrationFields, type RegistrationAction } from './registration-plan.js';
 import { SyncGate } from './sync-gate.js';
@@ -45,7 +45,7 @@ export interface StaticProviderOptions {
   syncKeyReuseMs?: number;
 }
 
-export class StaticProvider implements Provider, StaticHostRegistry {
+export class StaticProvider implements Provider, StaticHandlerDeps {
   readonly name: string;
   private readonly log: Logger;
   private readonly hosts: readonly StaticHost[];
