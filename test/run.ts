@@ -12,8 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
 import { CpuMeter } from './support/cpu-meter.js';
-import { longestFirst, readDurations, recordDurations } from './support/duration-history.js';
-import { FileQueue } from './support/file-queue.js';
 import { preflight } from './support/preflight.js';
 
 const WATCHED = /^(chromium|sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq|qemu-system|java)/;
@@ -131,8 +129,8 @@ const timeline: string[] = [];
 const cpu = new CpuMeter();
 cpu.start();
 
-/** Each file's duration in this run (its top-level tests' summed durations), by absolute path. */
-function fileDurations(): Map<string, number> {
+/** The slowest files of the run (their top-level tests' summed durations), a line each. */
+function slowestFiles(count: number): string[] {
   const perFile = new Map<string, number>();
   for (const name of readdirSync(tmp).filter((n) => n.startsWith('durations-'))) {
     for (const line of readFileSync(path.join(tmp, name), 'utf8').split('\n')) {
@@ -141,25 +139,14 @@ function fileDurations(): Map<string, number> {
       perFile.set(file, (perFile.get(file) ?? 0) + ms);
     }
   }
-  return perFile;
-}
-
-/** The slowest files of the run, a line each. */
-function slowestFiles(perFile: Map<string, number>, count: number): string[] {
   return [...perFile].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${path.relative(process.cwd(), file)}`);
 }
 
-/** Seconds since the run started, padded for the timeline. */
-const secondsAt = (ms: number): string => ((ms - runStarted) / 1000).toFixed(0).padStart(5);
-
-/**
- * Runs `node --test` over `group`; resolves with its exit code. `what` names it in the
- * timeline, unless `timed` is false (a {@link FileQueue} gives its files one line).
- */
-function runTests(what: string, group: string[], concurrency: number, timed = true): Promise<number> {
+/** Runs `node --test` over `group` (`what` names it in the timeline); resolves with its exit code. */
+function runTests(what: string, group: string[], concurrency: number): Promise<number> {
   if (group.length === 0) return Promise.resolve(0);
-  const at = (): string => secondsAt(Date.now());
+  const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
   const from = at();
   const fromMs = Date.now();
   cpu.sample();
@@ -172,7 +159,7 @@ function runTests(what: string, group: string[], concurrency: number, timed = tr
   return new Promise((resolve) => runner.once('exit', (code, signal) => {
     cpu.sample();
     const load = cpu.summary(fromMs, Date.now());
-    if (timed) timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}`);
+    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}`);
     resolve(code ?? (signal ? 1 : 0));
   }));
 }
@@ -183,33 +170,11 @@ function notRun(group: string[], err: Error): number {
   return group.length ? 1 : 0;
 }
 
-/** A queue of files lanes take one at a time, a `node --test` run each; the timeline gets a line per file (`perFile`) or one for the queue. */
-function fileQueue(what: string, queued: string[], opts: { ready: (file: string) => Promise<Error | undefined>; maxAtOnce?: number; perFile?: boolean }): FileQueue {
-  return new FileQueue(queued, {
-    ...opts,
-    run: (file) => runTests(path.relative(process.cwd(), file), [file], 1, opts.perFile ?? false),
-    notRun: (file, err) => notRun([file], err),
-    onEnd: ({ firstMs, files: count, most }) => {
-      if (opts.perFile || !firstMs) return;
-      cpu.sample();
-      const load = cpu.summary(firstMs, Date.now());
-      timeline.push(`#   ${secondsAt(firstMs)} s to ${secondsAt(Date.now())} s  ${what} (${count} files, up to ${most} at a time)${load ? `; ${load}` : ''}`);
-    },
-  });
-}
-
-/** At most this many VM files at once: a TCG guest takes a core for the length of its boot. */
-const MAX_VM_FILES = 2;
-
 /**
- * Lanes side by side from the start, taking from shared queues. Two take the files that need
- * no cloud, two at a time while the clouds start. Tests that boot servers share one Nova and
- * change its project quotas, so one lane runs them one file at a time once the clouds are up.
- * The tests that boot QEMU guests need no cloud, only the bootable image: one lane runs them a
- * file at a time from when it is ready. A lane done with its own files takes the files that use
- * Keystone + Glance and the VM files left (at most {@link MAX_VM_FILES} at once), one at a time,
- * so no core idles while another lane still has a queue. A cloud that fails to start fails only
- * the files that use it.
+ * Tests that boot servers share one Nova and change its project quotas, so they run one file
+ * at a time, then the tests that boot QEMU guests (at most two at a time, see vmLane), beside the other tests (two files at a time): first those that need no cloud,
+ * while the clouds start, then those that use Keystone + Glance. A cloud that fails to start
+ * fails only the files that use it.
  */
 async function main(): Promise<number> {
   const keystone = needsCloud
@@ -220,47 +185,48 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
+  // QEMU guests under TCG take a core each for minutes: at most two VM files at once (vmLane).
   const alone = files.filter(runsAlone);
-  const vmFiles = files.filter((f) => !alone.includes(f) && bootsVms(f));
-  const serialServers = files.filter((f) => !alone.includes(f) && !vmFiles.includes(f) && bootsServers(f));
+  const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
   // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
   // test file spends its 10 minutes on the real DIB; a build that fails here is tried again, and
   // reported, by the first file that needs the image.
-  const vmImage = vmFiles.length
+  const vmImage = files.some(bootsVms)
     ? import('./support/qemu-image.js').then((m) => m.bootableImage()).then(
       (image) => console.log(`# bootable test image ready${image.buildSeconds ? ` (built in ${image.buildSeconds} s)` : ' (cached)'}`),
       (err: Error) => console.error(`# bootable test image not built before the tests: ${err.message}`),
     )
     : Promise.resolve();
-  // Queues take the longest files first (by earlier runs here), so no long file is taken last.
-  const history = readDurations();
-  const byLength = (queued: string[]): string[] => longestFirst(queued, history, (f) => path.relative(process.cwd(), path.resolve(f)));
-  const others = files.filter((f) => !vmFiles.includes(f) && !serialServers.includes(f) && !alone.includes(f));
-  const withCloud = others.filter(usesCloud);
-  const plain = others.filter((f) => !usesCloud(f));
+  const serialVms = serial.filter(bootsVms);
+  const serialServers = serial.filter((f) => !serialVms.includes(f));
+  const withCloud = files.filter((f) => !serial.includes(f) && !alone.includes(f) && usesCloud(f));
+  const plain = files.filter((f) => !serial.includes(f) && !alone.includes(f) && !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
   const keystoneUp = keystone.then(() => undefined, (err: Error) => err);
-  const cloudsUp = Promise.all([keystone, nova]).then(() => undefined, (err: Error) => err);
-  const vms = fileQueue('the files that boot QEMU guests', byLength(vmFiles), {
-    maxAtOnce: MAX_VM_FILES,
-    perFile: true,
-    // The image, and a cloud only if the file uses one (none does today).
-    ready: async (f) => {
-      await vmImage;
-      return bootsServers(f) ? cloudsUp : usesCloud(f) ? keystoneUp : undefined;
-    },
-  });
-  const glance = fileQueue('the files that use Keystone + Glance', byLength(withCloud), { ready: () => keystoneUp });
-  const max = (...codes: number[]): number => Math.max(0, ...codes);
+  const vmsReady = Promise.all([keystone, nova, vmImage]).then(() => undefined, (err: Error) => err);
+  // The VM files are a queue, taken a file at a time by whichever lane is free: the serial lane
+  // once its server files are done, and the other lane once its own files are (at the end of a
+  // run the machine would otherwise idle a core while the last guests boot one by one).
+  const vmQueue = [...serialVms];
+  const vmLane = async (): Promise<number> => {
+    const failed = await vmsReady;
+    if (failed) return notRun(vmQueue.splice(0), failed);
+    let code = 0;
+    for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests(path.relative(process.cwd(), f), [f], 1));
+    return code;
+  };
   const codes = await Promise.all([
-    runTests('the files that need no cloud', plain, 2)
-      .then((code) => Promise.all([1, 2].map(async () => max(code, await glance.drain(), await vms.drain())))).then((c) => max(...c)),
-    cloudsUp.then((failed) => (failed ? notRun(serialServers, failed) : runTests('the files that boot Nova servers', serialServers, 1)))
-      .then(async (code) => max(code, await glance.drain(), await vms.drain())),
-    vms.drain().then(async (code) => max(code, await glance.drain())),
+    runTests('the files that need no cloud', plain, 2).then(async (code) => {
+      const failed = await keystoneUp;
+      return Math.max(code, failed ? notRun(withCloud, failed) : await runTests('the files that use Keystone + Glance', withCloud, 2));
+    }).then(async (code) => Math.max(code, await vmLane())),
+    // The files that boot only servers start once the clouds are up; the VM files follow, by
+    // when the bootable image (minutes of real DIB) has been built beside the first ones.
+    Promise.all([keystone, nova]).then(() => runTests('the files that boot Nova servers', serialServers, 1), (err: Error) => notRun(serialServers, err))
+      .then(async (code) => Math.max(code, await vmLane())),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
-  return max(...codes, await runTests('the load tests, alone', alone, 1));
+  return Math.max(...codes, await runTests('the load tests, alone', alone, 1));
 }
 
 async function stopCloud(cloud: ReturnType<typeof spawn>): Promise<void> {
@@ -278,14 +244,7 @@ try {
 } catch (err) {
   console.error(`test run failed: ${(err as Error).message}`);
 } finally {
-  const durations = fileDurations();
-  const slowest = slowestFiles(durations, 15);
-  // For the next run's queue order (the longest first); a run cut short records what it has.
-  try {
-    recordDurations(new Map([...durations].map(([f, ms]) => [path.relative(process.cwd(), f), ms])));
-  } catch (err) {
-    console.error(`# durations not recorded: ${(err as Error).message}`);
-  }
+  const slowest = slowestFiles(15);
   if (slowest.length) console.log(`# slowest test files:\n${slowest.join('\n')}`);
   cpu.stop();
   const load = cpu.summary(runStarted, Date.now());
