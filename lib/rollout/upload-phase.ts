@@ -16,8 +16,7 @@ import type { RolloutSettings, UploadPhase } from './rollout-policy.js';
  */
 export function uploadPhase(upload: UploadRecord, revocations: readonly RevocationRecord[],
   settings: RolloutSettings | undefined, now: number): UploadPhase {
-  const policies = ROLLOUT_POLICIES;
-  for (const p of policies) {
+  for (const p of ROLLOUT_POLICIES) {
     const fixed = p.fixedPhase?.(upload, revocations);
     if (fixed) return fixed;
   }
@@ -25,11 +24,11 @@ export function uploadPhase(upload: UploadRecord, revocations: readonly Revocati
   if (written && written.state !== 'canary') return { state: written.state, since: written.time, reason: written.reason, derived: false };
   if (!settings) return { state: 'promoted', since: upload.stateTime, reason: null, derived: true };
   const q = { upload, settings, since: written?.time ?? upload.stateTime, now };
-  for (const p of policies) {
+  for (const p of ROLLOUT_POLICIES) {
     const reason = p.abort?.(q);
     if (reason !== undefined) return { state: 'revoked', since: now, reason, derived: true };
   }
-  const votes = policies.flatMap((p) => (p.promotes ? [p.promotes(q)] : []));
+  const votes = ROLLOUT_POLICIES.flatMap((p) => (p.promotes ? [p.promotes(q)] : []));
   if (votes.length > 0 && votes.every((v) => v !== false)) {
     const words = votes.filter((v): v is string => typeof v === 'string');
     return { state: 'promoted', since: now, reason: words.length > 0 ? words.join('; ') : null, derived: true };

@@ -16,10 +16,10 @@ import type { HostAccess } from '../contract/host-access.js';
 import type { ImageService } from '../contract/image-service.js';
 import { driverOf } from '../registry.js';
 
-/** What the process gives drivers: its settings (the loaded config, read only by the keys a driver declares) and environment. */
 /** The image service of a provider whose driver manages images (one per provider config, reused). */
 export type ImageServiceFactory = (provider: ProviderConfig) => Promise<ImageService>;
 
+/** What the process gives drivers: its settings (the loaded config, read only by the keys a driver declares) and environment. */
 export interface DriverHostsOptions {
   /** The current top-level settings (the loaded config); read at each use, so a reload counts. */
   settings: () => object;
