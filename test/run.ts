@@ -11,7 +11,9 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../lib/lifecycle.js';
+import { COMPILED_BASE, compileProduct, sweepDeadCopies } from './support/compile-product.js';
 import { CpuMeter } from './support/cpu-meter.js';
+import { COMPILED_DIR_ENV } from './support/node-command.js';
 import { preflight } from './support/preflight.js';
 
 const WATCHED = /^(chromium|sshd|ssh-keyscan|gearmand|keystone-|uwsgi|glance-api|fake-dib|disk-image-crea|qemu-img|placement-|nova-|neutron-|mariadbd|mariadb-install|beam\.smp|epmd|rabbitmq|qemu-system|java)/;
@@ -104,6 +106,28 @@ process.env[markKey] = markValue;
 const env = { ...process.env };
 const clouds: Array<ReturnType<typeof spawn>> = [];
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodepool-test-run-'));
+/** Tests that start the product's scripts as processes (through test/support/node-command.ts). */
+const NODE_COMMAND = path.resolve('test/support/node-command.ts');
+const startsScripts = (f: string): boolean => localImports(path.resolve(f)).has(NODE_COMMAND);
+/** This run's compiled copy of the product (test/support/compile-product.ts), removed when the run ends. */
+const productJs = path.resolve(COMPILED_BASE, markValue);
+
+/**
+ * Compiles the product once for the run and names the copy in the tests' environment, so
+ * they start its daemons and CLIs from JS instead of through tsx (test/support/node-command.ts).
+ * A copy that cannot be made leaves them on tsx.
+ */
+async function compileForRun(): Promise<void> {
+  const started = Date.now();
+  try {
+    await sweepDeadCopies(path.resolve(COMPILED_BASE));
+    const count = await compileProduct(process.cwd(), productJs);
+    env[COMPILED_DIR_ENV] = productJs;
+    console.log(`# product compiled to JS for the run (${count} files in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  } catch (err) {
+    console.error(`# product not compiled, the tests start it through tsx: ${(err as Error).message}`);
+  }
+}
 
 /** Starts `script up <info>` in the background; resolves with the info file once it is written. */
 async function startCloud(what: string, script: string, info: string, timeoutMs: number): Promise<string> {
@@ -185,6 +209,8 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
+  // Beside the clouds' start; the tests wait for it (a few seconds).
+  const compiled = files.some(startsScripts) ? compileForRun() : Promise.resolve();
   // QEMU guests under TCG take a core each for minutes: at most two VM files at once (vmLane).
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
@@ -215,6 +241,7 @@ async function main(): Promise<number> {
     for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests(path.relative(process.cwd(), f), [f], 1));
     return code;
   };
+  await compiled;
   const codes = await Promise.all([
     runTests('the files that need no cloud', plain, 2).then(async (code) => {
       const failed = await keystoneUp;
@@ -251,6 +278,7 @@ try {
   if (timeline.length) console.log(`# where the time went:\n${timeline.join('\n')}${load ? `\n#   the whole run: ${load} (${cpu.cpus} CPUs; every process on the machine counts)` : ''}`);
   await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });
+  rmSync(productJs, { recursive: true, force: true });
 }
 const leaked = [...watchedPids()].filter(([pid]) => !before.has(pid));
 if (leaked.length) {

@@ -21,6 +21,7 @@ import { LauncherSystem } from '../support/launcher-system.js';
 import { freePort, runningProcesses, startProcess, type TrackedProcess } from '../support/processes.js';
 import type { StormResult } from '../support/scrape-storm.js';
 import { startZooKeeper, type ZooKeeperHandle } from '../support/zookeeper.js';
+import { nodeScript } from '../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SCRAPES = 2000;
@@ -174,7 +175,7 @@ describe('faults: 2,000 concurrent /metrics scrapes', () => {
     const env: BuilderEnv = await createBuilderEnv({ name: 'storm', gearmanPort: gearmand.port, diskimages: [fakeDiskimage('deb')] });
     const port = await freePort();
     const builder = startProcess('storm-builder', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'storm-builder', '--metrics-port', String(port),
+      ...nodeScript('bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'storm-builder', '--metrics-port', String(port),
     ], { cwd: ROOT, logFile: path.join(env.dir, 'storm-builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     try {
       await waitFor(async () => {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { configValidate } from '../../cli/commands/config-validate.js';
 import { recordFault } from '../support/fault-report.js';
+import { nodeScript } from '../support/node-command.js';
 
 const N = 1000;
 const CLI_SAMPLE = 50;
@@ -115,7 +116,7 @@ describe('faults: mutated config files through config-validate', () => {
     await Promise.all(Array.from({ length: CLI_PARALLEL }, async () => {
       while (next < sample.length) {
         const file = sample[next++] as string;
-        const r = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', file, 'config-validate'], { cwd: ROOT, env: { ...process.env, NODEPOOL_CONFIG: '' } })
+        const r = await run(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', file, 'config-validate'], { cwd: ROOT, env: { ...process.env, NODEPOOL_CONFIG: '' } })
           .then((o) => ({ exitCode: 0, stdout: o.stdout, stderr: o.stderr }),
             (e: { code?: number; stdout?: string; stderr?: string }) => ({ exitCode: typeof e.code === 'number' ? e.code : null, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }));
         const v = judge(file, r);

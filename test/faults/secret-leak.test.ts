@@ -15,6 +15,7 @@ import { recordFault } from '../support/fault-report.js';
 import { startGearmand, type GearmandHandle } from '../support/gearmand.js';
 import { freePort, runningProcesses, startProcess, type TrackedProcess } from '../support/processes.js';
 import { ScriptedCloud, SCRIPTED_REGION, type SeenRequest } from '../support/scripted-cloud.js';
+import { nodeScript } from '../support/node-command.js';
 
 const ROOT = path.resolve('.');
 /** test/fixtures/bin/fake-dib (not imported from builder-env.ts, which would start the shared loopback cloud this test does not use). */
@@ -94,10 +95,10 @@ describe('faults: secrets in failures', () => {
       store = await openStore(loadConfig(configPath));
       const env = { ...process.env, NODEPOOL_CONFIG: '' };
       procs.push(startProcess('nodepool-builder', process.execPath, [
-        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-secrets', '--shutdown-timeout', '2', '--log-level', 'debug',
+        ...nodeScript('bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-secrets', '--shutdown-timeout', '2', '--log-level', 'debug',
       ], { cwd: ROOT, logFile: path.join(dir, 'builder.log'), env }));
       procs.push(startProcess('nodepool-server', process.execPath, [
-        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'server-secrets', '--log-level', 'debug',
+        ...nodeScript('bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'server-secrets', '--log-level', 'debug',
       ], { cwd: ROOT, logFile: path.join(dir, 'server.log'), env }));
 
       // Each provider's upload fails at least twice (the retry goes through the same path).
@@ -117,7 +118,7 @@ describe('faults: secrets in failures', () => {
       // Everything a person or a program can read.
       const places: Array<[string, string]> = [];
       const cli = async (args: string[]): Promise<void> => {
-        const r = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', configPath, ...args], { cwd: ROOT, env })
+        const r = await run(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', configPath, ...args], { cwd: ROOT, env })
           .catch((e: { stdout?: string; stderr?: string; code?: number }) => ({ stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''} (exit ${e.code})` }));
         places.push([`nodepool ${args.join(' ')}`, `${r.stdout}\n${r.stderr}`]);
       };
@@ -192,10 +193,10 @@ describe('faults: secrets in failures', () => {
       const env = { ...process.env, NODEPOOL_CONFIG: '' };
       const t0 = Date.now();
       procs.push(startProcess('nodepool-builder', process.execPath, [
-        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-early', '--shutdown-timeout', '2', '--log-level', 'debug',
+        ...nodeScript('bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-early', '--shutdown-timeout', '2', '--log-level', 'debug',
       ], { cwd: ROOT, logFile: path.join(dir, 'builder.log'), env }));
       procs.push(startProcess('nodepool-server', process.execPath, [
-        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'server-early', '--log-level', 'debug',
+        ...nodeScript('bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'server-early', '--log-level', 'debug',
       ], { cwd: ROOT, logFile: path.join(dir, 'server.log'), env }));
       const st = store;
       const failed = await waitFor(async () => {
@@ -209,7 +210,7 @@ describe('faults: secrets in failures', () => {
 
       const places: Array<[string, string]> = [];
       const cli = async (args: string[]): Promise<void> => {
-        const r = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', configPath, ...args], { cwd: ROOT, env })
+        const r = await run(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', configPath, ...args], { cwd: ROOT, env })
           .catch((e: { stdout?: string; stderr?: string; code?: number }) => ({ stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''} (exit ${e.code})` }));
         places.push([`nodepool ${args.join(' ')}`, `${r.stdout}\n${r.stderr}`]);
       };

@@ -19,6 +19,7 @@ import { recordFault } from '../support/fault-report.js';
 import { startGearmand, type GearmandHandle } from '../support/gearmand.js';
 import { runningProcesses, startProcess, type TrackedProcess } from '../support/processes.js';
 import { startZooKeeper, type ZooKeeperHandle } from '../support/zookeeper.js';
+import { nodeScript } from '../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** What the same scenario took before a stopping server gave up an unreachable store (measured once each). */
@@ -67,7 +68,7 @@ describe('faults: SIGTERM while ZooKeeper is down', () => {
       }));
       const logFile = path.join(d, 'server.log');
       const p = server = startProcess('nodepool-server', process.execPath, [
-        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'stop-test', '--log-level', 'debug', ...(full ? [] : ['--no-webapp']),
+        ...nodeScript('bin/nodepool-server.ts'), '-c', configPath, '--hostname', 'stop-test', '--log-level', 'debug', ...(full ? [] : ['--no-webapp']),
       ], { cwd: ROOT, logFile, env: { ...process.env, NODEPOOL_CONFIG: '' } });
       const log = (): Promise<string> => readFile(logFile, 'utf8').catch(() => '');
       await waitFor(async () => /nodepool-server started/.test(await log()), { timeoutMs: 60_000, what: `nodepool-server started (log ${logFile})`, intervalMs: 200 });

@@ -18,6 +18,7 @@ import { DibBuilder } from '../../workers/builder/dib-builder.js';
 import { testImageServices } from './image-services.js';
 import type { LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
+import { nodeScript } from './node-command.js';
 
 export const FAKE_DIB = path.resolve('test/fixtures/bin/fake-dib');
 const ROOT = path.resolve('.');
@@ -121,7 +122,7 @@ export function inProcessBuilder(env: BuilderEnv, opts: {
 /** `nodepool-builder -c <config>` as a child process (its log goes to `<dir>/builder.log`). */
 export function builderProcess(env: BuilderEnv, opts: { hostname?: string; shutdownTimeoutS?: number } = {}): TrackedProcess {
   return startProcess('nodepool-builder', process.execPath, [
-    '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', env.configPath,
+    ...nodeScript('bin/nodepool-builder.ts'), '-c', env.configPath,
     '--hostname', opts.hostname ?? 'builder-a', '--shutdown-timeout', String(opts.shutdownTimeoutS ?? 10), '--log-level', 'debug',
   ], { cwd: ROOT, logFile: path.join(env.dir, 'builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
 }

@@ -31,6 +31,7 @@ import { testImageServices } from './image-services.js';
 import type { LoopbackCloud } from './openstack.js';
 import { freePort, startProcess, stopAllProcesses, waitForPort, type TrackedProcess } from './processes.js';
 import { testLogger } from './test-log.js';
+import { nodeScript } from './node-command.js';
 
 const ROOT = path.resolve('.');
 
@@ -102,7 +103,7 @@ export class ConsoleE2eSystem {
       const config = loadConfig(configPath);
       parts.store = await openStore(config);
       const builder = startProcess('nodepool-builder', process.execPath, [
-        '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-e2e',
+        ...nodeScript('bin/nodepool-builder.ts'), '-c', configPath, '--hostname', 'builder-e2e',
         '--metrics-port', String(builderPort), '--advertise-host', '127.0.0.1', '--shutdown-timeout', '5', '--log-level', 'debug',
       ], { cwd: ROOT, logFile: path.join(dir, 'builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
       await waitForPort(builderPort, 'nodepool-builder\'s build log port', 60_000);

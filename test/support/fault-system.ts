@@ -25,6 +25,7 @@ import { GlanceFaultProxy } from './glance-fault-proxy.js';
 import { useLoopbackCloud, type LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
 import { secretsIn } from './secret-scan.js';
+import { nodeScript } from './node-command.js';
 
 const ROOT = path.resolve('.');
 const FINAL_BUILD = new Set(['ready', 'failed', 'lost']);
@@ -140,7 +141,7 @@ export class FaultSystem {
     const b = this.builder;
     // Two build workers: base builds while victim's DIB waits at its pause.
     b.process = startProcess('nodepool-builder', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', b.env.configPath, '--hostname', b.hostname,
+      ...nodeScript('bin/nodepool-builder.ts'), '-c', b.env.configPath, '--hostname', b.hostname,
       '--build-workers', '2', '--shutdown-timeout', String(opts.shutdownTimeoutS ?? 1), '--log-level', 'debug',
     ], { cwd: ROOT, logFile: path.join(b.env.dir, 'builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     return b;
@@ -154,7 +155,7 @@ export class FaultSystem {
   /** Starts `nodepool-server` (its log goes to `<dir>/server.log`). */
   startServer(): TrackedProcess {
     this.server = startProcess('nodepool-server', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', this.serverConfigPath, '--hostname', 'fault-server', '--log-level', 'debug',
+      ...nodeScript('bin/nodepool-server.ts'), '-c', this.serverConfigPath, '--hostname', 'fault-server', '--log-level', 'debug',
     ], { cwd: ROOT, logFile: path.join(this.dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     return this.server;
   }

@@ -24,6 +24,7 @@ import { startGearmand, type GearmandHandle, type StartGearmandOptions } from '.
 import { startLoopbackCloud, type LoopbackCloud } from './openstack.js';
 import { startProcess, type TrackedProcess } from './processes.js';
 import { testLogger } from './test-log.js';
+import { nodeScript } from './node-command.js';
 
 const ROOT = path.resolve('.');
 
@@ -154,7 +155,7 @@ export class ImageSystem {
   /** Starts `nodepool-server` as a child process (log in `<dir>/server.log`). */
   startServerProcess(): TrackedProcess {
     this.serverProcess = startProcess('nodepool-server', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', this.serverConfigPath, '--hostname', 'test-server', '--log-level', 'debug',
+      ...nodeScript('bin/nodepool-server.ts'), '-c', this.serverConfigPath, '--hostname', 'test-server', '--log-level', 'debug',
     ], { cwd: ROOT, logFile: path.join(this.dir, 'server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     return this.serverProcess;
   }

@@ -18,6 +18,7 @@ import type { Store } from '../../lib/store/store.js';
 import { NodepoolServer } from '../../server/main.js';
 import { startProcess, type TrackedProcess } from './processes.js';
 import { testLogger } from './test-log.js';
+import { nodeScript } from './node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -84,7 +85,7 @@ export class LauncherSystem {
   /** Starts `nodepool-server` as a child process (log in `<dir>/<name>.log`). */
   startServerProcess(name = 'server', providers: string[] = []): TrackedProcess {
     const p = startProcess(name, process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', this.configPath, '--hostname', name, '--log-level', 'debug',
+      ...nodeScript('bin/nodepool-server.ts'), '-c', this.configPath, '--hostname', name, '--log-level', 'debug',
       ...providers.flatMap((pr) => ['--provider', pr]),
     ], { cwd: ROOT, logFile: path.join(this.dir, `${name}.log`), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     this.processes.set(name, p);

@@ -24,6 +24,7 @@ import { BuilderMetricsServer } from '../../../workers/builder/metrics-server.js
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { freePort, runningProcesses, startProcess } from '../../support/processes.js';
 import { createBuilderEnv, fakeDiskimage, inProcessBuilder, testClient, testLogger, type BuilderEnv } from '../../support/builder-env.js';
+import { nodeScript } from '../../support/node-command.js';
 
 /** One read of a builder's log URL. */
 interface LogRead {
@@ -230,7 +231,7 @@ describe('nodepool-builder --metrics-port --advertise-host', () => {
     const port = await freePort();
     const root = fileURLToPath(new URL('../../../', import.meta.url));
     const p = startProcess('nodepool-builder', process.execPath, [
-      '--import', 'tsx', path.join(root, 'bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-bin',
+      ...nodeScript('bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-bin',
       '--metrics-port', String(port), '--advertise-host', '127.0.0.1', '--log-level', 'debug',
     ], { cwd: root, logFile: path.join(env.dir, 'nodepool-builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     try {

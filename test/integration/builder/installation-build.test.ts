@@ -17,6 +17,7 @@ import { fn } from '../../../lib/gearman/functions.js';
 import { createBuilderEnv, fakeDiskimage, runJob, testClient, type BuilderEnv } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -33,7 +34,7 @@ describe('nodepool-builder --installation', () => {
     env = await createBuilderEnv({ gearmanPort: gearmand.port, name: 'installation', diskimages: [fakeDiskimage('deb', { formats: ['qcow2'] }, { FAKE_DIB_SIZE_MIB: '1' })] });
     client = await testClient(gearmand.port);
     builder = startProcess('nodepool-builder', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-mine', '--installation', mine, '--log-level', 'debug',
+      ...nodeScript('bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-mine', '--installation', mine, '--log-level', 'debug',
     ], { cwd: ROOT, logFile: path.join(env.dir, 'builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
   });
 

@@ -15,12 +15,13 @@ import { createBuilderEnv, fakeDiskimage, type BuilderEnv } from '../../support/
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { freePort, portOpen, runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
 import { call, get, sample } from '../web/web-helpers.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 function builder(env: BuilderEnv, args: string[], name = 'nodepool-builder'): TrackedProcess {
   return startProcess(name, process.execPath, [
-    '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-m', '--log-level', 'debug', ...args,
+    ...nodeScript('bin/nodepool-builder.ts'), '-c', env.configPath, '--hostname', 'builder-m', '--log-level', 'debug', ...args,
   ], { cwd: ROOT, logFile: path.join(env.dir, `${name}.log`), env: { ...process.env, NODEPOOL_CONFIG: '' } });
 }
 

@@ -17,6 +17,7 @@ import type { Store } from '../../../lib/store/store.js';
 import type { LoopHealth } from '../../../lib/periodic-loop.js';
 import { runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
 import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY, type DiskimageStatus, type UploadTargetStatus } from '../../../lib/status/lifecycle-status.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -87,7 +88,7 @@ export function startCli(configFile: string | null, args: string[], timeoutMs = 
 export function startBin(name: 'nodepool' | 'nodepool-builder' | 'nodepool-server', args: string[], timeoutMs = 60_000): CliProcess {
   const env = { ...process.env };
   delete env.NODEPOOL_CONFIG;
-  const argv = ['--import', 'tsx', path.join(REPO, 'bin', `${name}.ts`), ...args];
+  const argv = [...nodeScript(`bin/${name}.ts`), ...args];
   const proc = startProcess(name, process.execPath, argv, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { NODEPOOL_COMPLETION } from '../../../cli/commands/completion.js';
 import { Releasers } from '../../../lib/lifecycle.js';
+import { nodeScript } from '../../support/node-command.js';
 import { runningProcesses } from '../../support/processes.js';
 import { createCliEnv, startCli, type CliEnv, type CliRun } from './cli-env.js';
 
@@ -84,7 +85,7 @@ describe('nodepool completion', () => {
     releasers.add('bin dir', () => rm(dir, { recursive: true, force: true }));
     // `nodepool` on PATH, as the script calls it by name.
     const bin = path.join(dir, 'nodepool');
-    await writeFile(bin, `#!/bin/sh\nexec "${process.execPath}" --import tsx "${path.join(REPO, 'bin/nodepool.ts')}" "$@"\n`);
+    await writeFile(bin, `#!/bin/sh\nexec "${process.execPath}" ${nodeScript('bin/nodepool.ts').map((a) => `"${a}"`).join(' ')} "$@"\n`);
     await chmod(bin, 0o755);
     const script = (await run(bin, ['completion'], { cwd: REPO, env: { ...process.env, SHELL: '/bin/bash' } })).stdout;
     assert.match(script, /complete .*-F _nodepool_yargs_completions nodepool/);

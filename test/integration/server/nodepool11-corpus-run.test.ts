@@ -26,6 +26,7 @@ import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { useNovaCloud, type NovaCloud } from '../../support/openstack-full.js';
 import { freePort, startProcess, stopAllProcesses, type TrackedProcess } from '../../support/processes.js';
 import { startSshd, type SshdHandle } from '../../support/sshd.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const ROOT = path.resolve('.');
 const FIXTURES = path.join(ROOT, 'test/fixtures/nodepool11');
@@ -43,7 +44,7 @@ const dropZooKeeper = (doc: Doc): void => { delete doc['zookeeper-servers']; del
 function daemon(name: string, bin: string, args: string[], logFile: string, env: Record<string, string> = {}): TrackedProcess {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...ENV, ...env };
   delete childEnv.NODEPOOL_CONFIG;
-  return startProcess(name, process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin', `${bin}.ts`), ...args, '--log-level', 'debug'],
+  return startProcess(name, process.execPath, [...nodeScript(`bin/${bin}.ts`), ...args, '--log-level', 'debug'],
     { cwd: ROOT, logFile, env: childEnv });
 }
 

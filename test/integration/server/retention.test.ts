@@ -8,6 +8,7 @@ import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../../lib/status/
 import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const run = promisify(execFile);
 const seq = (id: string): number => Number(id.slice(-10));
@@ -59,7 +60,7 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete, rev
     await sys.reconfigure({ diskimages: [fakeDiskimage('deb', { formats: ['qcow2'], 'rebuild-age': 3600 }, { FAKE_DIB_DELAY: '0.1' })] });
     const before = await sys.waitForState('retention settled', (x) => x.builds.length === 2 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'));
     const [previous, newest] = before.builds.map((b) => b.id) as [string, string];
-    const cli = await run(process.execPath, ['--import', 'tsx', 'bin/nodepool.ts', '-c', sys.serverConfigPath, 'image-delete', newest]);
+    const cli = await run(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', sys.serverConfigPath, 'image-delete', newest]);
     assert.match(cli.stdout, /marked for deletion/);
     const after = await sys.waitForState(`${newest} and its uploads gone`, (x) => x.builds.every((b) => b.id !== newest) && x.uploads.every((u) => u.buildId !== newest));
     assert.deepEqual(after.builds.map((b) => [b.id, b.state]), [[previous, 'ready']]);
@@ -75,7 +76,7 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete, rev
 
   it('keeps the rolled-back build as the next most recent when the next build arrives', async () => {
     const [previous] = (await sys.store.listBuilds()).map((b) => b.id) as [string];
-    const r = await run(process.execPath, ['--import', 'tsx', 'bin/nodepool.ts', '-c', sys.serverConfigPath, 'image-build', 'deb']);
+    const r = await run(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', sys.serverConfigPath, 'image-build', 'deb']);
     assert.match(r.stdout, /requested/);
     const s = await sys.waitForState('a new build ready and uploaded next to the previous one', (x) =>
       x.builds.length === 2 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'));
@@ -101,7 +102,7 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete, rev
 
   it('deletes the revoked build once two good builds are newer, then forgets its revocation', async () => {
     const [, revoked, replacement] = (await sys.store.listBuilds()).map((b) => b.id) as [string, string, string];
-    const r = await run(process.execPath, ['--import', 'tsx', 'bin/nodepool.ts', '-c', sys.serverConfigPath, 'image-build', 'deb']);
+    const r = await run(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', sys.serverConfigPath, 'image-build', 'deb']);
     assert.match(r.stdout, /requested/);
     const s = await sys.waitForState('two good builds kept, the revoked and the older one deleted', (x) =>
       x.builds.length === 2 && x.builds.every((b) => b.state === 'ready') && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'), 90_000);

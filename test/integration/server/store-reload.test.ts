@@ -17,6 +17,7 @@ import { SERVER_HEARTBEAT_KEY } from '../../../lib/status/lifecycle-status.js';
 import { LauncherSystem, type LauncherConfigParts } from '../../support/launcher-system.js';
 import { freePort, runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
 import { FreezeProxy, startZooKeeper, type ZooKeeperHandle } from '../../support/zookeeper.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -34,7 +35,7 @@ describe('nodepool-server on ZooKeeper: a store change on reload', () => {
     zk = await startZooKeeper();
     sys = await LauncherSystem.create({ labels: [], providers: [], extra: zkAt('/site-a') });
     server = startProcess('store-server', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', sys.configPath, '--hostname', 'store-server', '--no-webapp', '--log-level', 'debug',
+      ...nodeScript('bin/nodepool-server.ts'), '-c', sys.configPath, '--hostname', 'store-server', '--no-webapp', '--log-level', 'debug',
     ], { cwd: ROOT, logFile: path.join(sys.dir, 'store-server.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     await waitFor(async () => {
       if (!server.alive()) throw new Error(`nodepool-server exited; see ${sys.dir}/store-server.log`);

@@ -12,18 +12,19 @@ import { fileURLToPath } from 'node:url';
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
+import { nodeScript } from '../../support/node-command.js';
 import { runningProcesses, startProcess, stopAllProcesses, type TrackedProcess } from '../../support/processes.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const holderScript = path.join(repoRoot, 'test/fixtures/sqlite-lock-holder.ts');
-const writerScript = path.join(repoRoot, 'test/fixtures/store-writer.ts');
+const holderScript = 'test/fixtures/sqlite-lock-holder.ts';
+const writerScript = 'test/fixtures/store-writer.ts';
 
 /** How long the holder keeps the lock: past the 5 s a write used to wait before failing. */
 const HOLD_MS = 6500;
 
-/** A child process with its output kept. */
-function child(name: string, args: string[]): { proc: TrackedProcess; out: () => string; err: () => string } {
-  const proc = startProcess(name, process.execPath, ['--import', 'tsx', ...args], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+/** A child process running `script` (repo-relative), with its output kept. */
+function child(name: string, script: string, args: string[]): { proc: TrackedProcess; out: () => string; err: () => string } {
+  const proc = startProcess(name, process.execPath, [...nodeScript(script), ...args], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
@@ -33,7 +34,7 @@ function child(name: string, args: string[]): { proc: TrackedProcess; out: () =>
 
 /** Starts the lock holder on `file` and waits until it holds the lock. */
 async function holdLock(file: string): Promise<ReturnType<typeof child>> {
-  const h = child('sqlite-lock-holder', [holderScript, file]);
+  const h = child('sqlite-lock-holder', holderScript, [file]);
   await waitFor(() => h.out().includes('locked\n') || !h.proc.alive(), { timeoutMs: 30_000, what: 'the lock holder to take the lock' });
   assert.ok(h.proc.alive(), `lock holder failed: ${h.err()}`);
   return h;
@@ -98,7 +99,7 @@ void describe('SQLite store: a busy database is waited out, never a failed write
     // Opened before the lock is taken, as the server's store is; the writers open theirs too.
     store = await SqliteStore.open(file);
     const s = store;
-    const writers = [child('store-writer-a', [writerScript, file, 'alpha', String(count)]), child('store-writer-b', [writerScript, file, 'beta', String(count)])];
+    const writers = [child('store-writer-a', writerScript, [file, 'alpha', String(count)]), child('store-writer-b', writerScript, [file, 'beta', String(count)])];
     for (const w of writers) await waitFor(() => w.out().includes('ready\n') || !w.proc.alive(), { timeoutMs: 30_000, what: 'a store writer to open the store' });
     const holder = await holdLock(file);
     for (const w of writers) w.proc.child.stdin?.end('go\n');

@@ -14,11 +14,12 @@ import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../../../lib/store/sqlite/m
 import { SqliteStore } from '../../../lib/store/sqlite/sqlite-store.js';
 import { sqliteSpoiler } from '../../contract/spoil.js';
 import { storeContract } from '../../contract/store.contract.js';
+import { nodeScript } from '../../support/node-command.js';
 import { runningProcesses, startProcess, stopAllProcesses } from '../../support/processes.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const writerScript = path.join(repoRoot, 'test/fixtures/store-writer.ts');
-const contenderScript = path.join(repoRoot, 'test/fixtures/lock-contender.ts');
+const writerScript = 'test/fixtures/store-writer.ts';
+const contenderScript = 'test/fixtures/lock-contender.ts';
 
 const tempDir = (): Promise<string> => mkdtemp(path.join(os.tmpdir(), 'nodepool-store-'));
 
@@ -125,7 +126,7 @@ void describe('SqliteStore', () => {
   void it('does not fail with SQLITE_BUSY when another process writes at the same time', async () => {
     const count = 400;
     const store = await openAt();
-    const child = startProcess('store-writer', process.execPath, ['--import', 'tsx', writerScript, file, 'shared', String(count)],
+    const child = startProcess('store-writer', process.execPath, [...nodeScript(writerScript), file, 'shared', String(count)],
       { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -168,7 +169,7 @@ void describe('SqliteStore', () => {
     const count = 200;
     const store = await openAt();
     const mine = await store.openSession({ owner: 'test', hostname: os.hostname(), pid: process.pid, ttlMs: 600_000 });
-    const child = startProcess('lock-contender', process.execPath, ['--import', 'tsx', contenderScript, file, String(count)],
+    const child = startProcess('lock-contender', process.execPath, [...nodeScript(contenderScript), file, String(count)],
       { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';

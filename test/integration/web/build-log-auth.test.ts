@@ -30,6 +30,7 @@ import { fakeDiskimage, testLogger } from '../../support/builder-env.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { testImageServices } from '../../support/image-services.js';
 import { runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -81,7 +82,7 @@ describe('web: build logs served by default, read with a token when webapp.auth 
     await writeFile(builderConfig, yaml.dump(raw));
     // As `make run` starts it: no --metrics-port, no --advertise-host.
     builder = startProcess('nodepool-builder', process.execPath, [
-      '--import', 'tsx', path.join(ROOT, 'bin/nodepool-builder.ts'), '-c', builderConfig, '--hostname', 'builder-unresolvable', '--log-level', 'debug',
+      ...nodeScript('bin/nodepool-builder.ts'), '-c', builderConfig, '--hostname', 'builder-unresolvable', '--log-level', 'debug',
     ], { cwd: ROOT, logFile: path.join(dir, 'builder.log'), env: { ...process.env, NODEPOOL_CONFIG: '' } });
     const log = testLogger();
     server = await NodepoolServer.create({ config, log, hostname: 'test-server', webapp: true, imageServices: testImageServices(() => config.cloudsFile, log) });

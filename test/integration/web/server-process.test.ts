@@ -18,13 +18,14 @@ import type { ServerHeartbeat } from '../../../lib/status/server.js';
 import { LauncherSystem } from '../../support/launcher-system.js';
 import { freePort, portOpen, runningProcesses, startProcess, type TrackedProcess } from '../../support/processes.js';
 import { get, StatsdListener } from './web-helpers.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const exec = promisify(execFile);
 
 function serverProcess(sys: LauncherSystem, name: string, args: string[], env: Record<string, string> = {}): TrackedProcess {
   return startProcess(name, process.execPath, [
-    '--import', 'tsx', path.join(ROOT, 'bin/nodepool-server.ts'), '-c', sys.configPath, '--hostname', name, '--log-level', 'debug', ...args,
+    ...nodeScript('bin/nodepool-server.ts'), '-c', sys.configPath, '--hostname', name, '--log-level', 'debug', ...args,
   ], { cwd: ROOT, logFile: path.join(sys.dir, `${name}.log`), env: { ...process.env, NODEPOOL_CONFIG: '', ...env } });
 }
 

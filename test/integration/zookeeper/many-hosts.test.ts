@@ -34,6 +34,7 @@ import { NetnsNetwork, type NetnsHost } from '../../support/netns.js';
 import { freePort, runningProcesses, stopAllProcesses, type TrackedProcess } from '../../support/processes.js';
 import { startSshd, type SshdHandle } from '../../support/sshd.js';
 import { cliIn, GEARMAN_PORT, startBinIn, startGearmandIn, startZooKeeperIn, ZK_PORT } from './netns-services.js';
+import { nodeScript } from '../../support/node-command.js';
 
 const FAKE_DIB = path.resolve('test/fixtures/bin/fake-dib');
 const LEADER_LOCK = 'leader:image-lifecycle';
@@ -186,7 +187,7 @@ void describe('many hosts in network namespaces, on ZooKeeper', () => {
     const [held] = JSON.parse(busy.stdout) as NodeRecord[];
     assert.equal(held?.provider, lp);
     const waiting = cli.start('nodepool request --wait', process.execPath, [
-      '--import', 'tsx', path.join(process.cwd(), 'bin/nodepool.ts'), '-c', cliConfig, 'request', 'common', '--wait', '--timeout', '120', '--provider', lp, '--json',
+      ...nodeScript('bin/nodepool.ts'), '-c', cliConfig, 'request', 'common', '--wait', '--timeout', '120', '--provider', lp, '--json',
     ], { cwd: process.cwd(), env: { ...process.env, NODEPOOL_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../../lib/lifecycle.js';
 import type { NetnsHost } from '../../support/netns.js';
 import type { TrackedProcess } from '../../support/processes.js';
+import { nodeScript } from '../../support/node-command.js';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const ZK_PORT = 2181;
@@ -86,7 +87,7 @@ export async function startGearmandIn(host: NetnsHost, dir: string): Promise<Tra
 
 /** `bin/<name>.ts` with tsx inside `host`; stdout and stderr to `logFile`. */
 export function startBinIn(host: NetnsHost, procName: string, bin: string, args: string[], logFile: string): TrackedProcess {
-  return host.start(procName, process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin', `${bin}.ts`), ...args], {
+  return host.start(procName, process.execPath, [...nodeScript(`bin/${bin}.ts`), ...args], {
     cwd: ROOT, logFile, env: { ...process.env, NODEPOOL_CONFIG: '' },
   });
 }
@@ -94,7 +95,7 @@ export function startBinIn(host: NetnsHost, procName: string, bin: string, args:
 /** Runs the CLI inside `host` to completion; its exit code and output. */
 export async function cliIn(host: NetnsHost, configPath: string, args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await host.exec(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/nodepool.ts'), '-c', configPath, ...args], {
+    const r = await host.exec(process.execPath, [...nodeScript('bin/nodepool.ts'), '-c', configPath, ...args], {
       timeoutMs, cwd: ROOT, env: { ...process.env, NODEPOOL_CONFIG: '' },
     });
     return { code: 0, ...r };
