@@ -215,13 +215,18 @@ async function main(): Promise<number> {
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
   // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
-  // test file spends its 10 minutes on the real DIB; a build that fails here is tried again, and
-  // reported, by the first file that needs the image.
+  // test file spends its 10 minutes on the real DIB, and then the saved guest the files resume
+  // guests from (one boot); a build or save that fails here is tried again, and reported, by the
+  // first file that needs it.
   const vmImage = files.some(bootsVms)
     ? import('./support/qemu-image.js').then((m) => m.bootableImage()).then(
-      (image) => console.log(`# bootable test image ready${image.buildSeconds ? ` (built in ${image.buildSeconds} s)` : ' (cached)'}`),
+      async (image) => {
+        console.log(`# bootable test image ready${image.buildSeconds ? ` (built in ${image.buildSeconds} s)` : ' (cached)'}`);
+        const saved = await import('./support/qemu-saved-guest.js').then((m) => m.savedGuest());
+        console.log(`# saved test guest ready${saved.saveSeconds ? ` (booted and saved in ${saved.saveSeconds} s)` : ' (cached)'}`);
+      },
       (err: Error) => console.error(`# bootable test image not built before the tests: ${err.message}`),
-    )
+    ).catch((err: Error) => console.error(`# saved test guest not made before the tests: ${err.message}`))
     : Promise.resolve();
   const serialVms = serial.filter(bootsVms);
   const serialServers = serial.filter((f) => !serialVms.includes(f));

@@ -41,6 +41,9 @@ const PROGRAMS: Array<[pkg: string, file: string]> = [
   ['qemu-system-x86', '/usr/bin/qemu-system-x86_64'],
   ['genisoimage', '/usr/bin/genisoimage'],
   ['genisoimage', '/usr/bin/isoinfo'],
+  // test/support/qemu-resume: the saved guest's state (zstd) and manifest (jq).
+  ['zstd', '/usr/bin/zstd'],
+  ['jq', '/usr/bin/jq'],
 ];
 
 /** Files (not programs) from Debian packages, by package: the ZooKeeper server runs from its jar. */

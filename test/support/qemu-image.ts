@@ -8,12 +8,12 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { pollUntil } from '../../lib/lifecycle.js';
 import { bookwormDibEnv } from './debian-mirror.js';
+import { madeOnce } from './made-once.js';
 
 /** The wrapper DIB runs through (see its header). */
 export const DIB_CMD = path.resolve('test/support/dib-cmd');
@@ -63,15 +63,6 @@ export interface BootableImage {
   buildSeconds: number;
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function build(dir: string, out: string): Promise<void> {
   const tmp = path.join(dir, 'tmp');
   await rm(tmp, { recursive: true, force: true });
@@ -104,32 +95,13 @@ export async function bootableImage(): Promise<BootableImage> {
   const key = createHash('sha256').update(JSON.stringify([QEMU_TEST_ELEMENTS, QEMU_TEST_PACKAGES, qemuImageEnv()])).digest('hex').slice(0, 16);
   const dir = path.join(os.tmpdir(), 'nodepool-test-qemu-images', key);
   const image = path.join(dir, 'image.qcow2');
-  const lock = path.join(dir, 'lock');
   await mkdir(dir, { recursive: true });
   const started = Date.now();
-  let built = false;
-  // pollUntil, not waitFor: a failed build must end the wait, not be retried for 25 min.
-  const ready = await pollUntil(async () => {
-    if (existsSync(image)) return true;
-    try {
-      await mkdir(lock);
-    } catch {
-      const holder = Number(await readFile(path.join(lock, 'pid'), 'utf8').catch(() => '0'));
-      if (holder && !pidAlive(holder)) await rm(lock, { recursive: true, force: true }); // a killed build
-      return undefined;
-    }
-    try {
-      await writeFile(path.join(lock, 'pid'), String(process.pid));
-      if (!existsSync(image)) {
-        await build(dir, path.join(dir, 'build'));
-        await rename(path.join(dir, 'build.qcow2'), image);
-        built = true;
-      }
-      return true;
-    } finally {
-      await rm(lock, { recursive: true, force: true });
-    }
-  }, { timeoutMs: 1_500_000, intervalMs: 2000 });
+  // A failed build ends the wait (it is thrown), not retried for 25 min.
+  const { ready, made } = await madeOnce(image, path.join(dir, 'lock'), async () => {
+    await build(dir, path.join(dir, 'build'));
+    await rename(path.join(dir, 'build.qcow2'), image);
+  }, 1_500_000);
   if (!ready) throw new Error(`no bootable test image in ${dir} within 25 min (another process's build did not finish)`);
-  return { path: image, buildSeconds: built ? Math.round((Date.now() - started) / 1000) : 0 };
+  return { path: image, buildSeconds: made ? Math.round((Date.now() - started) / 1000) : 0 };
 }

@@ -1,9 +1,11 @@
 /**
- * The driver contract against the qemu driver: real QEMU VMs booted from the cached bootable
- * DIB image (test/support/qemu-image.ts), uploaded through the driver's image service. The
- * suite launches one node, reads it, then deletes it, so it boots once (about a minute under
- * TCG, several under load). The leak is a VM started beside the driver (QEMU running
- * from the same upload, tagged with a node id no record has), which the leak cleanup must kill.
+ * The driver contract against the qemu driver: real QEMU VMs of the cached bootable DIB image
+ * (test/support/qemu-image.ts), uploaded through the driver's image service. The suite launches
+ * one node, reads it, then deletes it; its subject is the driver, not the boot, so the node's
+ * guest is resumed from the run's saved guest (test/support/qemu-saved-guest.ts, through the
+ * provider's `qemu-binary:`) in seconds. The leak is a real 256 MB VM started beside the driver
+ * (QEMU running from the same upload, tagged with a node id no record has), which the leak
+ * cleanup must kill.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +16,7 @@ import { VmHost } from '../../../../lib/drivers/qemu/vm-host.js';
 import type { UploadRecord } from '../../../../lib/store/models.js';
 import { portOpen } from '../../../support/processes.js';
 import { bootableImage } from '../../../support/qemu-image.js';
+import { qemuResumeWrapper, SAVED_GUEST_MEMORY, savedGuest } from '../../../support/qemu-saved-guest.js';
 import { testLogger } from '../../../support/test-log.js';
 import { QemuEnv } from './qemu-env.js';
 
@@ -30,9 +33,12 @@ driverContract<QemuProviderConfig>('qemu', {
   async setUp() {
     const image = await bootableImage();
     if (image.buildSeconds) console.log(`# bootable image built in ${image.buildSeconds} s`);
+    const saved = await savedGuest();
+    if (saved.saveSeconds) console.log(`# saved guest booted and saved in ${saved.saveSeconds} s`);
     env = await QemuEnv.create();
     upload = await env.readyUpload(image.path);
-    const { config, provider } = env.config({ maxServers: 3, memory: 768 });
+    const qemuBinary = await qemuResumeWrapper(saved, env.dir);
+    const { config, provider } = env.config({ maxServers: 3, memory: SAVED_GUEST_MEMORY, qemuBinary });
     return { config, provider, pool: 'main', label: 'vm', ctx: env.ctx(config) };
   },
   async tearDown() {

@@ -25,6 +25,8 @@ export interface QemuTestProvider {
   accel?: 'auto' | 'kvm' | 'tcg';
   bootTimeout?: number;
   memory?: number;
+  /** The provider's `qemu-binary` (absent: the schema's default, the real QEMU). */
+  qemuBinary?: string;
   extra?: Record<string, unknown>;
 }
 
@@ -53,6 +55,7 @@ export class QemuEnv {
     const provider = {
       name: 'vms', driver: 'qemu', 'image-dir': this.imageDir, 'state-dir': this.stateDir, accel: o.accel ?? 'auto',
       'boot-timeout': o.bootTimeout ?? 300, username: 'debian', 'authorized-keys': `${this.keyFile}.pub`,
+      ...(o.qemuBinary ? { 'qemu-binary': o.qemuBinary } : {}),
       diskimages: [{ name: 'deb' }],
       pools: [{ name: 'main', 'max-servers': o.maxServers ?? 2, labels: [{ name: 'vm', diskimage: 'deb', memory: o.memory ?? 1024, cpus: 1 }] }],
       ...o.extra,
