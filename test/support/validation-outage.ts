@@ -22,6 +22,7 @@ import { waitFor } from '../../lib/lifecycle.js';
 import type { UploadRecord } from '../../lib/store/models.js';
 import { openStore } from '../../lib/store/open-store.js';
 import { recordFault } from './fault-report.js';
+import { nodeScript } from './node-command.js';
 import { startGearmand } from './gearmand.js';
 import { runningProcesses, startProcess } from './processes.js';
 import { bootableImage, COPY_DIB, QEMU_TEST_USER } from './qemu-image.js';
@@ -67,7 +68,7 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
   const store = await openStore(loadConfig(configPath));
   const env = { ...process.env, NODEPOOL_CONFIG: '' };
   const daemon = (name: string, bin: string, extra: string[]) => startProcess(name, process.execPath, [
-    '--import', 'tsx', path.join(ROOT, bin), '-c', configPath, '--log-level', 'debug', ...extra,
+    ...nodeScript(bin), '-c', configPath, '--log-level', 'debug', ...extra,
   ], { cwd: ROOT, logFile: path.join(dir, `${name}.log`), env });
   const builder = daemon('nodepool-builder', 'bin/nodepool-builder.ts', ['--hostname', 'builder-zkv']);
   const server = daemon('nodepool-server', 'bin/nodepool-server.ts', ['--hostname', 'server-zkv', '--no-webapp']);
