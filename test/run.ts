@@ -90,6 +90,23 @@ function localImports(file: string, seen = new Set<string>()): Set<string> {
 const RUN_ALONE = ['test/faults/metrics-scrape-storm.test.ts', 'test/faults/api-read-storm.test.ts'];
 const runsAlone = (f: string): boolean => RUN_ALONE.some((a) => path.resolve(f) === path.resolve(a));
 
+/**
+ * Files that boot Nova servers and change what every file on the shared Nova sees: the `demo`
+ * project's compute quota (nova-cloud, openstack-provider-quota) or every unattached floating IP
+ * in it (clean-floating-ips, and the Nova 11 corpus whose fixture cleans them every second).
+ * They run one at a time with no other Nova file; the other Nova files run two at a time (each
+ * boots in its own provider's name and cleans up only its own servers and images).
+ */
+const NOVA_ALONE = [
+  'test/integration/openstack/nova-cloud.test.ts', 'test/integration/drivers/openstack/openstack-provider-quota.test.ts',
+  'test/integration/drivers/openstack/clean-floating-ips.test.ts', 'test/integration/server/nodepool11-corpus-run.test.ts',
+];
+const novaAlone = (f: string): boolean => NOVA_ALONE.some((a) => path.resolve(f) === path.resolve(a));
+
+/** The VM file that boots guests for real (its subject is the boot) goes first: it takes longest. */
+const VM_FIRST = ['test/integration/drivers/qemu/qemu-vm.test.ts'];
+const vmFirst = (f: string): boolean => VM_FIRST.some((a) => path.resolve(f) === path.resolve(a));
+
 const before = watchedPids();
 /** The full cloud's support module: a test that imports it (directly or not) boots servers. */
 const NOVA_CLOUD = path.resolve('test/support/openstack-full.ts');
@@ -195,10 +212,12 @@ function notRun(group: string[], err: Error): number {
 }
 
 /**
- * Tests that boot servers share one Nova and change its project quotas, so they run one file
- * at a time, then the tests that boot QEMU guests (at most two at a time, see vmLane), beside the other tests (two files at a time): first those that need no cloud,
- * while the clouds start, then those that use Keystone + Glance. A cloud that fails to start
- * fails only the files that use it.
+ * Three lanes at once. The tests that need no cloud (two files at a time, while the clouds
+ * start), then those that use Keystone + Glance (two at a time). The tests that boot servers on
+ * the one shared Nova: those that change its shared state alone (NOVA_ALONE), then the others two
+ * at a time. The tests that boot QEMU guests, a file at a time once the saved guest is ready (and
+ * by the other lanes when they are done, see vmLane). A cloud that fails to start fails only the
+ * files that use it.
  */
 async function main(): Promise<number> {
   const keystone = needsCloud
@@ -230,15 +249,18 @@ async function main(): Promise<number> {
     : Promise.resolve();
   const serialVms = serial.filter(bootsVms);
   const serialServers = serial.filter((f) => !serialVms.includes(f));
+  const aloneServers = serialServers.filter(novaAlone);
+  const pairedServers = serialServers.filter((f) => !novaAlone(f));
   const withCloud = files.filter((f) => !serial.includes(f) && !alone.includes(f) && usesCloud(f));
   const plain = files.filter((f) => !serial.includes(f) && !alone.includes(f) && !usesCloud(f));
   // Settled at once, so a failed start is never an unhandled rejection while the plain tests run.
   const keystoneUp = keystone.then(() => undefined, (err: Error) => err);
   const vmsReady = Promise.all([keystone, nova, vmImage]).then(() => undefined, (err: Error) => err);
-  // The VM files are a queue, taken a file at a time by whichever lane is free: the serial lane
-  // once its server files are done, and the other lane once its own files are (at the end of a
-  // run the machine would otherwise idle a core while the last guests boot one by one).
-  const vmQueue = [...serialVms];
+  // The VM files are a queue, taken a file at a time by a lane of their own from when the saved
+  // guest is ready (their waits on guests and outages then overlap the other lanes), and by
+  // whichever other lane is free once its own files are done (at the end of a run the machine
+  // would otherwise idle a core while the last guests run one by one).
+  const vmQueue = [...serialVms.filter(vmFirst), ...serialVms.filter((f) => !vmFirst(f))];
   const vmLane = async (): Promise<number> => {
     const failed = await vmsReady;
     if (failed) return notRun(vmQueue.splice(0), failed);
@@ -254,8 +276,14 @@ async function main(): Promise<number> {
     }).then(async (code) => Math.max(code, await vmLane())),
     // The files that boot only servers start once the clouds are up; the VM files follow, by
     // when the bootable image (minutes of real DIB) has been built beside the first ones.
-    Promise.all([keystone, nova]).then(() => runTests('the files that boot Nova servers', serialServers, 1), (err: Error) => notRun(serialServers, err))
-      .then(async (code) => Math.max(code, await vmLane())),
+    Promise.all([keystone, nova]).then(
+      async () => Math.max(
+        await runTests('the Nova files that change shared state, alone', aloneServers, 1),
+        await runTests('the files that boot Nova servers', pairedServers, 2),
+      ),
+      (err: Error) => notRun(serialServers, err),
+    ).then(async (code) => Math.max(code, await vmLane())),
+    vmLane(),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
   return Math.max(...codes, await runTests('the load tests, alone', alone, 1));
