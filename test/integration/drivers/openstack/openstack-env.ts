@@ -4,22 +4,28 @@
  * the real loader, image services from its clouds.yaml, and a logger that keeps its lines
  * so tests can count what the driver did (e.g. servers created per node).
  */
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { parseConfig } from '../../../../lib/config/load.js';
 import type { Config } from '../../../../lib/config/schema.js';
 import type { ProviderContext } from '../../../../lib/drivers/contract/driver.js';
 import { openstackHostAccess, type OpenStackAccess } from '../../../../lib/drivers/openstack/access.js';
-import { KeptUnlessFailed } from '../../../../lib/lifecycle.js';
+import { KeptUnlessFailed, waitFor } from '../../../../lib/lifecycle.js';
 import type { OpenStackProviderConfig } from '../../../../lib/drivers/openstack/config.js';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { createRootLogger } from '../../../../lib/log.js';
 import { SqliteStore } from '../../../../lib/store/sqlite/sqlite-store.js';
+import type { NodeRecord } from '../../../../lib/store/models.js';
 import type { Store } from '../../../../lib/store/store.js';
 import type { NovaCloud } from '../../../support/openstack-full.js';
+import type { ServerSummary } from '../../../support/openstack-full-admin.js';
+
+/** How long a launch may take on a loaded machine before a test fails. */
+const LAUNCH_TIMEOUT_MS = 120_000;
 
 /** Knobs of the test provider. */
 export interface ProviderYamlOptions {
@@ -94,6 +100,50 @@ export class OpenStackEnv {
     return { config, provider };
   }
 
+  /** Providers from {@link startProvider} not yet stopped. */
+  private readonly started: OpenStackProvider[] = [];
+
+  /**
+   * A started provider of the test config, without quota or image caches (tests change both);
+   * {@link reset} and {@link close} stop it.
+   */
+  async startProvider(o: ProviderYamlOptions = {}): Promise<OpenStackProvider> {
+    const { config, provider } = this.config(o);
+    const p = new OpenStackProvider(provider, this.ctx(config), { quotaCacheMs: 0, imageCacheMs: 0 });
+    this.started.push(p);
+    await p.start();
+    return p;
+  }
+
+  private async stopProviders(): Promise<void> {
+    for (const p of this.started.splice(0)) await p.stop();
+  }
+
+  /** Between tests: stops the started providers, deletes this file's servers and every node record. */
+  async reset(): Promise<void> {
+    await this.stopProviders();
+    await this.removeServers();
+    for (const n of await this.store.listNodes()) await this.store.deleteNode(n.id);
+  }
+
+  /** Creates a building node of `label` in `pool`, launches it on `p` and waits (bounded) for its outcome. */
+  async launch(p: OpenStackProvider, label: string, pool = 'main'): Promise<NodeRecord> {
+    const handler = p.getRequestHandler(pool, await this.store.createRequest({ labels: [label], requestor: 'openstack-test' }));
+    const node = await this.store.createNode({
+      state: 'building', provider: p.name, pool, labels: [label], launcher: `${hostname()}-test`, ...handler.nodeMetadata(label),
+    });
+    handler.launch(node);
+    await waitFor(() => handler.launchesComplete(), { timeoutMs: LAUNCH_TIMEOUT_MS, what: `the launch of node ${node.id}` });
+    const done = await this.store.getNode(node.id);
+    if (!done) throw new Error(`node ${node.id} vanished during its launch`);
+    return done;
+  }
+
+  /** The servers in Nova of this env's provider name (the cloud is shared: never count others'). */
+  async servers(): Promise<ServerSummary[]> {
+    return (await this.cloud.listAllServers()).filter((s) => s.metadata.nodepool_provider_name === this.providerName);
+  }
+
   /** What providers made from {@link ctx} reported through `onLeak`. */
   readonly leaks: Array<[string, number]> = [];
 
@@ -134,7 +184,17 @@ export class OpenStackEnv {
     await p.stop();
   }
 
+  /** At the end of a file: {@link reset}, then {@link close}; fails when a server of this file is left in Nova. */
+  async finish(): Promise<void> {
+    await this.reset();
+    const left = await this.servers();
+    await this.close();
+    assert.deepEqual(left, [], 'no server of this file is left');
+  }
+
+  /** Stops the started providers and removes the store. */
   async close(): Promise<void> {
+    await this.stopProviders();
     await this.store.close();
     await rm(this.dir, { recursive: true, force: true });
   }

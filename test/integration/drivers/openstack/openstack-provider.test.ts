@@ -1,12 +1,12 @@
 /**
  * The openstack provider against the loopback Nova cloud: booting diskimage uploads with
- * nodepool's metadata, flavor choice, launch retries ending in a failed node, quota
- * (pool max-servers, max-cores and max-ram; the cloud's instance quota → aborted), leak cleanup (past corrupt
- * records and another installation's servers), and stop during a launch.
+ * nodepool's metadata, flavor choice, launch retries ending in a failed node, the pool's quota
+ * (max-servers, max-cores and max-ram), leak cleanup (past corrupt records and another
+ * installation's servers), and stop during a launch. The cloud's own quota is in
+ * openstack-provider-quota.test.ts (it changes the shared project's quota, so it runs alone).
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import os from 'node:os';
 import Database from 'better-sqlite3';
 import { OpenStackProvider } from '../../../../lib/drivers/openstack/provider.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
@@ -21,48 +21,18 @@ const TIMEOUT = 120_000;
 describe('openstack provider on the loopback cloud', () => {
   let cloud: NovaCloud;
   let env: OpenStackEnv;
-  const started: OpenStackProvider[] = [];
 
   before(async () => {
     cloud = await useNovaCloud();
     env = await OpenStackEnv.create(cloud);
   });
 
-  afterEach(async () => {
-    for (const p of started.splice(0)) await p.stop();
-    await env.removeServers();
-    for (const n of await env.store.listNodes()) await env.store.deleteNode(n.id);
-  });
+  afterEach(() => env.reset());
 
-  after(async () => {
-    if (env) {
-      await env.removeServers();
-      const left = (await cloud.listAllServers()).filter((s) => s.metadata.nodepool_provider_name === env.providerName);
-      await env.close();
-      assert.deepEqual(left, [], 'no server of this file is left');
-    }
-  });
+  after(() => env?.finish());
 
-  async function provider(o: ProviderYamlOptions = {}): Promise<OpenStackProvider> {
-    const { config, provider: pc } = env.config(o);
-    const p = new OpenStackProvider(pc, env.ctx(config), { quotaCacheMs: 0, imageCacheMs: 0 });
-    started.push(p);
-    await p.start();
-    return p;
-  }
-
-  /** Creates a building node of `label` in `pool`, launches it and waits for its outcome. */
-  async function launch(p: OpenStackProvider, label: string, pool = 'main'): Promise<NodeRecord> {
-    const handler = p.getRequestHandler(pool, await env.store.createRequest({ labels: [label], requestor: 'openstack-test' }));
-    const node = await env.store.createNode({
-      state: 'building', provider: p.name, pool, labels: [label], launcher: `${os.hostname()}-test`, ...handler.nodeMetadata(label),
-    });
-    handler.launch(node);
-    await waitFor(() => handler.launchesComplete(), { timeoutMs: TIMEOUT, what: `the launch of node ${node.id}` });
-    const done = await env.store.getNode(node.id);
-    assert.ok(done);
-    return done;
-  }
+  const provider = (o: ProviderYamlOptions = {}): Promise<OpenStackProvider> => env.startProvider(o);
+  const launch = (p: OpenStackProvider, label: string, pool = 'main'): Promise<NodeRecord> => env.launch(p, label, pool);
 
   /** Our servers as Nova lists them (with metadata and flavor). */
   async function ourServers(p: OpenStackProvider) {
@@ -128,25 +98,6 @@ describe('openstack provider on the loopback cloud', () => {
     assert.deepEqual(await ourServers(p), [], 'no server left');
   });
 
-  it('aborts the node when Nova refuses the server for quota, and the handler then sees no room', async () => {
-    const p = await provider();
-    const before = await (await p.nova()).getLimits();
-    await cloud.setComputeQuota('demo', { instances: 0 });
-    try {
-      const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['tiny'], requestor: 'openstack-test' }));
-      assert.equal(await handler.hasRemainingQuota('tiny'), false);
-      assert.equal(await handler.hasProviderQuota(['tiny']), false);
-      const node = await launch(p, 'tiny');
-      assert.equal(node.state, 'aborted');
-      assert.match(String(node.reason), /quota exceeded/i);
-      assert.deepEqual(await ourServers(p), []);
-    } finally {
-      await cloud.setComputeQuota('demo', { instances: before.maxTotalInstances });
-    }
-    const handler = p.getRequestHandler('main', await env.store.createRequest({ labels: ['tiny'], requestor: 'openstack-test' }));
-    assert.equal(await handler.hasRemainingQuota('tiny'), true, 'room again once the quota is back');
-  });
-
   it('declines a request larger than the pool and pauses at the pool\'s max-servers', async () => {
     const p = await provider({ cappedMaxServers: 2 });
     const request = await env.store.createRequest({ labels: ['tiny', 'tiny', 'tiny'], requestor: 'openstack-test' });
@@ -179,22 +130,6 @@ describe('openstack provider on the loopback cloud', () => {
     await p.cleanupNode(first);
     await env.store.deleteNode(first.id);
     assert.equal(await handler.hasRemainingQuota('tiny'), true, 'room again once the node is gone');
-  });
-
-  it("reports the cloud's own limits from Nova's quota, leaving unlimited ones out (metrics)", async () => {
-    const p = await provider();
-    const before = await (await p.nova()).getLimits();
-    await cloud.setComputeQuota('demo', { instances: 7 });
-    try {
-      const limits = await p.resourceLimits();
-      assert.equal(limits.instances, 7);
-      for (const [resource, limit] of Object.entries(limits)) {
-        assert.ok(['cores', 'ram', 'instances'].includes(resource), resource);
-        assert.ok(Number.isFinite(limit), `${resource} ${limit}`);
-      }
-    } finally {
-      await cloud.setComputeQuota('demo', { instances: before.maxTotalInstances });
-    }
   });
 
   it('marks a server whose node record vanished for deletion', async () => {
@@ -264,10 +199,7 @@ describe('openstack provider on the loopback cloud', () => {
     // A second installation (its own store) with a provider of the same name on the same cloud.
     const other = await OpenStackEnv.create(cloud, env.providerName);
     try {
-      const { config, provider: pc } = other.config();
-      const q = new OpenStackProvider(pc, other.ctx(config), { quotaCacheMs: 0, imageCacheMs: 0 });
-      started.push(q);
-      await q.start();
+      const q = await other.startProvider();
       assert.notEqual(await q.installation(), await p.installation());
       // A server made before servers carried an installation (or by Nodepool): judged as before.
       const label = p.labelConfig('tiny');
