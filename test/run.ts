@@ -139,7 +139,6 @@ async function compileForRun(): Promise<void> {
   try {
     await sweepDeadCopies(path.resolve(COMPILED_BASE));
     const count = await compileProduct(process.cwd(), productJs);
-    env[COMPILED_DIR_ENV] = productJs;
     console.log(`# product compiled to JS for the run (${count} files in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   } catch (err) {
     console.error(`# product not compiled, the tests start it through tsx: ${(err as Error).message}`);
@@ -228,8 +227,13 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
-  // Beside the clouds' start; the tests wait for it (a few seconds).
-  const compiled = files.some(startsScripts) ? compileForRun() : Promise.resolve();
+  // Beside the clouds' start. The tests do not wait for it: they learn where the copy will be
+  // now and use it once it is complete (a start of the machine's busiest minute can take the
+  // compile from seconds to most of a minute); until then they start scripts through tsx.
+  if (files.some(startsScripts)) {
+    env[COMPILED_DIR_ENV] = productJs;
+    void compileForRun();
+  }
   // QEMU guests under TCG take a core each for minutes: at most two VM files at once (vmLane).
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
@@ -268,7 +272,6 @@ async function main(): Promise<number> {
     for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests(path.relative(process.cwd(), f), [f], 1));
     return code;
   };
-  await compiled;
   const codes = await Promise.all([
     runTests('the files that need no cloud', plain, 2).then(async (code) => {
       const failed = await keystoneUp;

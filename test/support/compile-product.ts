@@ -9,7 +9,7 @@
 import { copyFile, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { transform, type TsconfigRaw } from 'esbuild';
-import { COMPILED_DIRS } from './node-command.js';
+import { COMPILED_DIRS, COMPLETE_MARKER } from './node-command.js';
 
 /** Where runs keep their copies, each in a folder named `<pid>-<ms>` of the run. */
 export const COMPILED_BASE = path.join('.run', 'test-js');
@@ -44,8 +44,8 @@ export async function sweepDeadCopies(base: string): Promise<void> {
 
 /**
  * Writes the compiled copy of the sources under `root` into `outDir` (made afresh): each .ts
- * file as .js with an inline source map, every other file copied. Resolves with the count of
- * files compiled.
+ * file as .js with an inline source map, every other file copied, then COMPLETE_MARKER.
+ * Resolves with the count of files compiled.
  */
 export async function compileProduct(root: string, outDir: string): Promise<number> {
   await rm(outDir, { recursive: true, force: true });
@@ -66,5 +66,6 @@ export async function compileProduct(root: string, outDir: string): Promise<numb
     await writeFile(dest, code);
     compiled++;
   }));
+  await writeFile(path.join(outDir, COMPLETE_MARKER), `${compiled}\n`);
   return compiled;
 }
