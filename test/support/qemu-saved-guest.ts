@@ -30,6 +30,27 @@ export const SAVED_GUEST_CPUS = 1;
 /** The hostname the saved guest booted with (qemu-resume replaces it with each node's). */
 const SAVED_HOSTNAME = 'saved-guest';
 const QEMU = 'qemu-system-x86_64';
+/**
+ * Run as root in the guest before it is saved, so each SSH connection costs restored guests a
+ * fraction of the CPU (under TCG an sshd connection took ~1 CPU-s and a login ~3: a driver key
+ * scan, three connections bounded by 10 s, then failed every time while QEMU got 15 % of a CPU,
+ * as on this machine at load 13). sshd without re-exec (-r, so no program load per connection),
+ * no address-space randomisation (TCG reuses translated code only at the same addresses), no
+ * pam_systemd or pam_motd in the session (a logind session and motd scripts per login), and no
+ * timers or time sync (a restored guest's clock jumps forward to the host's: timers due would fire).
+ */
+const GUEST_TUNING = [
+  'set -e',
+  'echo kernel.randomize_va_space=0 > /etc/sysctl.d/90-test-guest.conf',
+  'sysctl -q -w kernel.randomize_va_space=0',
+  'echo SSHD_OPTS=-r > /etc/default/ssh',
+  String.raw`sed -i 's/^session\s\+optional\s\+pam_systemd\.so/#&/' /etc/pam.d/common-session`,
+  String.raw`sed -i 's/^session\s\+optional\s\+pam_motd\.so/#&/' /etc/pam.d/sshd`,
+  'systemctl stop systemd-timesyncd.service $(systemctl list-units --type=timer --plain --no-legend | cut -d" " -f1)',
+  'systemctl restart ssh',
+].join('\n');
+/** Changes whenever what a save does to the guest changes, so an older saved guest is not reused. */
+const SAVE_FORMAT = 2;
 const RESUME = path.resolve('test/support/qemu-resume');
 
 /** What `manifest.json` of a saved guest says (qemu-resume reads it with jq). */
@@ -167,12 +188,12 @@ async function save(image: string, work: string, final: string): Promise<SavedGu
       if ((await vms.runningPid(id)) === null) throw new Error(`the saved guest's QEMU exited while booting; console:\n${await vms.consoleTail(id)}`);
       const r = await runSshCommand({
         host: '127.0.0.1', port, user: QEMU_TEST_USER, privateKey: key, hostKeys: [], timeoutMs: Math.min(remaining, 300_000),
-        command: 'cloud-init status --wait >/dev/null && sudo loginctl enable-linger $(id -un) && sync',
+        command: `cloud-init status --wait >/dev/null && sudo loginctl enable-linger $(id -un) && echo ${Buffer.from(GUEST_TUNING).toString('base64')} | base64 -d | sudo sh && sync`,
       });
       last = `exit ${r.exitCode}: ${r.outputTail.trim()}`;
       return r.exitCode === 0 ? true : undefined;
-    }, { timeoutMs: 900_000, intervalMs: 5000 });
-    if (!booted) throw new Error(`the saved guest did not finish cloud-init within 15 min (${last}); console:\n${await vms.consoleTail(id)}`);
+    }, { timeoutMs: 1_500_000, intervalMs: 5000 });
+    if (!booted) throw new Error(`the saved guest did not finish cloud-init within 25 min (${last}); console:\n${await vms.consoleTail(id)}`);
     const hostKeys = await keyscan('127.0.0.1', port, { timeoutMs: 60_000, retryMs: 1000 });
     await saveState(socket, path.join(work, 'state.zst'));
     await waitFor(async () => (await vms.runningPid(id)) === null, { timeoutMs: 60_000, what: 'the saved guest\'s QEMU to quit', intervalMs: 200 });
@@ -194,13 +215,13 @@ function qemuVersion(): string {
 }
 
 /**
- * The saved guest of the bootable image, saving it first if no run has yet (about 2–4 min: a
- * boot with cloud-init, then 3 s to save). Thrown: Error when the boot or the save fails, or
- * another process's save does not finish in 20 min.
+ * The saved guest of the bootable image, saving it first if no run has yet (a boot with
+ * cloud-init, then 3 s to save: 2–4 min on a quiet machine, 13–15 min at load 13). Thrown: Error
+ * when the boot or the save fails, or another process's save does not finish in 30 min.
  */
 export async function savedGuest(): Promise<SavedGuest> {
   const image = (await bootableImage()).path;
-  const key = createHash('sha256').update(JSON.stringify([await fileSha256(image), qemuVersion(), SAVED_GUEST_MEMORY, SAVED_GUEST_CPUS]))
+  const key = createHash('sha256').update(JSON.stringify([await fileSha256(image), qemuVersion(), SAVED_GUEST_MEMORY, SAVED_GUEST_CPUS, SAVE_FORMAT]))
     .digest('hex').slice(0, 16);
   const dir = path.join(ROOT, key);
   const manifestFile = path.join(dir, 'manifest.json');
@@ -219,19 +240,29 @@ export async function savedGuest(): Promise<SavedGuest> {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
-  }, 1_200_000);
-  if (!ready) throw new Error(`no saved test guest in ${dir} within 20 min (another process's save did not finish)`);
+  }, 1_800_000);
+  if (!ready) throw new Error(`no saved test guest in ${dir} within 30 min (another process's save did not finish)`);
   const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as SavedGuestManifest;
   return { dir, manifest, saveSeconds: made ? Math.round((Date.now() - started) / 1000) : 0 };
+}
+
+/** Options of {@link qemuResumeWrapper}. */
+export interface ResumeWrapperOptions {
+  /**
+   * While this file exists, a resumed VM's start stays in progress once its QEMU runs (the
+   * launch has not returned, the node is `building`), at most 35 s: a test acts in that window.
+   */
+  holdWhile?: string;
 }
 
 /**
  * Writes `<dir>/qemu-resume`, the `qemu-binary:` of a test config whose 1024 MB guests of the
  * bootable image are resumed from `saved` (any other VM boots for real), and returns its path.
  */
-export async function qemuResumeWrapper(saved: SavedGuest, dir: string): Promise<string> {
+export async function qemuResumeWrapper(saved: SavedGuest, dir: string, opts: ResumeWrapperOptions = {}): Promise<string> {
   const file = path.join(dir, 'qemu-resume');
-  await writeFile(file, `#!/bin/sh\nexec '${RESUME}' '${saved.dir}' "$@"\n`);
+  const hold = opts.holdWhile === undefined ? '' : ` --hold-while '${opts.holdWhile}'`;
+  await writeFile(file, `#!/bin/sh\nexec '${RESUME}'${hold} '${saved.dir}' "$@"\n`);
   await chmod(file, 0o755);
   return file;
 }

@@ -2,12 +2,14 @@
  * The validation gate end to end (issue 14 §2, §5) on real parts: gearmand, an in-process
  * builder (its DIB command copies a prepared qcow2: the real DIB image of
  * test/support/qemu-image.ts, or a blank one), and nodepool-server in this process with a
- * `driver: qemu` provider whose diskimages have `validate:`. Three full VM boots:
- *   1. diskimage `deb`: validated by booting plus a passing command → ready;
+ * `driver: qemu` provider whose diskimages have `validate:`. Its subject is the gate, not the
+ * boot: the provider's `qemu-binary:` resumes guests of the bootable image from the run's saved
+ * guest (test/support/qemu-saved-guest.ts), seconds each, and boots any other image for real.
+ *   1. diskimage `deb`: validated by a guest plus a passing command → ready;
  *   2. diskimage `debc` (at the same time): the command `test -e /nonexistent` fails → the
  *      upload fails with the exit status and its image is gone from the provider;
  *   (a blank `deb` build then fails validation within a 15 s boot-timeout, with the console
- *   tail in its reason, while upload 1 stays current: seconds, no full boot)
+ *   tail in its reason, while upload 1 stays current: a real boot that fails in seconds)
  *   3. a node request for `deb` is served from upload 1, the previous ready upload.
  */
 import assert from 'node:assert/strict';
@@ -28,6 +30,7 @@ import { DibBuilder } from '../../../workers/builder/dib-builder.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { testImageServices } from '../../support/image-services.js';
 import { bootableImage, COPY_DIB } from '../../support/qemu-image.js';
+import { qemuResumeWrapper, savedGuest } from '../../support/qemu-saved-guest.js';
 import { testLogger } from '../../support/test-log.js';
 
 
@@ -43,6 +46,7 @@ void describe('validation gate: uploads booted and checked on a qemu provider be
   let imageDir: string;
   let vmStateDir: string;
   let key: string;
+  let qemuBinary: string;
   let bootTimeout = 600;
   let good: UploadRecord;
   const seen = new Map<string, Set<UploadState>>();
@@ -67,7 +71,7 @@ void describe('validation gate: uploads booted and checked on a qemu provider be
     })),
     providers: [{
       name: 'vms', driver: 'qemu', 'image-dir': imageDir, 'state-dir': vmStateDir, accel: 'auto', 'boot-timeout': bootTimeout,
-      username: 'debian', 'authorized-keys': `${key}.pub`,
+      'qemu-binary': qemuBinary, username: 'debian', 'authorized-keys': `${key}.pub`,
       diskimages: [
         { name: 'deb', validate: { command: COMMAND_OK, timeout: 900, 'private-key': key } },
         { name: 'debc', validate: { command: COMMAND_BAD, label: 'vmc', timeout: 900, 'private-key': key } },
@@ -103,7 +107,9 @@ void describe('validation gate: uploads booted and checked on a qemu provider be
 
   before(async () => {
     const image = await bootableImage();
+    const saved = await savedGuest();
     dir = await mkdtemp(path.join(tmpdir(), 'validation-gate-'));
+    qemuBinary = await qemuResumeWrapper(saved, dir);
     imageDir = path.join(dir, 'vm-images');
     vmStateDir = path.join(dir, 'vm-state');
     key = path.join(dir, 'id_ed25519');
