@@ -16,7 +16,7 @@ import { waitFor } from '../../lib/lifecycle.js';
 import { LOOPBACK_ADMIN_PASSWORD, LOOPBACK_REGION, startLoopbackCloud } from './openstack.js';
 import { DaemonGroup, runOnce, tail, waitHttp } from './openstack-daemons.js';
 import { FullCloudAdmin, type LoopbackFlavor } from './openstack-full-admin.js';
-import { neutronConf, NOVA_COMPUTE_WRAPPER, novaApiDbConf, novaConf, placementConf, type FullCloudLayout } from './openstack-full-conf.js';
+import { neutronConf, NOVA_API_WRAPPER, NOVA_COMPUTE_WRAPPER, novaApiDbConf, novaConf, placementConf, type FullCloudLayout } from './openstack-full-conf.js';
 import { startMariaDb } from './openstack-mariadb.js';
 import { startRabbitMq } from './openstack-rabbitmq.js';
 import { freePort, type TrackedProcess } from './processes.js';
@@ -88,14 +88,16 @@ export async function startFullCloud(opts: { log?: (line: string) => void; signa
     const files = {
       placement: path.join(dir, 'placement', 'placement.conf'), nova: path.join(dir, 'nova', 'nova.conf'),
       novaApiDb: path.join(dir, 'nova', 'nova-api-db.conf'), neutron: path.join(dir, 'neutron', 'neutron.conf'),
-      compute: path.join(dir, 'nova', 'nova-compute'),
+      api: path.join(dir, 'nova', 'nova-api'), compute: path.join(dir, 'nova', 'nova-compute'),
     };
     await writeFile(files.placement, placementConf(layout));
     await writeFile(files.nova, novaConf(layout));
     await writeFile(files.novaApiDb, novaApiDbConf(layout));
     await writeFile(files.neutron, neutronConf(layout));
-    await writeFile(files.compute, NOVA_COMPUTE_WRAPPER);
-    await chmod(files.compute, 0o755);
+    for (const [file, program] of [[files.api, NOVA_API_WRAPPER], [files.compute, NOVA_COMPUTE_WRAPPER]] as const) {
+      await writeFile(file, program);
+      await chmod(file, 0o755);
+    }
     const mlog = (name: string): string => path.join(logDir, `${name}.log`);
     const nc = ['--config-file', files.nova, '--config-file', files.novaApiDb];
 
@@ -131,7 +133,7 @@ export async function startFullCloud(opts: { log?: (line: string) => void; signa
     const imageMade = runOnce('qemu-img', 'qemu-img', ['create', '-q', '-f', 'qcow2', image, '64M'], mlog('qemu-img'));
     await settleAll([placementUp, neutronUp, novaDb, imageMade, keystoneGlance]);
 
-    const api = await daemons.start('nova-api', 'nova-api', nc, { logFile: mlog('nova-api.stdout') });
+    const api = await daemons.start('nova-api', files.api, nc, { logFile: mlog('nova-api.stdout') });
     const services = [
       await daemons.start('nova-conductor', 'nova-conductor', nc, { logFile: mlog('nova-conductor.stdout') }),
       await daemons.start('nova-scheduler', 'nova-scheduler', nc, { logFile: mlog('nova-scheduler.stdout') }),
