@@ -1,12 +1,10 @@
 /**
  * The fault scenario "ZooKeeper killed mid-validation" (test/faults/zookeeper-outage-validation-*):
- * a `driver: qemu` provider validates a new upload with a VM of the real bootable Debian image
- * of test/support/qemu-image.ts (copied by a DIB stand-in; the guest resumed from the run's
- * saved guest through `qemu-binary:`, test/support/qemu-saved-guest.ts), nodepool-server and
+ * a `driver: qemu` provider validates a new upload by booting the real bootable Debian image
+ * of test/support/qemu-image.ts (copied by a DIB stand-in), nodepool-server and
  * nodepool-builder run as processes on a ZooKeeper store, and ZooKeeper is killed (SIGKILL)
- * while the validation node's VM starts (the upload `validating`, the node `building`, QEMU
- * running: the stand-in holds the start there until the test lets it go, as a boot would take
- * that long), left down for the outage, then started again on the same port and data. The
+ * while the validation node's VM boots (the upload `validating`, the node `building`, QEMU
+ * running), left down for the outage, then started again on the same port and data. The
  * server must never exit, the upload must end validated and ready (on a new validation node
  * if the first was given up), every validation node deleted and no QEMU of the provider left
  * running, and no image left in the provider that no ready upload names.
@@ -28,26 +26,16 @@ import { nodeScript } from './node-command.js';
 import { startGearmand } from './gearmand.js';
 import { runningProcesses, startProcess } from './processes.js';
 import { bootableImage, COPY_DIB, QEMU_TEST_USER } from './qemu-image.js';
-import { qemuResumeWrapper, savedGuest } from './qemu-saved-guest.js';
 import { startZooKeeper, type ZooKeeperHandle } from './zookeeper.js';
 
 /** The server's ZooKeeper session (s): a 10 s outage keeps it, a 60 s one does not. */
 const SESSION_TIMEOUT_S = 20;
-/**
- * How far into the outage the validation guest's start is let go (at most): a real boot under
- * TCG takes 40 s or more, so the guest answers after a 10 s outage and during a 60 s one.
- */
-const GUEST_HELD_S = 25;
 const ROOT = path.resolve('.');
 
 /** Runs the scenario once with ZooKeeper down `outageS` seconds; records its fault row, then asserts. */
 export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS: number): Promise<void> {
   const image = (await bootableImage()).path;
-  const saved = await savedGuest();
   const dir = await mkdtemp(path.join(tmpdir(), 'nodepool-zk-validation-'));
-  const hold = path.join(dir, 'hold-validation-guest');
-  await writeFile(hold, '');
-  const qemuBinary = await qemuResumeWrapper(saved, dir, { holdWhile: hold });
   const key = path.join(dir, 'id_ed25519');
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'zk-validation-fault', '-f', key]);
   await writeFile(path.join(dir, 'copy-dib'), COPY_DIB);
@@ -72,7 +60,7 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
     }],
     providers: [{
       name: 'vms', driver: 'qemu', 'image-dir': imageDir, 'state-dir': path.join(dir, 'vm-state'), accel: 'auto', 'boot-timeout': 600,
-      'qemu-binary': qemuBinary, username: QEMU_TEST_USER, 'authorized-keys': `${key}.pub`,
+      username: QEMU_TEST_USER, 'authorized-keys': `${key}.pub`,
       diskimages: [{ name: 'deb', validate: { command: 'test -e /etc/os-release', timeout: 900, 'private-key': key } }],
       pools: [{ name: 'main', 'max-servers': 2, labels: [{ name: 'vm', diskimage: 'deb', memory: 1024, cpus: 1 }] }],
     }],
@@ -96,10 +84,7 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
     }, { timeoutMs: 300_000, what: 'a validation VM booting', intervalMs: 250 }).catch(async (err: Error) => assert.fail(`${err.message}\n${await tails()}`));
     const t0 = Date.now();
     await zk.kill();
-    const heldS = Math.min(outageS, GUEST_HELD_S);
-    await delay(heldS * 1000);
-    await rm(hold);
-    await delay((outageS - heldS) * 1000);
+    await delay(outageS * 1000);
     assert.ok(server.alive(), `nodepool-server exited during the outage:\n${await tails()}`);
     await zk.restart();
 
@@ -128,9 +113,7 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
     await waitFor(async () => (leaks = await strays()).length === 0, { timeoutMs: 30_000, what: 'no stray VM or image' }).catch(() => undefined);
     recordFault({
       scenario: `ZooKeeper killed ${outageS} s mid-validation`, runs: 1, recovered: stuck ? 0 : 1, lost: 0, leaked: leaks.length, recoverMs,
-      ...(ready ? {
-        notes: `upload ${ready.id} validated after the outage; its guest resumed from a saved, booted state (no boot), its start held until ${heldS} s into the outage`,
-      } : {}),
+      ...(ready ? { notes: `upload ${ready.id} validated after the outage` } : {}),
     });
     if (stuck) assert.fail(`not recovered: ${stuck.message}; uploads ${JSON.stringify(await store.listUploads())}\n${await tails()}`);
     assert.deepEqual(leaks, [], 'nothing leaked');
