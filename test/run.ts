@@ -27,6 +27,9 @@ function findTests(dir: string): string[] {
   }).sort();
 }
 
+/** Each module's own local imports, read once (the lanes' predicates ask for every file several times). */
+const directImports = new Map<string, string[]>();
+
 /** Marks every process this run starts (children inherit it), so a concurrent run's processes are never ours. */
 const RUN_MARK = `NODEPOOL_TEST_RUN=${process.pid}-${Date.now()}`;
 
@@ -75,11 +78,20 @@ if (missing.length) {
 /** Longest a single test may run unless it sets its own timeout (the real DIB build does). */
 const TEST_TIMEOUT_MS = 600_000;
 
+function importsOf(file: string): string[] {
+  let deps = directImports.get(file);
+  if (!deps) {
+    deps = [...readFileSync(file, 'utf8').matchAll(/from '(\.{1,2}\/[^']+)\.js'/g)]
+      .map((m) => path.resolve(path.dirname(file), `${m[1] as string}.ts`)).filter((dep) => existsSync(dep));
+    directImports.set(file, deps);
+  }
+  return deps;
+}
+
 /** The local modules `file` imports, directly or through other local modules (test/ and the code under test). */
 function localImports(file: string, seen = new Set<string>()): Set<string> {
-  for (const m of readFileSync(file, 'utf8').matchAll(/from '(\.{1,2}\/[^']+)\.js'/g)) {
-    const dep = path.resolve(path.dirname(file), `${m[1] as string}.ts`);
-    if (seen.has(dep) || !existsSync(dep)) continue;
+  for (const dep of importsOf(file)) {
+    if (seen.has(dep)) continue;
     seen.add(dep);
     localImports(dep, seen);
   }
@@ -138,26 +150,40 @@ process.env[markKey] = markValue;
 const env = { ...process.env };
 const clouds: Array<ReturnType<typeof spawn>> = [];
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodepool-test-run-'));
-/** Tests that start the product's scripts as processes (through test/support/node-command.ts). */
-const NODE_COMMAND = path.resolve('test/support/node-command.ts');
-const startsScripts = (f: string): boolean => localImports(path.resolve(f)).has(NODE_COMMAND);
-/** This run's compiled copy of the product (test/support/compile-product.ts), removed when the run ends. */
+/** This run's compiled copy of the product and the tests (test/support/compile-product.ts), removed when the run ends. */
 const productJs = path.resolve(COMPILED_BASE, markValue);
 
 /**
- * Compiles the product once for the run and names the copy in the tests' environment, so
- * they start its daemons and CLIs from JS instead of through tsx (test/support/node-command.ts).
- * A copy that cannot be made leaves them on tsx.
+ * Compiles the product and the tests once for the run: the test files then run from JS, and
+ * they start the product's daemons and CLIs from it (test/support/node-command.ts, which finds
+ * the copy named in their environment); under tsx each process transforms every module again,
+ * about 1 CPU-s more per integration test file. Resolves false when the copy cannot be made,
+ * and everything runs through tsx.
  */
-async function compileForRun(): Promise<void> {
+async function compileForRun(): Promise<boolean> {
   const started = Date.now();
   try {
     await sweepDeadCopies(path.resolve(COMPILED_BASE));
     const count = await compileProduct(process.cwd(), productJs);
-    console.log(`# product compiled to JS for the run (${count} files in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    console.log(`# product and tests compiled to JS for the run (${count} files in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    return true;
   } catch (err) {
-    console.error(`# product not compiled, the tests start it through tsx: ${(err as Error).message}`);
+    console.error(`# product and tests not compiled, they run through tsx: ${(err as Error).message}`);
+    return false;
   }
+}
+/** Settles once the compiled copy is made (true) or could not be (false). */
+let compiled: Promise<boolean> = Promise.resolve(false);
+
+/** Where `file` (a test file's source path) runs from: its compiled copy when there is one. */
+function runPath(file: string, fromJs: boolean): string {
+  return fromJs ? path.join(productJs, path.relative(process.cwd(), path.resolve(file)).replace(/\.ts$/, '.js')) : file;
+}
+
+/** The source path (relative to the project) of a test file the run ran from `file`. */
+function sourcePath(file: string): string {
+  const inCopy = path.relative(productJs, file);
+  return inCopy.startsWith('..') || path.isAbsolute(inCopy) ? path.relative(process.cwd(), file) : inCopy.replace(/\.js$/, '.ts');
 }
 
 /** Starts `script up <info>` in the background; resolves with the info file once it is written. */
@@ -195,21 +221,26 @@ function slowestFiles(count: number): string[] {
     }
   }
   return [...perFile].sort((a, b) => b[1] - a[1]).slice(0, count)
-    .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${path.relative(process.cwd(), file)}`);
+    .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${sourcePath(file)}`);
 }
 
-/** Runs `node --test` over `group` (`what` names it in the timeline); resolves with its exit code. */
-function runTests(what: string, group: string[], concurrency: number): Promise<number> {
-  if (group.length === 0) return Promise.resolve(0);
+/**
+ * Runs `node --test` over `group` (`what` names it in the timeline), from the compiled copy once
+ * it is made (source maps keep failures on the .ts lines), else through tsx; resolves with its
+ * exit code.
+ */
+async function runTests(what: string, group: string[], concurrency: number): Promise<number> {
+  if (group.length === 0) return 0;
+  const fromJs = await compiled;
   const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
   const from = at();
   const fromMs = Date.now();
   cpu.sample();
   const runner = spawn(process.execPath, [
-    '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
+    ...(fromJs ? ['--enable-source-maps'] : ['--import', 'tsx']), '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
     `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout',
     `--test-reporter=${DURATION_REPORTER}`, `--test-reporter-destination=${path.join(tmp, `durations-${++runs}.jsonl`)}`,
-    ...group,
+    ...group.map((f) => runPath(f, fromJs)),
   ], { stdio: 'inherit', env });
   return new Promise((resolve) => runner.once('exit', (code, signal) => {
     cpu.sample();
@@ -234,6 +265,11 @@ function notRun(group: string[], err: Error): number {
  * files that use it.
  */
 async function main(): Promise<number> {
+  // Before the clouds start (seconds on a quiet machine; during the clouds' start, the
+  // machine's busiest minute, it took most of one), and before any test file runs.
+  env[COMPILED_DIR_ENV] = productJs;
+  compiled = compileForRun();
+  await compiled;
   const keystone = needsCloud
     ? startCloud('loopback cloud (Keystone + Glance)', 'test/support/openstack.ts', path.join(tmp, 'cloud.json'), 300_000)
       .then((info) => { env.NODEPOOL_TEST_CLOUD = info; })
@@ -242,13 +278,6 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
-  // Beside the clouds' start. The tests do not wait for it: they learn where the copy will be
-  // now and use it once it is complete (a start of the machine's busiest minute can take the
-  // compile from seconds to most of a minute); until then they start scripts through tsx.
-  if (files.some(startsScripts)) {
-    env[COMPILED_DIR_ENV] = productJs;
-    void compileForRun();
-  }
   // QEMU guests under TCG take a core each for minutes: at most two VM files at once (vmLane).
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));

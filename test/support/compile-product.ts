@@ -1,13 +1,15 @@
 /**
- * The test run's compiled copy of the product: test/run.ts transforms every .ts file of
- * COMPILED_DIRS to ESM JavaScript with esbuild, file by file (no bundling, so relative imports
- * and `import.meta.url` keep their meaning), into `.run/test-js/<run>/` inside the project (so
- * `node_modules` and package.json resolve from it), and removes it when the run ends. Each run
+ * The test run's compiled copy of the product and its tests: test/run.ts transforms every .ts
+ * file of COMPILED_DIRS to ESM JavaScript with esbuild, file by file (no bundling, so relative
+ * imports keep their meaning, and `import.meta`'s location names the source file, see
+ * sourceLocation), into `.run/test-js/<run>/` inside the project (so `node_modules` resolves
+ * from it), runs the test files from it and removes it when the run ends. Each run
  * makes its own copy, so a test never runs code older than the sources; copies left by runs
  * that died are swept at the next start.
  */
 import { copyFile, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { transform, type TsconfigRaw } from 'esbuild';
 import { COMPILED_DIRS, COMPLETE_MARKER } from './node-command.js';
 
@@ -43,6 +45,20 @@ export async function sweepDeadCopies(base: string): Promise<void> {
 }
 
 /**
+ * `import.meta`'s location fields of a compiled file name its source, so a module finds the
+ * files beside it (fixtures, scripts, the project root, package.json) and tells it runs from
+ * source exactly as under tsx; its relative imports still load the compiled modules beside it.
+ */
+function sourceLocation(src: string): Record<string, string> {
+  const abs = path.resolve(src);
+  return {
+    'import.meta.url': JSON.stringify(pathToFileURL(abs).href),
+    'import.meta.filename': JSON.stringify(abs),
+    'import.meta.dirname': JSON.stringify(path.dirname(abs)),
+  };
+}
+
+/**
  * Writes the compiled copy of the sources under `root` into `outDir` (made afresh): each .ts
  * file as .js with an inline source map, every other file copied, then COMPLETE_MARKER.
  * Resolves with the count of files compiled.
@@ -62,6 +78,7 @@ export async function compileProduct(root: string, outDir: string): Promise<numb
     if (!isTs) return copyFile(src, dest);
     const { code } = await transform(await readFile(src, 'utf8'), {
       loader: 'ts', format: 'esm', target: `node${process.versions.node}`, sourcemap: 'inline', sourcefile: src, tsconfigRaw,
+      define: sourceLocation(src),
     });
     await writeFile(dest, code);
     compiled++;

@@ -19,8 +19,8 @@ export const COMPILED_DIR_ENV = 'NODEPOOL_TEST_JS';
  */
 export const COMPLETE_MARKER = '.complete';
 
-/** The folders (repo-relative) the compiled copy holds: the product, and the scripts tests start beside it. */
-export const COMPILED_DIRS: readonly string[] = ['bin', 'lib', 'server', 'workers', 'cli', 'test/fixtures'];
+/** The folders (repo-relative) the compiled copy holds: the product, its scripts and benchmarks, and the tests. */
+export const COMPILED_DIRS: readonly string[] = ['bin', 'lib', 'server', 'workers', 'cli', 'scripts', 'bench', 'test'];
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
