@@ -187,7 +187,10 @@ export class ZkBackend implements StoreBackend {
 
   private async fresh(): Promise<void> {
     await this.rebinding;
-    if (this.syncNeeded) {
+    // While stopping (give-up armed) the cache may wait on reads an unreachable ZooKeeper never
+    // answers, and its barrier would hold the stop for its whole timeout (10 s): a round trip
+    // first fails as soon as the client gives up (the launcher-only stop took 12.7 s so).
+    if (this.syncNeeded || this.conn.giveUp?.afterMs !== undefined) {
       this.syncNeeded = false;
       await this.cache.sync();
     } else {
