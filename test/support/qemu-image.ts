@@ -63,6 +63,12 @@ export interface BootableImage {
   buildSeconds: number;
 }
 
+/**
+ * The niceness of the work every VM file waits for (the image build, the saved guest's boot).
+ * Only root may raise a priority; for anyone else nice warns and runs it at their own.
+ */
+export const AHEAD_NICE = -10;
+
 async function build(dir: string, out: string): Promise<void> {
   const tmp = path.join(dir, 'tmp');
   await rm(tmp, { recursive: true, force: true });
@@ -71,7 +77,10 @@ async function build(dir: string, out: string): Promise<void> {
   const args = ['-x', '-o', out, '-t', 'qcow2', '--image-cache', path.join(os.tmpdir(), 'nodepool-test-dib-cache'),
     '-p', QEMU_TEST_PACKAGES.join(','), ...QEMU_TEST_ELEMENTS];
   const log = createWriteStream(path.join(dir, 'build.log'));
-  const child = spawn(DIB_CMD, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // Ahead of the tests beside it (nice -10, as root): every VM file waits for this build and
+  // then the saved guest, while the files beside it are many and short. At the default
+  // priority, in a clean-clone run (load 9-10), it took 17 minutes instead of 3.
+  const child = spawn('nice', ['-n', String(AHEAD_NICE), DIB_CMD, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
   const timer = setTimeout(() => { try { process.kill(-(child.pid as number), 'SIGKILL'); } catch { /* gone */ } }, 1_200_000);
