@@ -122,7 +122,8 @@ const novaAlone = (f: string): boolean => NOVA_ALONE.some((a) => path.resolve(f)
 const SLOW_FIRST = [
   'test/integration/builder/real-dib.test.ts', 'test/faults/zookeeper-outage-images.test.ts', 'test/integration/server/restart-safety.test.ts',
   'test/integration/rollout/canary-sqlite.test.ts', 'test/faults/server-launch-kill.test.ts',
-  'test/integration/drivers/openstack/openstack-provider.test.ts', 'test/integration/rollout/abort-sqlite.test.ts',
+  'test/integration/drivers/openstack/openstack-provider.test.ts', 'test/integration/drivers/openstack/openstack-provider-cleanup.test.ts',
+  'test/integration/rollout/abort-sqlite.test.ts',
 ];
 /** `group` with the SLOW_FIRST files first (in that list's order), the others after them as they were. */
 const slowFirst = (group: string[]): string[] => {
@@ -288,9 +289,9 @@ async function main(): Promise<number> {
   const vmImage = files.some(bootsVms)
     ? import('./support/qemu-image.js').then((m) => m.bootableImage()).then(
       async (image) => {
-        console.log(`# bootable test image ready${image.buildSeconds ? ` (built in ${image.buildSeconds} s)` : ' (cached)'}`);
+        console.log(`# bootable test image ready${image.buildSeconds ? ` (built in ${image.buildSeconds} s)` : ' (cached, or made by `make test`\'s head start)'}`);
         const saved = await import('./support/qemu-saved-guest.js').then((m) => m.savedGuest());
-        console.log(`# saved test guest ready${saved.saveSeconds ? ` (booted and saved in ${saved.saveSeconds} s)` : ' (cached)'}`);
+        console.log(`# saved test guest ready${saved.saveSeconds ? ` (booted and saved in ${saved.saveSeconds} s)` : ' (cached, or made by `make test`\'s head start)'}`);
       },
       (err: Error) => console.error(`# bootable test image not built before the tests: ${err.message}`),
     ).catch((err: Error) => console.error(`# saved test guest not made before the tests: ${err.message}`))
