@@ -193,9 +193,11 @@ export class FaultSystem {
    * Lost: `before`'s ready records not ready now. Leaked (after giving the server's leak check
    * `graceMs`): this provider's Glance images that no ready upload names; files in the
    * images-dir and build dirs in its tmp dir that no ready build wants; processes whose
-   * environment points into this system's directories (they are killed after counting).
+   * environment points into this system's directories (they are killed after counting). The
+   * grace is a bound, not a wait: 60 s, as a clean-clone run at load 9-10 saw a killed build's
+   * files still being removed past 20 s.
    */
-  async audit(before: { builds: string[]; uploads: string[] }, graceMs = 20_000): Promise<FaultAudit> {
+  async audit(before: { builds: string[]; uploads: string[] }, graceMs = 60_000): Promise<FaultAudit> {
     const details: string[] = [];
     const builds = new Map((await this.store.listBuilds()).map((b) => [b.id, b]));
     const uploads = new Map((await this.store.listUploads()).map((u) => [u.id, u]));
