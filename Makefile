@@ -52,9 +52,12 @@ test:
 	  echo "# make test took $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc
 
 # The native build, the type-check and the lint at once (each mostly one core), then the tests.
+# Beside them from the start, in the background, the VM files' bootable image and saved guest
+# (test/support/prepare-vm-image.ts; the runner waits for them or makes them itself).
 test-steps: apt-deps npm-packages
+	@mkdir -p .run && (node --import tsx test/support/prepare-vm-image.ts > .run/prepare-vm-image.log 2>&1 &)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target $(SQLITE_NATIVE) typecheck lint
-	$(NODE_TEST)
+	@$(NODE_TEST); rc=$$?; sed 's/^/# head start: /' .run/prepare-vm-image.log; exit $$rc
 
 test-unit: npm-deps
 	$(NODE_TEST) unit

@@ -69,6 +69,9 @@ export interface BootableImage {
  */
 export const AHEAD_NICE = -10;
 
+/** Longest a build may take before it is killed, and how long others wait for one. */
+const BUILD_BOUND_MS = 2_700_000;
+
 async function build(dir: string, out: string): Promise<void> {
   const tmp = path.join(dir, 'tmp');
   await rm(tmp, { recursive: true, force: true });
@@ -83,7 +86,9 @@ async function build(dir: string, out: string): Promise<void> {
   const child = spawn('nice', ['-n', String(AHEAD_NICE), DIB_CMD, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
-  const timer = setTimeout(() => { try { process.kill(-(child.pid as number), 'SIGKILL'); } catch { /* gone */ } }, 1_200_000);
+  // A cold build downloads about 140 MB of packages from the Debian mirror: in a clean-clone
+  // run on a loaded machine it was still installing them at 20 minutes.
+  const timer = setTimeout(() => { try { process.kill(-(child.pid as number), 'SIGKILL'); } catch { /* gone */ } }, BUILD_BOUND_MS);
   const code = await new Promise<number | null>((resolve) => { child.once('close', (c) => resolve(c)); child.once('error', () => resolve(null)); });
   clearTimeout(timer);
   log.end();
@@ -96,7 +101,7 @@ async function build(dir: string, out: string): Promise<void> {
 
 /**
  * The path of the cached bootable qcow2, building it first if no run has yet. Thrown: Error
- * when the build fails (with the log tail) or another process's build does not finish in 25 min.
+ * when the build fails (with the log tail) or another process's build does not finish in 50 min.
  */
 export async function bootableImage(): Promise<BootableImage> {
   const given = process.env.NODEPOOL_TEST_QEMU_IMAGE;
@@ -110,7 +115,7 @@ export async function bootableImage(): Promise<BootableImage> {
   const { ready, made } = await madeOnce(image, path.join(dir, 'lock'), async () => {
     await build(dir, path.join(dir, 'build'));
     await rename(path.join(dir, 'build.qcow2'), image);
-  }, 1_500_000);
-  if (!ready) throw new Error(`no bootable test image in ${dir} within 25 min (another process's build did not finish)`);
+  }, BUILD_BOUND_MS + 300_000);
+  if (!ready) throw new Error(`no bootable test image in ${dir} within ${(BUILD_BOUND_MS + 300_000) / 60_000} min (another process's build did not finish)`);
   return { path: image, buildSeconds: made ? Math.round((Date.now() - started) / 1000) : 0 };
 }

@@ -218,7 +218,7 @@ function qemuVersion(): string {
 /**
  * The saved guest of the bootable image, saving it first if no run has yet (a boot with
  * cloud-init, then 3 s to save: 2–4 min on a quiet machine, 13–15 min at load 13). Thrown: Error
- * when the boot or the save fails, or another process's save does not finish in 30 min.
+ * when the boot or the save fails, or another process's build or save does not finish in 55 min.
  */
 export async function savedGuest(): Promise<SavedGuest> {
   const image = (await bootableImage()).path;
@@ -241,8 +241,8 @@ export async function savedGuest(): Promise<SavedGuest> {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
-  }, 1_800_000);
-  if (!ready) throw new Error(`no saved test guest in ${dir} within 30 min (another process's save did not finish)`);
+  }, 3_300_000);
+  if (!ready) throw new Error(`no saved test guest in ${dir} within 55 min (another process's build or save did not finish)`);
   const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as SavedGuestManifest;
   return { dir, manifest, saveSeconds: made ? Math.round((Date.now() - started) / 1000) : 0 };
 }
