@@ -118,10 +118,15 @@ export interface CloudProviderOptions {
   launchRetries?: number;
 }
 
-/** An openstack provider on the full cloud: one pool on the private network, label → diskimage `deb` on m1.tiny, no host-key check. */
+/**
+ * An openstack provider on the full cloud: one pool on the private network, label → diskimage
+ * `deb` on m1.tiny, no host-key check. launch-timeout 300 s: a bound for a loaded machine (at
+ * load 10-12 a boot went past 120 s, and the abort test saw a timeout where it expects only
+ * Nova's refusals).
+ */
 export function cloudProvider(nova: NovaCloud, name: string, o: CloudProviderOptions = {}): Record<string, unknown> {
   return {
-    name, driver: 'openstack', cloud: nova.cloud, 'region-name': nova.region, 'launch-timeout': 120, 'launch-retries': o.launchRetries ?? 3,
+    name, driver: 'openstack', cloud: nova.cloud, 'region-name': nova.region, 'launch-timeout': 300, 'launch-retries': o.launchRetries ?? 3,
     diskimages: [{ name: DISKIMAGE, username: 'debian', ...(o.rollout ? { rollout: o.rollout } : {}) }],
     pools: [{
       name: 'main', networks: [nova.network.name], 'host-key-checking': false, 'auto-floating-ip': false, 'max-servers': o.maxServers ?? 10,
