@@ -92,7 +92,8 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
     let stuck: Error | undefined;
     try {
       ready = await waitFor(async () => (await store.listUploads({ diskimage: 'deb' })).find((u) => u.state === 'ready'), {
-        timeoutMs: 360_000, what: 'the upload validated and ready', intervalMs: 500,
+        // The validation VM boots under TCG: 371 s once at load 8 with another guest booting.
+        timeoutMs: 480_000, what: 'the upload validated and ready', intervalMs: 500,
       });
       await waitFor(async () => (await store.listNodes()).length === 0 && (await qemuOf(dir)).length === 0, {
         timeoutMs: 120_000, what: 'every validation node deleted and its VM gone', intervalMs: 500,
