@@ -27,7 +27,10 @@ function findTests(dir: string): string[] {
   }).sort();
 }
 
-/** Each module's own local imports, read once (the lanes' predicates ask for every file several times). */
+/**
+ * Each module's own local imports, read once (the lanes' predicates ask for every file several
+ * times; importsOf fills it). Declared up here: the preflight below already walks the imports.
+ */
 const directImports = new Map<string, string[]>();
 
 /** Marks every process this run starts (children inherit it), so a concurrent run's processes are never ours. */
@@ -107,6 +110,12 @@ const RUN_ALONE = ['test/faults/metrics-scrape-storm.test.ts', 'test/faults/api-
 const runsAlone = (f: string): boolean => RUN_ALONE.some((a) => path.resolve(f) === path.resolve(a));
 
 /**
+ * How many Nova files run at once. Two, beside the other lanes on this 2-core machine, kept it
+ * at load 10-12: a boot took 50 s to over 120 s, and files failed their launch timeouts.
+ */
+const NOVA_CONCURRENCY = 1;
+
+/**
  * Files that boot Nova servers and change what every file on the shared Nova sees: the `demo`
  * project's compute quota (nova-cloud, openstack-provider-quota) or every unattached floating IP
  * in it (clean-floating-ips, and the Nova 11 corpus whose fixture cleans them every second).
@@ -114,12 +123,6 @@ const runsAlone = (f: string): boolean => RUN_ALONE.some((a) => path.resolve(f) 
  * (each boots in its own provider's name and cleans up only its own servers and images), but
  * run one at a time too (NOVA_CONCURRENCY).
  */
-/**
- * How many Nova files run at once. Two, beside the other lanes on this 2-core machine, kept it
- * at load 10-12: a boot took 50 s to over 120 s, and files failed their launch timeouts.
- */
-const NOVA_CONCURRENCY = 1;
-
 const NOVA_ALONE = [
   'test/integration/openstack/nova-cloud.test.ts', 'test/integration/drivers/openstack/openstack-provider-quota.test.ts',
   'test/integration/drivers/openstack/clean-floating-ips.test.ts', 'test/integration/server/nodepool11-corpus-run.test.ts',
@@ -184,11 +187,11 @@ async function compileForRun(): Promise<boolean> {
     return false;
   }
 }
-/** Settles once the compiled copy is made (true) or could not be (false). */
-let compiled: Promise<boolean> = Promise.resolve(false);
+/** True once the compiled copy is made (main() makes it before any test file runs). */
+let fromJs = false;
 
 /** Where `file` (a test file's source path) runs from: its compiled copy when there is one. */
-function runPath(file: string, fromJs: boolean): string {
+function runPath(file: string): string {
   return fromJs ? path.join(productJs, path.relative(process.cwd(), path.resolve(file)).replace(/\.ts$/, '.js')) : file;
 }
 
@@ -243,7 +246,6 @@ function slowestFiles(count: number): string[] {
  */
 async function runTests(what: string, group: string[], concurrency: number): Promise<number> {
   if (group.length === 0) return 0;
-  const fromJs = await compiled;
   const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
   const from = at();
   const fromMs = Date.now();
@@ -252,7 +254,7 @@ async function runTests(what: string, group: string[], concurrency: number): Pro
     ...(fromJs ? ['--enable-source-maps'] : ['--import', 'tsx']), '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
     `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout',
     `--test-reporter=${DURATION_REPORTER}`, `--test-reporter-destination=${path.join(tmp, `durations-${++runs}.jsonl`)}`,
-    ...group.map((f) => runPath(f, fromJs)),
+    ...group.map(runPath),
   ], { stdio: 'inherit', env });
   return new Promise((resolve) => runner.once('exit', (code, signal) => {
     cpu.sample();
@@ -279,8 +281,7 @@ async function main(): Promise<number> {
   // Before the clouds start (seconds on a quiet machine; during the clouds' start, the
   // machine's busiest minute, it took most of one), and before any test file runs.
   env[COMPILED_DIR_ENV] = productJs;
-  compiled = compileForRun();
-  await compiled;
+  fromJs = await compileForRun();
   const keystone = needsCloud
     ? startCloud('loopback cloud (Keystone + Glance)', 'test/support/openstack.ts', path.join(tmp, 'cloud.json'), 300_000)
       .then((info) => { env.NODEPOOL_TEST_CLOUD = info; })
@@ -289,7 +290,7 @@ async function main(): Promise<number> {
     ? startCloud('full cloud (Nova, Neutron, Placement)', 'test/support/openstack-full.ts', path.join(tmp, 'nova-cloud.json'), 600_000)
       .then((info) => { env.NODEPOOL_TEST_NOVA_CLOUD = info; })
     : Promise.resolve();
-  // QEMU guests under TCG take a core each for minutes: at most two VM files at once (vmLane).
+  // QEMU guests under TCG take a core each for minutes: one VM file at a time (vmLane).
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
   // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
@@ -330,8 +331,7 @@ async function main(): Promise<number> {
       const failed = await keystoneUp;
       return Math.max(code, failed ? notRun(withCloud, failed) : await runTests('the files that use Keystone + Glance', withCloud, 2));
     }),
-    // The files that boot only servers start once the clouds are up; the VM files follow, by
-    // when the bootable image (minutes of real DIB) has been built beside the first ones.
+    // The files that boot only servers start once the clouds are up.
     Promise.all([keystone, nova]).then(
       async () => Math.max(
         await runTests('the Nova files that change shared state, alone', aloneServers, 1),
