@@ -22,6 +22,12 @@ const KEY_TYPES = 'rsa,ecdsa,ed25519';
 export interface KeyscanOptions {
   /** Give up after this long (the static node's `timeout`). */
   timeoutMs: number;
+  /**
+   * Longest one connection may stay silent before ssh-keyscan drops it (its `-T`); default
+   * `timeoutMs`. Only this bounds an attempt: the deadline kills ssh-keyscan, whose output
+   * (buffered in a pipe) is then lost, so a short attempt on a slow host never ends in keys.
+   */
+  connectTimeoutMs?: number;
   /** Pause between attempts (default 500 ms). */
   retryMs?: number;
   /** Aborting kills a running ssh-keyscan and rejects with the signal's reason. */
@@ -56,7 +62,8 @@ export async function keyscan(host: string, port: number, opts: KeyscanOptions):
 
 /** Runs ssh-keyscan once and resolves with its stdout (empty when nothing answered); killed at the deadline. */
 function runKeyscan(host: string, port: number, remainingMs: number, opts: KeyscanOptions): Promise<string> {
-  const args = ['-t', KEY_TYPES, '-p', String(port), '-T', String(Math.max(1, Math.ceil(remainingMs / 1000))), host];
+  const silentMs = Math.min(remainingMs, opts.connectTimeoutMs ?? remainingMs);
+  const args = ['-t', KEY_TYPES, '-p', String(port), '-T', String(Math.max(1, Math.ceil(silentMs / 1000))), host];
   return new Promise((resolve, reject) => {
     const child = spawn(opts.command ?? 'ssh-keyscan', args, { stdio: ['ignore', 'pipe', 'ignore'], signal: opts.signal, killSignal: 'SIGKILL' });
     const chunks: Buffer[] = [];

@@ -6,7 +6,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { coerceError, HostScanError, LaunchError } from '../../errors.js';
-import { pollUntil } from '../../lifecycle.js';
 import type { Logger } from '../../log.js';
 import { keyscan } from '../../ssh/keyscan.js';
 import type { NodePatch, NodeRecord } from '../../store/models.js';
@@ -16,6 +15,12 @@ import type { CountedUpload } from '../../rollout/count-launch.js';
 import type { QemuLabelConfig, QemuPoolConfig, QemuProviderConfig } from './config.js';
 import { parseAuthorizedKeys } from './seed.js';
 import { newVmId, type FoundVm, type VmHost } from './vm-host.js';
+
+/**
+ * Longest one SSH connection to a booting guest may stay silent before it is dropped and tried
+ * again: QEMU's forward accepts a connection before the guest listens and may then say nothing.
+ */
+const SSH_SILENCE_MS = 15_000;
 
 /** The guest's hostname: label and node id, DNS-safe. Pure. */
 export function vmHostname(label: string, nodeId: string): string {
@@ -144,25 +149,32 @@ export class QemuHandler extends LaunchingHandler {
 
   /**
    * Key-scans the VM's forwarded port until the guest's sshd answers, within `boot-timeout`
-   * from now; fails at once when QEMU exits. The forward accepts TCP before the guest is up,
-   * so only a key exchange tells that SSH is there.
+   * from now; fails within a second when QEMU exits. The forward accepts TCP before the guest
+   * is up, so only a key exchange tells that SSH is there. One scan runs until the deadline:
+   * killing ssh-keyscan loses what it has read, and under load (TCG, a busy host) a guest's
+   * three key exchanges took longer than any short attempt, so none ever ended in keys.
    */
   private async waitForSsh(vm: FoundVm, log: Logger): Promise<string[]> {
     const p = this.provider;
-    const timeoutMs = p.config.bootTimeout * 1000;
-    let last = '';
-    const keys = await pollUntil(async (remaining) => {
-      if ((await p.vms.runningPid(vm.record.id)) === null) throw new LaunchError(`QEMU of VM ${vm.record.id} exited during boot`);
-      try {
-        return await keyscan('127.0.0.1', vm.record.port, { timeoutMs: Math.min(remaining, 10_000), retryMs: 1000, signal: p.signal });
-      } catch (err) {
-        if (!(err instanceof HostScanError)) throw err;
-        last = err.message;
-        log.debug('VM not answering SSH yet', { vm: vm.record.id, reason: err.message });
-        return undefined;
-      }
-    }, { timeoutMs, intervalMs: 1000, signal: p.signal });
-    if (keys) return keys;
-    throw new LaunchError(`VM ${vm.record.id} did not answer SSH on 127.0.0.1:${vm.record.port} within boot-timeout ${p.config.bootTimeout} s (${last})`);
+    const id = vm.record.id;
+    const exited = new AbortController();
+    const checkQemu = async (): Promise<void> => {
+      if ((await p.vms.runningPid(id)) === null) exited.abort(new LaunchError(`QEMU of VM ${id} exited during boot`));
+    };
+    await checkQemu();
+    exited.signal.throwIfAborted();
+    const watch = setInterval(() => void checkQemu().catch(() => undefined), 1000);
+    log.debug('waiting for the VM to answer SSH', { vm: id, port: vm.record.port, bootTimeout: p.config.bootTimeout });
+    try {
+      return await keyscan('127.0.0.1', vm.record.port, {
+        timeoutMs: p.config.bootTimeout * 1000, connectTimeoutMs: SSH_SILENCE_MS, retryMs: 1000, signal: AbortSignal.any([p.signal, exited.signal]),
+      });
+    } catch (err) {
+      if (exited.signal.aborted) throw exited.signal.reason as LaunchError;
+      if (!(err instanceof HostScanError)) throw err;
+      throw new LaunchError(`VM ${id} did not answer SSH on 127.0.0.1:${vm.record.port} within boot-timeout ${p.config.bootTimeout} s (${err.message})`, { cause: err });
+    } finally {
+      clearInterval(watch);
+    }
   }
 }
