@@ -33,7 +33,7 @@ export interface SeenUpload {
   bytes: number;
   /** When the upload began (epoch ms). */
   at: number;
-  outcome: 'forwarded' | 'held' | 'status' | 'closed' | 'client-gone' | 'altered';
+  outcome: 'forwarded' | 'held' | 'released' | 'status' | 'closed' | 'client-gone' | 'altered';
 }
 
 const DEMO_PW = 'loopback-demo';
@@ -188,7 +188,9 @@ export class GlanceFaultProxy {
       const go = (): void => {
         if (seen.outcome === 'client-gone') return;
         holding = false;
-        seen.outcome = 'forwarded';
+        // Held, then let go: still an upload the fault hit (its client may already have given
+        // up on it, its abort not yet seen here).
+        seen.outcome = 'released';
         if (rest.length) { seen.bytes += rest.length; up.write(rest); }
         req.removeAllListeners('data');
         req.on('data', (d: Buffer) => { seen.bytes += d.length; up.write(d); });
