@@ -65,7 +65,10 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-/** The bootable image of the qemu tests: a test that imports it runs the real DIB and boots VMs. */
+/**
+ * The bootable image of the qemu tests: a test that imports it boots VMs, or (real-dib) runs
+ * the real DIB with that image's DIB cache, so after that build and never beside another.
+ */
 const QEMU_IMAGE = path.resolve('test/support/qemu-image.ts');
 const bootsVms = (f: string): boolean => localImports(path.resolve(f)).has(QEMU_IMAGE);
 
@@ -130,11 +133,11 @@ const NOVA_ALONE = [
 const novaAlone = (f: string): boolean => NOVA_ALONE.some((a) => path.resolve(f) === path.resolve(a));
 
 /**
- * The longest files of their groups (minutes each: the real DIB, outages, twenty launches through
+ * The longest files of their groups (minutes each: outages, twenty launches through
  * Nova) start first, so the end of a group is not one of them running alone.
  */
 const SLOW_FIRST = [
-  'test/integration/builder/real-dib.test.ts', 'test/faults/zookeeper-outage-images.test.ts', 'test/integration/server/restart-safety.test.ts',
+  'test/faults/zookeeper-outage-images.test.ts', 'test/integration/server/restart-safety.test.ts',
   'test/integration/rollout/canary-sqlite.test.ts', 'test/faults/server-launch-kill.test.ts',
   'test/integration/drivers/openstack/openstack-provider.test.ts', 'test/integration/drivers/openstack/openstack-provider-cleanup.test.ts',
   'test/integration/rollout/abort-sqlite.test.ts',

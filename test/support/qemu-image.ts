@@ -37,6 +37,8 @@ export function qemuImageEnv(): Record<string, string> {
     DIB_GRUB_TIMEOUT: '0',
     DIB_CLOUD_INIT_DATASOURCES: 'NoCloud, ConfigDrive',
     DIB_APT_MINIMAL_CREATE_INTERFACES: '0',
+    // Keeps debootstrap's result as a tarball in the shared cache, for warmDibCache's users.
+    DIB_DEBOOTSTRAP_CACHE: '1',
   };
 }
 
@@ -69,6 +71,9 @@ export interface BootableImage {
  */
 export const AHEAD_NICE = -10;
 
+/** DIB's image cache of the bootable build: apt's packages and the bookworm debootstrap tarball. */
+const DIB_CACHE_DIR = path.join(os.tmpdir(), 'nodepool-test-dib-cache');
+
 /** Longest a build may take before it is killed, and how long others wait for one. */
 const BUILD_BOUND_MS = 2_700_000;
 
@@ -77,7 +82,7 @@ async function build(dir: string, out: string): Promise<void> {
   await rm(tmp, { recursive: true, force: true });
   await mkdir(tmp, { recursive: true });
   const env = { PATH: SYSTEM_PATH, HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8', TMPDIR: tmp, ...qemuImageEnv() };
-  const args = ['-x', '-o', out, '-t', 'qcow2', '--image-cache', path.join(os.tmpdir(), 'nodepool-test-dib-cache'),
+  const args = ['-x', '-o', out, '-t', 'qcow2', '--image-cache', DIB_CACHE_DIR,
     '-p', QEMU_TEST_PACKAGES.join(','), ...QEMU_TEST_ELEMENTS];
   const log = createWriteStream(path.join(dir, 'build.log'));
   // Ahead of the tests beside it (nice -10, as root): every VM file waits for this build and
@@ -118,4 +123,16 @@ export async function bootableImage(): Promise<BootableImage> {
   }, BUILD_BOUND_MS + 300_000);
   if (!ready) throw new Error(`no bootable test image in ${dir} within ${(BUILD_BOUND_MS + 300_000) / 60_000} min (another process's build did not finish)`);
   return { path: image, buildSeconds: made ? Math.round((Date.now() - started) / 1000) : 0 };
+}
+
+/**
+ * DIB's image cache once the bootable image exists (waiting for, or making, it): a bookworm
+ * build given it (with `DIB_DEBIAN_USE_DEBOOTSTRAP_CACHE=1`) starts from the cached debootstrap
+ * tarball and finds its packages downloaded. Only after that build: two builds' apt-get in one
+ * archive directory clash on its lock. Thrown: as {@link bootableImage}.
+ */
+export async function warmDibCache(): Promise<string> {
+  await bootableImage();
+  await mkdir(DIB_CACHE_DIR, { recursive: true });
+  return DIB_CACHE_DIR;
 }
