@@ -14,7 +14,7 @@ import { waitFor } from '../../../../lib/lifecycle.js';
 import { qemuDriver } from '../../../../lib/drivers/qemu/index.js';
 import type { QemuProvider } from '../../../../lib/drivers/qemu/provider.js';
 import type { NodeRecord, UploadRecord } from '../../../../lib/store/models.js';
-import { bootableImage, QEMU_TEST_USER } from '../../../support/qemu-image.js';
+import { bootableImage, qemuAhead, QEMU_TEST_USER } from '../../../support/qemu-image.js';
 import { QemuEnv } from './qemu-env.js';
 
 /** Runs `command` on the node over SSH, checking its host key against the node record. */
@@ -45,7 +45,8 @@ void describe('qemu driver: a real DIB image booted under QEMU', { timeout: 2_40
     if (image.buildSeconds) console.log(`# bootable image built in ${image.buildSeconds} s`);
     env = await QemuEnv.create();
     upload = await env.readyUpload(image.path);
-    const { config, provider: pc } = env.config({ accel: 'auto' });
+    // Booted ahead of the other lanes, and boot-timeout 600: at load 8-10 a boot took 267 s at the default priority.
+    const { config, provider: pc } = env.config({ accel: 'auto', bootTimeout: 600, qemuBinary: await qemuAhead(env.dir) });
     provider = qemuDriver.createProvider(pc, env.ctx(config, (r) => leaks.push(r))) as QemuProvider;
     await provider.start();
   });
@@ -66,7 +67,7 @@ void describe('qemu driver: a real DIB image booted under QEMU', { timeout: 2_40
     const created = await env.store.createNode({ state: 'building', provider: 'vms', pool: 'main', labels: ['vm'], launcher: 'qemu-test', image: upload.id });
     const started = Date.now();
     handler.launch(created);
-    await waitFor(() => handler.launchesComplete(), { timeoutMs: 420_000, what: 'the VM launch', intervalMs: 500 });
+    await waitFor(() => handler.launchesComplete(), { timeoutMs: 660_000, what: 'the VM launch', intervalMs: 500 });
     const bootSeconds = (Date.now() - started) / 1000;
     const done = await env.store.getNode(created.id);
     assert.equal(done?.state, 'ready', `launch ended ${done?.state}: ${done?.reason}`);
@@ -103,7 +104,8 @@ void describe('qemu driver: a real DIB image booted under QEMU', { timeout: 2_40
     assert.notEqual(facts.pgrp, ours.pgrp, 'QEMU is not in the launcher\'s process group');
     assert.notEqual(facts.ppid, process.pid, 'QEMU is not a child of the launcher');
     await provider.stop(); // the launcher goes away
-    const { config, provider: pc } = env.config({ accel: 'auto' });
+    // Booted ahead of the other lanes, and boot-timeout 600: at load 8-10 a boot took 267 s at the default priority.
+    const { config, provider: pc } = env.config({ accel: 'auto', bootTimeout: 600, qemuBinary: await qemuAhead(env.dir) });
     provider = qemuDriver.createProvider(pc, env.ctx(config, (r) => leaks.push(r))) as QemuProvider;
     await provider.start();
     assert.equal(await provider.vms.runningPid(id), pid);
