@@ -207,7 +207,9 @@ void describe('launcher: nodepool-server killed with -9 while requests are pendi
     await sys.waitForNodes('a node building in Nova', (ns) => ns.some((n) => n.state === 'building' && n.externalId !== null), 30_000);
     await first.kill();
     sys.startServerProcess('server-2');
-    for (const r of requests) await sys.waitForRequest(r.id, ['fulfilled'], 90_000);
+    // The new server takes the requests over, then boots their servers in Nova: at load 10 (CI
+    // on this 2-core machine) one boot took 50-120 s, and 90 s for the three was not enough.
+    for (const r of requests) await sys.waitForRequest(r.id, ['fulfilled'], 300_000);
     const nodes = [];
     for (const r of requests) nodes.push(...await client.accept((await sys.store.getRequest(r.id))!));
     assert.equal(nodes.length, 3);
