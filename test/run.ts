@@ -74,7 +74,7 @@ const bootsVms = (f: string): boolean => localImports(path.resolve(f)).has(QEMU_
 
 const missing = preflight({
   integration: files.some((f) => !f.includes(`${path.sep}unit${path.sep}`)),
-  realDib: files.some((f) => f.endsWith('real-dib.test.ts') || bootsVms(f)),
+  realDib: files.some(bootsVms),
 });
 if (missing.length) {
   console.error(`# this machine cannot run the selected tests:\n${missing.map((m) => `#   ${m}`).join('\n')}`);
@@ -297,7 +297,7 @@ async function main(): Promise<number> {
   const alone = files.filter(runsAlone);
   const serial = files.filter((f) => !alone.includes(f) && (bootsServers(f) || bootsVms(f)));
   // Their bootable image is built (or found in the cache) here, beside the clouds' start, so no
-  // test file spends its 10 minutes on the real DIB, and then the saved guest the files resume
+  // test file spends its own bound on the real DIB, and then the saved guest the files resume
   // guests from (one boot); a build or save that fails here is tried again, and reported, by the
   // first file that needs it.
   const vmImage = files.some(bootsVms)

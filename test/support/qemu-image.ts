@@ -139,9 +139,10 @@ export async function warmDibCache(): Promise<string> {
 
 /**
  * Writes `<dir>/qemu-ahead`, a `qemu-binary:` that runs the real QEMU at AHEAD_NICE, and returns
- * its path: for the files whose subject is a real boot under TCG, one at a time in the VM lane.
- * At the default priority beside the other lanes (load 8-10) a boot took 267 s and 418 s
- * instead of 70-85 s, past the bounds of the tests that wait for it.
+ * its path: for the files whose subject is a real boot under TCG. Measured in CI-like runs
+ * (load 8-10) it did not shorten a boot (272.7 s at nice -10, 267.1 s at 0; 70-85 s quiet):
+ * QEMU's -daemonize starts a session, and with autogroup scheduling nice ranks a process only
+ * within its session's group. Kept until the group's own nice (/proc/<pid>/autogroup) is tried.
  */
 export async function qemuAhead(dir: string): Promise<string> {
   const file = path.join(dir, 'qemu-ahead');

@@ -28,7 +28,7 @@ import { runningProcesses, startProcess } from './processes.js';
 import { bootableImage, COPY_DIB, qemuAhead, QEMU_TEST_USER } from './qemu-image.js';
 import { startZooKeeper, type ZooKeeperHandle } from './zookeeper.js';
 
-/** The server's ZooKeeper session (s): a 10 s outage keeps it, a 60 s one does not. */
+/** The server's ZooKeeper session (s): a 60 s outage loses it; a 10 s one keeps it unless ZooKeeper's restart is slow (at load it was not kept). */
 const SESSION_TIMEOUT_S = 20;
 const ROOT = path.resolve('.');
 
@@ -93,7 +93,7 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
     try {
       ready = await waitFor(async () => (await store.listUploads({ diskimage: 'deb' })).find((u) => u.state === 'ready'), {
         // Two boots under TCG when the outage costs the session (the first node is given up):
-        // at load 8-10 the second took 418 s at the default priority, and its command 70 s.
+        // at load 8-10 the second took 418 s, and its command 70 s.
         timeoutMs: 840_000, what: 'the upload validated and ready', intervalMs: 500,
       });
       await waitFor(async () => (await store.listNodes()).length === 0 && (await qemuOf(dir)).length === 0, {

@@ -30,7 +30,7 @@ import { builderIdentity } from './identity.js';
 import { UploadService } from './upload-service.js';
 import { deleteFormats, type FormatsDeletedPayload } from './format-delete.js';
 import type { BuildMethods } from './build-method.js';
-import { runBuild, type BuildContext } from './run-build.js';
+import { IMAGE_CACHE_ENTRY, runBuild, type BuildContext } from './run-build.js';
 
 export type { BaseBuilderOptions, BuilderActivity, BuilderEvents } from './builder-options.js';
 
@@ -197,7 +197,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
    */
   private async cleanupStaleBuilds(): Promise<void> {
     for (const name of await readdir(this.config.buildTmpDir)) {
-      if (name === 'image-cache') continue;
+      if (name === IMAGE_CACHE_ENTRY) continue;
       this.log.info('cleaning up after an interrupted build', { entry: name });
       await cleanupBuildTmp(path.join(this.config.buildTmpDir, name), this.log);
     }

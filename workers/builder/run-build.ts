@@ -20,6 +20,14 @@ import type { ImageRepository, ImageSidecar } from './image-repository.js';
 import type { BuildRequest } from './job-payloads.js';
 import { readDibChecksum, verifyBuildOutput } from './verify-output.js';
 
+/** The entry of `build-tmp-dir` holding the DIB image caches: kept across builds (the stale-build sweep skips it). */
+export const IMAGE_CACHE_ENTRY = 'image-cache';
+
+/** The image cache of `diskimage`'s builds on this host (one per diskimage avoids lock clashes). Pure. */
+export function imageCacheDir(config: Pick<Config, 'buildTmpDir'>, diskimage: string): string {
+  return path.join(config.buildTmpDir, IMAGE_CACHE_ENTRY, diskimage);
+}
+
 /** What a build needs from the builder running it. */
 export interface BuildContext {
   config: Config;
@@ -56,10 +64,10 @@ export async function runBuild(ctx: BuildContext, req: BuildRequest, job: Worker
   try {
     await ctx.repo.removeAll(req.imageId); // leftovers of an earlier attempt at this id
     await mkdir(tmpDir, { recursive: true });
-    const imageCacheDir = path.join(ctx.config.buildTmpDir, 'image-cache', req.diskimage);
-    await mkdir(imageCacheDir, { recursive: true });
+    const cacheDir = imageCacheDir(ctx.config, req.diskimage);
+    await mkdir(cacheDir, { recursive: true });
     const built = await method.build(req, {
-      diskimage, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir,
+      diskimage, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir: cacheDir,
       elementsDir: ctx.config.elementsDir, buildLog, log, signal,
       progress: (phase, n, d) => {
         job.sendStatus(n, d);

@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
 import type { DibBuilder } from '../../../workers/builder/dib-builder.js';
+import { imageCacheDir } from '../../../workers/builder/run-build.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';
 import { runningProcesses } from '../../support/processes.js';
@@ -45,9 +46,10 @@ describe('the real diskimage-builder: debian-minimal bookworm, built and uploade
       }],
       providers: [loopbackProvider('cloud', ['debian-real'])],
     });
-    // The builder's per-diskimage cache (<images-dir>/.tmp/image-cache/<name>) is that cache.
-    await mkdir(path.join(env.imagesDir, '.tmp', 'image-cache'), { recursive: true });
-    await symlink(cache, path.join(env.imagesDir, '.tmp', 'image-cache', 'debian-real'));
+    // The builder's cache for this diskimage is that cache.
+    const link = imageCacheDir(env.config, 'debian-real');
+    await mkdir(path.dirname(link), { recursive: true });
+    await symlink(cache, link);
     // The system PATH: DIB's scripts must find Debian's python3, not a pyenv one.
     builder = inProcessBuilder(env, { hostname: 'real-builder', processEnv: { PATH: SYSTEM_PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' } });
     await builder.start();

@@ -39,14 +39,15 @@ void describe('qemu driver: a real DIB image booted under QEMU', { timeout: 2_40
   let node: NodeRecord;
   let knownHosts: string;
   const leaks: string[] = [];
+  // boot-timeout 600: at load 8-10 (CI) a boot took 267-273 s (qemuAhead's nice did not change that).
+  const vmsConfig = async (): Promise<ReturnType<QemuEnv['config']>> => env.config({ accel: 'auto', bootTimeout: 600, qemuBinary: await qemuAhead(env.dir) });
 
   before(async () => {
     const image = await bootableImage();
     if (image.buildSeconds) console.log(`# bootable image built in ${image.buildSeconds} s`);
     env = await QemuEnv.create();
     upload = await env.readyUpload(image.path);
-    // Booted ahead of the other lanes, and boot-timeout 600: at load 8-10 a boot took 267 s at the default priority.
-    const { config, provider: pc } = env.config({ accel: 'auto', bootTimeout: 600, qemuBinary: await qemuAhead(env.dir) });
+    const { config, provider: pc } = await vmsConfig();
     provider = qemuDriver.createProvider(pc, env.ctx(config, (r) => leaks.push(r))) as QemuProvider;
     await provider.start();
   });
@@ -104,8 +105,7 @@ void describe('qemu driver: a real DIB image booted under QEMU', { timeout: 2_40
     assert.notEqual(facts.pgrp, ours.pgrp, 'QEMU is not in the launcher\'s process group');
     assert.notEqual(facts.ppid, process.pid, 'QEMU is not a child of the launcher');
     await provider.stop(); // the launcher goes away
-    // Booted ahead of the other lanes, and boot-timeout 600: at load 8-10 a boot took 267 s at the default priority.
-    const { config, provider: pc } = env.config({ accel: 'auto', bootTimeout: 600, qemuBinary: await qemuAhead(env.dir) });
+    const { config, provider: pc } = await vmsConfig();
     provider = qemuDriver.createProvider(pc, env.ctx(config, (r) => leaks.push(r))) as QemuProvider;
     await provider.start();
     assert.equal(await provider.vms.runningPid(id), pid);
