@@ -9,9 +9,10 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { putAhead, writeQemuAhead } from './ahead.js';
 import { bookwormDibEnv } from './debian-mirror.js';
 import { madeOnce } from './made-once.js';
 
@@ -65,12 +66,6 @@ export interface BootableImage {
   buildSeconds: number;
 }
 
-/**
- * The niceness of the work every VM file waits for (the image build, the saved guest's boot).
- * Only root may raise a priority; for anyone else nice warns and runs it at their own.
- */
-export const AHEAD_NICE = -10;
-
 /** DIB's image cache of the bootable build: apt's packages and the bookworm debootstrap tarball. */
 const DIB_CACHE_DIR = path.join(os.tmpdir(), 'nodepool-test-dib-cache');
 
@@ -85,10 +80,11 @@ async function build(dir: string, out: string): Promise<void> {
   const args = ['-x', '-o', out, '-t', 'qcow2', '--image-cache', DIB_CACHE_DIR,
     '-p', QEMU_TEST_PACKAGES.join(','), ...QEMU_TEST_ELEMENTS];
   const log = createWriteStream(path.join(dir, 'build.log'));
-  // Ahead of the tests beside it (nice -10, as root): every VM file waits for this build and
-  // then the saved guest, while the files beside it are many and short. At the default
-  // priority, in a clean-clone run (load 9-10), it took 17 minutes instead of 3.
-  const child = spawn('nice', ['-n', String(AHEAD_NICE), DIB_CMD, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // Ahead of the tests beside it (ahead.ts): every VM file waits for this build and then the
+  // saved guest, while the files beside it are many and short. At the default priority, in a
+  // clean-clone run (load 9-10), it took 17 minutes instead of 3.
+  const child = spawn(DIB_CMD, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  await putAhead(child.pid);
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
   // A cold build downloads about 140 MB of packages from the Debian mirror: in a clean-clone
@@ -138,16 +134,11 @@ export async function warmDibCache(): Promise<string> {
 }
 
 /**
- * Writes `<dir>/qemu-ahead`, a `qemu-binary:` that runs the real QEMU at AHEAD_NICE, and returns
- * its path: for the files whose subject is a real boot under TCG. Measured in CI-like runs
- * (load 8-10) it did not shorten a boot (272.7 s at nice -10, 267.1 s at 0; 70-85 s quiet):
- * QEMU's -daemonize starts a session, and with autogroup scheduling nice ranks a process only
- * within its session's group. Kept until the group's own nice (/proc/<pid>/autogroup) is tried.
+ * Writes `<dir>/qemu-ahead`, a `qemu-binary:` whose VMs run ahead of the tests beside them
+ * (ahead.ts), and returns its path: for the files whose subject is a real boot under TCG. In
+ * CI-like runs (load 8-10) such a boot took 267-418 s at the default priority (70-93 s quiet),
+ * and plain nice -10 did not change that (272.7 s vs 267.1 s): QEMU's session is its own.
  */
 export async function qemuAhead(dir: string): Promise<string> {
-  const file = path.join(dir, 'qemu-ahead');
-  // By name, so the VM's /proc/<pid>/cmdline starts with qemu-system as the tests look for.
-  await writeFile(file, `#!/bin/sh\nexec nice -n ${AHEAD_NICE} qemu-system-x86_64 "$@"\n`);
-  await chmod(file, 0o755);
-  return file;
+  return writeQemuAhead(path.join(dir, 'qemu-ahead'), 'qemu-system-x86_64');
 }

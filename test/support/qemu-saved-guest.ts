@@ -20,7 +20,8 @@ import { VmHost } from '../../lib/drivers/qemu/vm-host.js';
 import { pollUntil, waitFor } from '../../lib/lifecycle.js';
 import { keyscan } from '../../lib/ssh/keyscan.js';
 import { runSshCommand } from '../../lib/ssh/ssh-command.js';
-import { AHEAD_NICE, bootableImage, QEMU_TEST_USER } from './qemu-image.js';
+import { writeQemuAhead } from './ahead.js';
+import { bootableImage, QEMU_TEST_USER } from './qemu-image.js';
 import { madeOnce } from './made-once.js';
 import { testLogger } from './test-log.js';
 
@@ -171,9 +172,8 @@ async function save(image: string, work: string, final: string): Promise<SavedGu
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'nodepool-test-saved-guest', '-f', key]);
   const socket = path.join(work, 'qmp.sock');
   const qemuWithQmp = path.join(work, 'qemu-qmp');
-  // Ahead of the tests beside it, as the image build (qemu-image.ts AHEAD_NICE).
-  await writeFile(qemuWithQmp, `#!/bin/sh\nexec nice -n ${AHEAD_NICE} ${QEMU} "$@" -qmp unix:${socket},server=on,wait=off\n`);
-  await chmod(qemuWithQmp, 0o755);
+  // Ahead of the tests beside it, as the image build (ahead.ts).
+  await writeQemuAhead(qemuWithQmp, QEMU, `-qmp unix:${socket},server=on,wait=off`);
   const [imageSha256, imageSize] = [await fileSha256(image), (await stat(image)).size];
   const vms = new VmHost({ stateDir: path.join(work, 'vm'), provider: 'saved-guest', qemuBinary: qemuWithQmp, log: testLogger() });
   const id = 'saved-guest';

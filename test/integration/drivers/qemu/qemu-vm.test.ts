@@ -39,7 +39,7 @@ void describe('qemu driver: a real DIB image booted under QEMU', { timeout: 2_40
   let node: NodeRecord;
   let knownHosts: string;
   const leaks: string[] = [];
-  // boot-timeout 600: at load 8-10 (CI) a boot took 267-273 s (qemuAhead's nice did not change that).
+  // boot-timeout 600: at load 8-10 (CI) a boot took 267-273 s at the default priority; qemuAhead's session nice (158 s file here beside a real DIB build).
   const vmsConfig = async (): Promise<ReturnType<QemuEnv['config']>> => env.config({ accel: 'auto', bootTimeout: 600, qemuBinary: await qemuAhead(env.dir) });
 
   before(async () => {
