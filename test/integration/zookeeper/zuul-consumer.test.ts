@@ -148,7 +148,7 @@ void describe('a Zuul-style kazoo consumer against nodepool-server on ZooKeeper'
     } finally {
       await sys.store.closeSession(session.id);
     }
-    await waitFor(async () => (await sys.store.getNode(node.id))?.state === 'ready', { timeoutMs: 5000, what: 'the node untouched' });
+    await waitFor(async () => (await sys.store.getNode(node.id))?.state === 'ready', { timeoutMs: 60_000, what: 'the node untouched' });
   });
 
   it('a consumer killed while its request waits leaves nothing behind: the ephemeral request goes with its session', async () => {

@@ -41,7 +41,7 @@ export function staticConfigYaml(hosts: readonly TestHost[]): string {
     name: h.name,
     'connection-port': h.port,
     labels: h.labels ?? ['small'],
-    timeout: h.timeout ?? 2,
+    timeout: h.timeout ?? 30, // seconds a scan of a live sshd may take: over 2 s at load 10
     ...(h.hostKey ? { 'host-key': h.hostKey } : {}),
     ...(h.maxParallelJobs ? { 'max-parallel-jobs': h.maxParallelJobs } : {}),
     ...(h.connectionType ? { 'connection-type': h.connectionType } : {}),
