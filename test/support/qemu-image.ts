@@ -12,7 +12,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { putAhead, writeQemuAhead } from './ahead.js';
+import { putAhead } from './ahead.js';
 import { bookwormDibEnv } from './debian-mirror.js';
 import { madeOnce } from './made-once.js';
 
@@ -131,14 +131,4 @@ export async function warmDibCache(): Promise<string> {
   await bootableImage();
   await mkdir(DIB_CACHE_DIR, { recursive: true });
   return DIB_CACHE_DIR;
-}
-
-/**
- * Writes `<dir>/qemu-ahead`, a `qemu-binary:` whose VMs run ahead of the tests beside them
- * (ahead.ts), and returns its path: for the files whose subject is a real boot under TCG. In
- * CI-like runs (load 8-10) such a boot took 267-418 s at the default priority (70-93 s quiet),
- * and plain nice -10 did not change that (272.7 s vs 267.1 s): QEMU's session is its own.
- */
-export async function qemuAhead(dir: string): Promise<string> {
-  return writeQemuAhead(path.join(dir, 'qemu-ahead'), 'qemu-system-x86_64');
 }

@@ -25,7 +25,7 @@ import { recordFault } from './fault-report.js';
 import { nodeScript } from './node-command.js';
 import { startGearmand } from './gearmand.js';
 import { runningProcesses, startProcess } from './processes.js';
-import { bootableImage, COPY_DIB, qemuAhead, QEMU_TEST_USER } from './qemu-image.js';
+import { bootableImage, COPY_DIB, QEMU_TEST_USER } from './qemu-image.js';
 import { startZooKeeper, type ZooKeeperHandle } from './zookeeper.js';
 
 /** The server's ZooKeeper session (s): a 60 s outage loses it; a 10 s one keeps it unless ZooKeeper's restart is slow (at load it was not kept). */
@@ -60,7 +60,7 @@ export async function zookeeperOutageMidValidation(zk: ZooKeeperHandle, outageS:
     }],
     providers: [{
       name: 'vms', driver: 'qemu', 'image-dir': imageDir, 'state-dir': path.join(dir, 'vm-state'), accel: 'auto', 'boot-timeout': 600,
-      'qemu-binary': await qemuAhead(dir), username: QEMU_TEST_USER, 'authorized-keys': `${key}.pub`,
+      username: QEMU_TEST_USER, 'authorized-keys': `${key}.pub`,
       diskimages: [{ name: 'deb', validate: { command: 'test -e /etc/os-release', timeout: 900, 'private-key': key } }],
       pools: [{ name: 'main', 'max-servers': 2, labels: [{ name: 'vm', diskimage: 'deb', memory: 1024, cpus: 1 }] }],
     }],
