@@ -13,7 +13,7 @@
 import { chmod, writeFile } from 'node:fs/promises';
 
 /** The nice given to those sessions. Only root may set a negative one; for others it stays 0. */
-export const AHEAD_NICE = -10;
+const AHEAD_NICE = -10;
 
 /**
  * Sets the nice of `pid`'s session (its autogroup) to AHEAD_NICE. Returns false when that is
