@@ -229,18 +229,24 @@ const timeline: string[] = [];
 const cpu = new CpuMeter();
 cpu.start();
 
+/** The reporter's records of every `node --test` run so far (test/support/duration-reporter.mjs). */
+function reported(): Array<{ file: string; name: string; ms?: number; failed?: boolean; error?: string }> {
+  return readdirSync(tmp).filter((n) => n.startsWith('durations-'))
+    .flatMap((name) => readFileSync(path.join(tmp, name), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as ReturnType<typeof reported>[number]));
+}
+
 /** The slowest files of the run (their top-level tests' summed durations), a line each. */
 function slowestFiles(count: number): string[] {
   const perFile = new Map<string, number>();
-  for (const name of readdirSync(tmp).filter((n) => n.startsWith('durations-'))) {
-    for (const line of readFileSync(path.join(tmp, name), 'utf8').split('\n')) {
-      if (!line) continue;
-      const { file, ms } = JSON.parse(line) as { file: string; ms: number };
-      perFile.set(file, (perFile.get(file) ?? 0) + ms);
-    }
-  }
+  for (const { file, ms, failed } of reported()) if (!failed) perFile.set(file, (perFile.get(file) ?? 0) + (ms ?? 0));
   return [...perFile].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${sourcePath(file)}`);
+}
+
+/** The tests that failed (at any depth, not the suites that only hold them), a line each with their error's start. */
+function failingTests(): string[] {
+  return reported().filter((r) => r.failed)
+    .map((r) => `#   ${sourcePath(r.file)}: ${JSON.stringify(r.name)}\n#       ${r.error ?? ''}`);
 }
 
 /**
@@ -263,7 +269,7 @@ async function runTests(what: string, group: string[], concurrency: number): Pro
   return new Promise((resolve) => runner.once('exit', (code, signal) => {
     cpu.sample();
     const load = cpu.summary(fromMs, Date.now());
-    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}`);
+    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}${code || signal ? `; FAILED (${signal ?? `exit ${code}`})` : ''}`);
     resolve(code ?? (signal ? 1 : 0));
   }));
 }
@@ -371,6 +377,9 @@ try {
   cpu.stop();
   const load = cpu.summary(runStarted, Date.now());
   if (timeline.length) console.log(`# where the time went:\n${timeline.join('\n')}${load ? `\n#   the whole run: ${load} (${cpu.cpus} CPUs; every process on the machine counts)` : ''}`);
+  // Last of all, so the tail of a CI log names what failed.
+  const failing = failingTests();
+  if (failing.length) console.log(`# failing tests (${failing.length}):\n${failing.join('\n')}`);
   await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });
   rmSync(productJs, { recursive: true, force: true });
