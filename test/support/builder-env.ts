@@ -38,6 +38,8 @@ export interface BuilderEnvOptions {
   providers?: RawProvider[];
   /** Subdirectory name, for several builders in one test. */
   name?: string;
+  /** The config's `elements-dir` (DIB's ELEMENTS_PATH). */
+  elementsDir?: string;
 }
 
 /** One builder's files and config. */
@@ -83,6 +85,7 @@ export async function createBuilderEnv(opts: BuilderEnvOptions): Promise<Builder
     };
     const cloudsFile = opts.cloudsFile ?? opts.cloud?.cloudsYamlPath;
     if (cloudsFile) doc['clouds-file'] = cloudsFile;
+    if (opts.elementsDir) doc['elements-dir'] = opts.elementsDir;
     await writeFile(configPath, yaml.dump(doc));
     return loadConfig(configPath);
   };
