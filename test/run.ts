@@ -254,7 +254,7 @@ function failingTests(): string[] {
  * it is made (source maps keep failures on the .ts lines), else through tsx; resolves with its
  * exit code.
  */
-async function runTests(what: string, group: string[], concurrency: number): Promise<number> {
+async function runTests(what: string, group: string[], concurrency: number, opts: { record?: boolean } = {}): Promise<number> {
   if (group.length === 0) return 0;
   const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
   const from = at();
@@ -269,9 +269,58 @@ async function runTests(what: string, group: string[], concurrency: number): Pro
   return new Promise((resolve) => runner.once('exit', (code, signal) => {
     cpu.sample();
     const load = cpu.summary(fromMs, Date.now());
-    timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}${code || signal ? `; FAILED (${signal ?? `exit ${code}`})` : ''}`);
+    if (opts.record !== false) {
+      timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}${code || signal ? `; FAILED (${signal ?? `exit ${code}`})` : ''}`);
+    }
     resolve(code ?? (signal ? 1 : 0));
   }));
+}
+
+/**
+ * A group of files taken a file at a time (one `node --test` each) by workers that may join
+ * while it runs: a lane that has finished its own files helps with these, so the run's end is
+ * not two files at a time on a machine with idle cores. One timeline line for the group.
+ */
+class SharedGroup {
+  private readonly queue: string[];
+  private started: number | undefined;
+  private workers = 0;
+  private running = 0;
+  private code = 0;
+  private readonly joins: string[] = [];
+  private recorded = false;
+
+  constructor(private readonly what: string, files: string[]) {
+    this.queue = [...files];
+  }
+
+  /** Takes files until none is left; resolves with the worst exit code of the files it ran. `who` names it in the timeline. */
+  async work(who: string): Promise<number> {
+    if (this.queue.length === 0) return 0;
+    const now = Math.round((Date.now() - runStarted) / 1000);
+    this.started ??= Date.now();
+    this.workers++;
+    this.joins.push(`${who} from ${now} s`);
+    let code = 0;
+    for (let f = this.queue.shift(); f !== undefined; f = this.queue.shift()) {
+      this.running++;
+      code = Math.max(code, await runTests(this.what, [f], 1, { record: false }));
+      this.running--;
+    }
+    this.code = Math.max(this.code, code);
+    if (this.running === 0 && this.queue.length === 0) this.record();
+    return code;
+  }
+
+  /** The group's timeline line, once its last file has ended. */
+  private record(): void {
+    if (this.recorded || this.started === undefined) return;
+    this.recorded = true;
+    const at = (t: number): string => ((t - runStarted) / 1000).toFixed(0).padStart(5);
+    cpu.sample();
+    const load = cpu.summary(this.started, Date.now());
+    timeline.push(`#   ${at(this.started)} s to ${at(Date.now())} s  ${this.what} (a file at a time by ${this.workers} workers: ${this.joins.join(', ')})${load ? `; ${load}` : ''}${this.code ? `; FAILED (exit ${this.code})` : ''}`);
+  }
 }
 
 /** Reports files that cannot run because a cloud did not start; resolves with exit code 1. */
@@ -282,7 +331,8 @@ function notRun(group: string[], err: Error): number {
 
 /**
  * Three lanes at once. The tests that need no cloud (two files at a time, while the clouds
- * start), then those that use Keystone + Glance (two at a time). The tests that boot servers on
+ * start), then those that use Keystone + Glance (two at a time, and a file at a time more
+ * from each other lane once it is done: SharedGroup). The tests that boot servers on
  * the one shared Nova: those that change its shared state alone (NOVA_ALONE), then the others
  * (NOVA_CONCURRENCY at a time). The tests that boot QEMU guests, a file at a time once the saved
  * guest is ready (vmLane). A cloud that fails to start fails only the files that use it.
@@ -336,22 +386,28 @@ async function main(): Promise<number> {
     for (let f = vmQueue.shift(); f !== undefined; f = vmQueue.shift()) code = Math.max(code, await runTests(path.relative(process.cwd(), f), [f], 1));
     return code;
   };
+  // The Keystone + Glance files: two workers once the files that need no cloud are done, and
+  // each other lane joins when it has run its own files (their cores would idle otherwise).
+  const cloudGroup = new SharedGroup('the files that use Keystone + Glance', withCloud);
+  const help = async (who: string): Promise<number> => ((await keystoneUp) ? 0 : cloudGroup.work(who));
   const codes = await Promise.all([
     runTests('the files that need no cloud', plain, 2).then(async (code) => {
       const failed = await keystoneUp;
-      return Math.max(code, failed ? notRun(withCloud, failed) : await runTests('the files that use Keystone + Glance', withCloud, 2));
+      if (failed) return Math.max(code, notRun(withCloud, failed));
+      return Math.max(code, ...await Promise.all([cloudGroup.work('the no-cloud lane'), cloudGroup.work('the no-cloud lane')]));
     }),
     // The files that boot only servers start once the clouds are up.
     Promise.all([keystone, nova]).then(
       async () => Math.max(
         await runTests('the Nova files that change shared state, alone', aloneServers, 1),
         await runTests('the files that boot Nova servers', pairedServers, NOVA_CONCURRENCY),
+        await help('the Nova lane'),
       ),
-      (err: Error) => notRun(serialServers, err),
+      async (err: Error) => Math.max(notRun(serialServers, err), await help('the Nova lane')),
     ),
     // One VM file at a time: two guests booting under TCG beside the other lanes (load 8) took
     // one boot to 371 s, past the mid-validation outage's bound.
-    vmLane(),
+    vmLane().then(async (code) => Math.max(code, await help('the VM lane'))),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
   return Math.max(...codes, await runTests('the load tests, alone', alone, 1));
