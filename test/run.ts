@@ -223,6 +223,8 @@ async function startCloud(what: string, script: string, info: string, timeoutMs:
 const DURATION_REPORTER = path.resolve('test/support/duration-reporter.mjs');
 let runs = 0;
 const runStarted = Date.now();
+/** Seconds from the run's start to `t` (default now), as the timeline prints them. */
+const sinceStart = (t = Date.now()): string => ((t - runStarted) / 1000).toFixed(0).padStart(5);
 /** Each `node --test` run: what it ran and when (s from the start), printed last to show where a run's time went. */
 const timeline: string[] = [];
 /** The machine's CPU use, so the timeline says which groups waited on the CPU and which on timers or I/O. */
@@ -235,17 +237,19 @@ function reported(): Array<{ file: string; name: string; ms?: number; failed?: b
     .flatMap((name) => readFileSync(path.join(tmp, name), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as ReturnType<typeof reported>[number]));
 }
 
+type Reported = ReturnType<typeof reported>[number];
+
 /** The slowest files of the run (their top-level tests' summed durations), a line each. */
-function slowestFiles(count: number): string[] {
+function slowestFiles(records: readonly Reported[], count: number): string[] {
   const perFile = new Map<string, number>();
-  for (const { file, ms, failed } of reported()) if (!failed) perFile.set(file, (perFile.get(file) ?? 0) + (ms ?? 0));
+  for (const { file, ms, failed } of records) if (!failed) perFile.set(file, (perFile.get(file) ?? 0) + (ms ?? 0));
   return [...perFile].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([file, ms]) => `#   ${(ms / 1000).toFixed(0).padStart(5)} s  ${sourcePath(file)}`);
 }
 
 /** The tests that failed (at any depth, not the suites that only hold them), a line each with their error's start. */
-function failingTests(): string[] {
-  return reported().filter((r) => r.failed)
+function failingTests(records: readonly Reported[]): string[] {
+  return records.filter((r) => r.failed)
     .map((r) => `#   ${sourcePath(r.file)}: ${JSON.stringify(r.name)}\n#       ${r.error ?? ''}`);
 }
 
@@ -256,8 +260,7 @@ function failingTests(): string[] {
  */
 async function runTests(what: string, group: string[], concurrency: number, opts: { record?: boolean } = {}): Promise<number> {
   if (group.length === 0) return 0;
-  const at = (): string => ((Date.now() - runStarted) / 1000).toFixed(0).padStart(5);
-  const from = at();
+  const from = sinceStart();
   const fromMs = Date.now();
   cpu.sample();
   const runner = spawn(process.execPath, [
@@ -270,7 +273,7 @@ async function runTests(what: string, group: string[], concurrency: number, opts
     cpu.sample();
     const load = cpu.summary(fromMs, Date.now());
     if (opts.record !== false) {
-      timeline.push(`#   ${from} s to ${at()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}${code || signal ? `; FAILED (${signal ?? `exit ${code}`})` : ''}`);
+      timeline.push(`#   ${from} s to ${sinceStart()} s  ${what} (${group.length} file${group.length === 1 ? '' : 's'}, ${concurrency} at a time)${load ? `; ${load}` : ''}${code || signal ? `; FAILED (${signal ?? `exit ${code}`})` : ''}`);
     }
     resolve(code ?? (signal ? 1 : 0));
   }));
@@ -297,10 +300,9 @@ class SharedGroup {
   /** Takes files until none is left; resolves with the worst exit code of the files it ran. `who` names it in the timeline. */
   async work(who: string): Promise<number> {
     if (this.queue.length === 0) return 0;
-    const now = Math.round((Date.now() - runStarted) / 1000);
     this.started ??= Date.now();
     this.workers++;
-    this.joins.push(`${who} from ${now} s`);
+    this.joins.push(`${who} from ${sinceStart().trim()} s`);
     let code = 0;
     for (let f = this.queue.shift(); f !== undefined; f = this.queue.shift()) {
       this.running++;
@@ -316,10 +318,9 @@ class SharedGroup {
   private record(): void {
     if (this.recorded || this.started === undefined) return;
     this.recorded = true;
-    const at = (t: number): string => ((t - runStarted) / 1000).toFixed(0).padStart(5);
     cpu.sample();
     const load = cpu.summary(this.started, Date.now());
-    timeline.push(`#   ${at(this.started)} s to ${at(Date.now())} s  ${this.what} (a file at a time by ${this.workers} workers: ${this.joins.join(', ')})${load ? `; ${load}` : ''}${this.code ? `; FAILED (exit ${this.code})` : ''}`);
+    timeline.push(`#   ${sinceStart(this.started)} s to ${sinceStart()} s  ${this.what} (a file at a time by ${this.workers} worker${this.workers === 1 ? "" : "s"}: ${this.joins.join(', ')})${load ? `; ${load}` : ''}${this.code ? `; FAILED (exit ${this.code})` : ''}`);
   }
 }
 
@@ -428,13 +429,14 @@ try {
 } catch (err) {
   console.error(`test run failed: ${(err as Error).message}`);
 } finally {
-  const slowest = slowestFiles(15);
+  const records = reported();
+  const slowest = slowestFiles(records, 15);
   if (slowest.length) console.log(`# slowest test files:\n${slowest.join('\n')}`);
   cpu.stop();
   const load = cpu.summary(runStarted, Date.now());
   if (timeline.length) console.log(`# where the time went:\n${timeline.join('\n')}${load ? `\n#   the whole run: ${load} (${cpu.cpus} CPUs; every process on the machine counts)` : ''}`);
   // Last of all, so the tail of a CI log names what failed.
-  const failing = failingTests();
+  const failing = failingTests(records);
   if (failing.length) console.log(`# failing tests (${failing.length}):\n${failing.join('\n')}`);
   await Promise.all(clouds.map(stopCloud));
   rmSync(tmp, { recursive: true, force: true });

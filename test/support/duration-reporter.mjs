@@ -7,11 +7,20 @@
  * runner loads reporters before `--import tsx` can compile TypeScript for it.
  */
 
-/** The first lines of a failure's cause (node:test wraps it), at most 600 characters. */
+/** C0 control characters and DEL as `\uXXXX`, so they are shown, not sent to the terminal. */
+function escapeControls(text) {
+  return [...text].map((c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x20 || code === 0x7f ? `\\u${code.toString(16).padStart(4, '0')}` : c;
+  }).join('');
+}
+
+/** The first lines of a failure's cause (node:test wraps it), at most 600 characters, control characters escaped. */
 function firstLines(error) {
   const cause = error && typeof error === 'object' && 'cause' in error && error.cause ? error.cause : error;
   const text = cause instanceof Error ? cause.message : String(cause ?? 'failed');
-  return text.split('\n').filter((l) => l.trim()).slice(0, 4).join(' | ').slice(0, 600);
+  // A server's escape codes in a quoted log line are shown, not sent to the terminal.
+  return escapeControls(text.split('\n').filter((l) => l.trim()).slice(0, 4).join(' | ').slice(0, 600));
 }
 
 /** Failures that only echo another: a suite whose tests failed, a test cancelled because its parent ended. */
