@@ -320,7 +320,7 @@ class SharedGroup {
     this.recorded = true;
     cpu.sample();
     const load = cpu.summary(this.started, Date.now());
-    timeline.push(`#   ${sinceStart(this.started)} s to ${sinceStart()} s  ${this.what} (a file at a time by ${this.workers} worker${this.workers === 1 ? "" : "s"}: ${this.joins.join(', ')})${load ? `; ${load}` : ''}${this.code ? `; FAILED (exit ${this.code})` : ''}`);
+    timeline.push(`#   ${sinceStart(this.started)} s to ${sinceStart()} s  ${this.what} (a file at a time by ${this.workers} worker${this.workers === 1 ? '' : 's'}: ${this.joins.join(', ')})${load ? `; ${load}` : ''}${this.code ? `; FAILED (exit ${this.code})` : ''}`);
   }
 }
 
