@@ -29,15 +29,19 @@ export interface PollOptions {
  * throws is thrown; an abort throws the signal's reason.
  */
 export async function pollUntil<T>(attempt: (remainingMs: number) => Promise<T | undefined> | T | undefined, opts: PollOptions): Promise<T | undefined> {
-  const deadline = Date.now() + opts.timeoutMs;
+  const deadline = performance.now() + opts.timeoutMs;
+  let atDeadline = false;
   for (let n = 0; ; n++) {
     opts.signal?.throwIfAborted();
-    const value = await attempt(Math.max(1, deadline - Date.now()));
+    const value = await attempt(Math.max(1, Math.round(deadline - performance.now())));
     if (value !== undefined) return value;
-    const left = deadline - Date.now();
-    if (left <= 0) return undefined;
+    const left = deadline - performance.now();
+    // after a wait cut to the deadline, that attempt was the last (a timer may fire a little
+    // early by this clock: without this, a sliver of time left made one more attempt)
+    if (left <= 0 || atDeadline) return undefined;
     const wait = typeof opts.intervalMs === 'function' ? opts.intervalMs(n) : opts.intervalMs ?? 500;
-    await sleep(Math.min(wait, left), opts.signal);
+    atDeadline = wait >= left;
+    await sleep(Math.ceil(Math.min(wait, left)), opts.signal);
   }
 }
 

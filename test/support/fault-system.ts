@@ -23,7 +23,7 @@ import { createBuilderEnv, fakeDiskimage, glanceAdmin, loopbackProvider, type Bu
 import { startGearmand, type GearmandHandle, type StartGearmandOptions } from './gearmand.js';
 import { GlanceFaultProxy } from './glance-fault-proxy.js';
 import { useLoopbackCloud, type LoopbackCloud } from './openstack.js';
-import { startProcess, type TrackedProcess } from './processes.js';
+import { startProcess, startTogether, type TrackedProcess } from './processes.js';
 import { secretsIn } from './secret-scan.js';
 import { nodeScript } from './node-command.js';
 
@@ -85,7 +85,7 @@ export class FaultSystem {
 
   static async start(opts: FaultSystemOptions = {}): Promise<FaultSystem> {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-fault-'));
-    const [gearmand, cloud] = await Promise.all([startGearmand(opts.gearmand), useLoopbackCloud()]);
+    const [gearmand, cloud] = await startTogether([startGearmand(opts.gearmand), useLoopbackCloud()]);
     const proxy = await GlanceFaultProxy.start(cloud, dir);
     const provider = `fault-${randomBytes(4).toString('hex')}`;
     const format = opts.format ?? 'raw';

@@ -22,7 +22,7 @@ import {
 } from './builder-env.js';
 import { startGearmand, type GearmandHandle, type StartGearmandOptions } from './gearmand.js';
 import { startLoopbackCloud, type LoopbackCloud } from './openstack.js';
-import { startProcess, type TrackedProcess } from './processes.js';
+import { startProcess, startTogether, type TrackedProcess } from './processes.js';
 import { testLogger } from './test-log.js';
 import { nodeScript } from './node-command.js';
 
@@ -76,7 +76,7 @@ export class ImageSystem {
    * its provider names that its store does not know, which would be other test files' images.
    */
   static async start(opts: ImageSystemOptions): Promise<ImageSystem> {
-    const [gearmand, cloud] = await Promise.all([startGearmand(opts.gearmand), startLoopbackCloud()]);
+    const [gearmand, cloud] = await startTogether([startGearmand(opts.gearmand), startLoopbackCloud()]);
     const probe = await createBuilderEnv({ name: 'server', gearmanPort: gearmand.port, cloud });
     const lifecycle = { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2, ...opts.lifecycle };
     const serverConfigPath = path.join(probe.dir, 'server.yaml');

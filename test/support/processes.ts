@@ -3,22 +3,101 @@
  * always stopped (TERM, then KILL) — only processes the test started.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { after } from 'node:test';
 import { waitFor } from '../../lib/lifecycle.js';
 
-/** Asks the kernel for a free 127.0.0.1 port (bind port 0, read it, close). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where test processes claim the ports they hand out: one file per port holding the claimer's
+ * pid, shared by every test process on the machine (and by concurrent runs), so two processes
+ * (or two concurrent starts in one) never get the same port. Asking the kernel for port 0 and
+ * closing it did not do that: CI ran gearmand and Keystone, started side by side, on the same
+ * port (2026-12-02).
+ */
+const PORT_CLAIMS_DIR = '/tmp/nodepool-test-ports';
+const claimedHere = new Set<number>();
+let claimsExitHook = false;
+
+/**
+ * The range ports are handed out from: below the kernel's ephemeral range, so an outgoing
+ * connection's source port never takes a port between our check and the service's bind.
+ */
+function portRange(): [number, number] {
+  const ephemeralLow = Number(/^(\d+)/.exec(readFileSafe('/proc/sys/net/ipv4/ip_local_port_range'))?.[1] ?? 32768);
+  return ephemeralLow > 12_000 ? [10_000, ephemeralLow - 1] : [ephemeralLow + 20_000, 65_535];
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Claims `port` for this process: false when a live process holds it. A dead holder's claim is taken over. */
+function claimPort(port: number): boolean {
+  const file = path.join(PORT_CLAIMS_DIR, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      claimedHere.add(port);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(readFileSafe(file));
+      if (holder > 0 && pidAlive(holder)) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function releasePort(port: number): void {
+  claimedHere.delete(port);
+  rmSync(path.join(PORT_CLAIMS_DIR, String(port)), { force: true });
+}
+
+/** True when nothing is bound to 127.0.0.1:port (bind, then close). */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
+}
+
+/**
+ * A free 127.0.0.1 port no other test process (nor this one) has been handed: claimed on disk
+ * for this process's life, and bindable now. The service started on it must bind it soon; a
+ * port a foreign process takes meanwhile is caught where services are started (see gearmand.ts, sshd.ts).
+ */
+export async function freePort(): Promise<number> {
+  mkdirSync(PORT_CLAIMS_DIR, { recursive: true });
+  if (!claimsExitHook) {
+    claimsExitHook = true;
+    process.once('exit', () => { for (const port of [...claimedHere]) releasePort(port); });
+  }
+  const [low, high] = portRange();
+  for (let tries = 0; tries < 200; tries++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (claimedHere.has(port) || !claimPort(port)) continue;
+    if (await bindable(port)) return port;
+    releasePort(port);
+  }
+  throw new Error(`no free port found in 127.0.0.1:${low}-${high} after 200 tries (claims in ${PORT_CLAIMS_DIR})`);
 }
 
 /** True when something accepts TCP connections on 127.0.0.1:port. */
@@ -121,4 +200,30 @@ export function runningProcesses(): TrackedProcess[] {
 /** Stops every tracked process still running. */
 export async function stopAllProcesses(): Promise<void> {
   await Promise.all([...running].map((p) => p.stop()));
+}
+
+/**
+ * Starts parts side by side; when one fails, the ones that started are stopped before its error
+ * is thrown, so a half-started system leaves nothing running.
+ */
+export async function startTogether<T extends readonly { stop(): Promise<void> }[]>(starts: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(starts);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (!failed) return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+  await Promise.allSettled(settled.map((r) => (r.status === 'fulfilled' ? (r.value as { stop(): Promise<void> }).stop() : undefined)));
+  throw failed.reason;
+}
+
+/**
+ * In a test file (under `node --test`), once all its tests have ended: a tracked process still
+ * running is stopped and fails the file by name. Left alone it kept the file's process alive until
+ * the 50-minute file timeout (CI, 2026-12-02: a gearmand of a system whose start failed halfway).
+ */
+if (process.env.NODE_TEST_CONTEXT) {
+  after(async () => {
+    const left = runningProcesses();
+    if (left.length === 0) return;
+    await stopAllProcesses();
+    throw new Error(`processes still running after this file's tests, now stopped: ${left.map((p) => `${p.name}(${p.pid})`).join(', ')}`);
+  });
 }

@@ -19,11 +19,13 @@ describe('pollUntil and waitFor', () => {
   it('gives up at the deadline with one last attempt there, never waiting past it', async () => {
     const t0 = Date.now();
     let attempts = 0;
-    const v = await pollUntil(() => { attempts += 1; return undefined; }, { timeoutMs: 120, intervalMs: (k) => 50 * (k + 1) });
+    // waits of 500 and 1000 ms: the second is cut to the deadline; a loaded machine would have
+    // to oversleep the first by 700 ms to change the count
+    const v = await pollUntil(() => { attempts += 1; return undefined; }, { timeoutMs: 1200, intervalMs: (k) => 500 * (k + 1) });
     const took = Date.now() - t0;
     assert.equal(v, undefined);
-    assert.equal(attempts, 3, 'at 0, 50 and 120 ms (the second wait cut to the deadline)');
-    assert.ok(took >= 115 && took < 1000, `took ${took} ms`);
+    assert.equal(attempts, 3, 'at 0, 500 and 1200 ms (the second wait cut to the deadline)');
+    assert.ok(took >= 1195 && took < 5000, `took ${took} ms`);
   });
 
   it('throws what an attempt throws, and the signal\'s reason when aborted', async () => {
