@@ -215,15 +215,22 @@ export async function startTogether<T extends readonly { stop(): Promise<void> }
 }
 
 /**
- * In a test file (under `node --test`), once all its tests have ended: a tracked process still
- * running is stopped and fails the file by name. Left alone it kept the file's process alive until
- * the 50-minute file timeout (CI, 2026-12-02: a gearmand of a system whose start failed halfway).
+ * In a test file (under `node --test`): a tracked process still running two minutes after the
+ * file's tests and hooks began to end is stopped, named on stderr, and fails the file (exit
+ * code 1). Left alone it held the file's process until the 50-minute file timeout (CI,
+ * 2026-12-02: a gearmand of a system whose start failed halfway). The check is a timer started
+ * by the root's first after-hook (this module registers it before the file's own root hooks,
+ * which stop what they started): unref'd, so a file that stopped everything exits at once.
  */
+const LEFTOVER_GRACE_MS = 120_000;
 if (process.env.NODE_TEST_CONTEXT) {
-  after(async () => {
-    const left = runningProcesses();
-    if (left.length === 0) return;
-    await stopAllProcesses();
-    throw new Error(`processes still running after this file's tests, now stopped: ${left.map((p) => `${p.name}(${p.pid})`).join(', ')}`);
+  after(() => {
+    setTimeout(() => {
+      const left = runningProcesses();
+      if (left.length === 0) return;
+      process.exitCode = 1;
+      console.error(`# processes still running ${LEFTOVER_GRACE_MS / 1000} s after this file's tests, now stopped: ${left.map((p) => `${p.name}(${p.pid})`).join(', ')}`);
+      void stopAllProcesses();
+    }, LEFTOVER_GRACE_MS).unref();
   });
 }

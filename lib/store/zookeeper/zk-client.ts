@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import { ZooKeeperClosedError, ZooKeeperError } from '../../errors.js';
 import {
-  coalesceWrites, cutSocket, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
+  abandonClient, coalesceWrites, cutSocket, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
 } from './zk-library.js';
 import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
 import { HandshakeWatchdog } from './handshake-watchdog.js';
@@ -17,6 +17,7 @@ import type { ReadCounter } from './read-counter.js';
 import type { StoreGiveUp } from './store-give-up.js';
 import type { WriteObserver } from './write-observer.js';
 import { zkMulti } from './zk-multi.js';
+import { endSessionOnServer, type EndOutcome } from './end-session.js';
 
 export { ReadCounter } from './read-counter.js';
 export { StoreGiveUp } from './store-give-up.js';
@@ -292,12 +293,7 @@ export class ZkClient extends EventEmitter {
         // Stopping without ZooKeeper: no CLOSE_SESSION can be sent; the server ends the session
         // (and its ephemeral lock nodes) once the session timeout passes.
         this.opts.giveUp?.note('closing the ZooKeeper session');
-        this.client.close();
-        cutSocket(this.client);
-        // A cut socket leaves the library's connect deadline (the session timeout, not unref'd)
-        // armed while it reconnects: it would hold the stopping process that long.
-        const manager = (this.client as unknown as { connectionManager?: { connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager;
-        clearTimeout(manager?.connectTimeoutHandler);
+        abandonClient(this.client);
         resolve();
         return;
       }
@@ -308,6 +304,17 @@ export class ZkClient extends EventEmitter {
       this.client.close();
     });
     return this.closing;
+  }
+
+  /**
+   * After close() of a session given up while ZooKeeper was unreachable: ends the session on the
+   * server once it answers again (see end-session.ts), so its ephemeral nodes (locks, launcher
+   * registrations) go at once instead of a session timeout after ZooKeeper is back, and no
+   * library reconnect can keep it alive. Until `signal` aborts.
+   */
+  endOnServer(signal: AbortSignal): Promise<EndOutcome> {
+    const { sessionId, sessionPassword } = this.credentials();
+    return endSessionOnServer({ hosts: this.opts.hosts, sessionId, sessionPassword, sessionTimeoutMs: this.sessionTimeoutMs }, signal);
   }
 
   private call<T>(what: string, path: string | undefined, start: (cb: (err: unknown, value: T) => void) => void, noNodeIsUndefined: boolean,
