@@ -26,6 +26,9 @@ function seqOf(name: string): string {
 
 const byQueue = (a: string, b: string): number => (seqOf(a) < seqOf(b) ? -1 : seqOf(a) > seqOf(b) ? 1 : 0);
 
+/** A call whose answer never came: ZooKeeper may have applied it, or may still. */
+const unanswered = (err: unknown): boolean => err instanceof ZooKeeperError && (err.code === 'CONNECTION_LOSS' || err.code === 'OPERATION_TIMEOUT');
+
 /** Locks of one store handle. */
 export class ZkLocks {
   /** Unlocks of one tick go out as one transaction. */
@@ -40,6 +43,17 @@ export class ZkLocks {
    * them in one call instead of listing the lock and reading every child).
    */
   private readonly held = new Map<string, Map<string, { path: string; tick: number }>>();
+
+  /**
+   * Contenders whose create was sent but never answered (the connection lost, or no answer
+   * within the call's deadline), by resource: name prefixes. The library sends such a request
+   * again after a reconnect, and ZooKeeper may apply it after we gave up on it: a contender of
+   * our own session that nobody holds and nobody removes, which would hold the lock against
+   * everyone for the session's life (CI, 2026-12-02: a node the deleter could never lock after
+   * a 10 s ZooKeeper outage). A later attempt or unlock on the resource removes it, as kazoo
+   * finds its node by its prefix after a connection loss.
+   */
+  private readonly orphans = new Map<string, Set<string>>();
 
   /**
    * A contender this handle created for `resource` and believes it still holds (full path),
@@ -75,6 +89,7 @@ export class ZkLocks {
         // child count): held, no listing needed (one round trip).
         if (made !== undefined) return this.hold(resource, sessionId, made);
       } catch (err) {
+        if (unanswered(err)) this.noteOrphan(resource, prefix);
         if (!(err instanceof ZooKeeperError && (err.code === 'NO_NODE' || err.code === 'NODE_EXISTS'))) throw err;
         if (err.code === 'NO_NODE') {
           await this.makeLockDir(client, path);
@@ -87,13 +102,15 @@ export class ZkLocks {
     const [created, listed] = await Promise.allSettled([client.create(child, data, MODE.ephemeralSequential), client.getChildren(path)]);
     if (created.status === 'rejected') {
       const err: unknown = created.reason;
+      if (unanswered(err)) this.noteOrphan(resource, prefix);
       if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
       if (!dirFirst) return this.attempt(resource, path, sessionId, exclusive, true);
       await this.makeLockDir(client, path);
       return this.attempt(resource, path, sessionId, exclusive, false);
     }
     const mine = created.value.slice(created.value.lastIndexOf('/') + 1);
-    const after = (listed.status === 'fulfilled' ? listed.value ?? [] : await client.getChildren(path) ?? []).sort(byQueue);
+    const listing = listed.status === 'fulfilled' ? listed.value ?? [] : await client.getChildren(path) ?? [];
+    const after = (await this.removeOrphans(client, resource, path, listing)).sort(byQueue);
     if (after[0] === mine) return this.hold(resource, sessionId, created.value);
     // Not first: take our child back (kazoo's non-blocking acquire does the same).
     const first = await this.holderOf(client, path, after.filter((n) => n !== mine));
@@ -152,6 +169,38 @@ export class ZkLocks {
   /** The resource's lock went with its record (a node deleted with its lock): nothing of it is held any more. */
   gone(resource: string): void {
     this.held.delete(resource);
+  }
+
+  private noteOrphan(resource: string, prefix: string): void {
+    let set = this.orphans.get(resource);
+    if (!set) {
+      // bounded: a handle that keeps losing answers forgets the oldest resources first
+      if (this.orphans.size >= 1000) this.orphans.delete(this.orphans.keys().next().value as string);
+      this.orphans.set(resource, set = new Set());
+    }
+    set.add(prefix);
+  }
+
+  /**
+   * Removes the contenders of `names` (the lock's children) that are orphans of this handle
+   * (see `orphans`), and answers the others. Sent through `client`, the session's own: it
+   * reaches ZooKeeper after any create of that session still on its way, so one that applies
+   * late is seen by a later call.
+   */
+  private async removeOrphans(client: ZkClient, resource: string, path: string, names: string[]): Promise<string[]> {
+    const prefixes = this.orphans.get(resource);
+    if (!prefixes) return names;
+    const kept: string[] = [];
+    for (const name of names) {
+      const prefix = [...prefixes].find((p) => name.startsWith(p));
+      if (prefix === undefined) { kept.push(name); continue; }
+      await client.remove(`${path}/${name}`).catch((err: unknown) => {
+        if (!(err instanceof ZooKeeperError && err.code === 'NO_NODE')) throw err;
+      });
+      prefixes.delete(prefix);
+    }
+    if (prefixes.size === 0) this.orphans.delete(resource);
+    return kept;
   }
 
   private forget(resource: string, sessionId: string): void {
