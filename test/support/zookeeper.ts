@@ -249,6 +249,8 @@ interface Pair {
   session: string | undefined;
   /** Frozen by a request trigger. */
   held: boolean;
+  /** Held with `requestsPass`: later requests still reach the server (its replies stay held). */
+  requestsPass?: boolean;
 }
 
 /**
@@ -260,7 +262,7 @@ export class FreezeProxy {
   private readonly pairs = new Set<Pair>();
   private readonly frozenSessions = new Set<string>();
   private frozenAll = false;
-  private trigger: { opcode: number; when: 'before' | 'after' } | undefined;
+  private trigger: { opcode: number; when: 'before' | 'after'; requestsPass?: boolean } | undefined;
 
   private constructor(private readonly server: net.Server, readonly port: number, private readonly target: number) {}
 
@@ -299,10 +301,12 @@ export class FreezeProxy {
   /**
    * Freezes the connection that next sends a request with `opcode`: `before` holds that
    * request back (the server never sees it), `after` lets it through and holds back the
-   * replies (it applies, its answer is lost). Cut with {@link thaw}.
+   * replies (it applies, its answer is lost). Cut with {@link thaw}. `requestsPass` (with
+   * `after`): the connection's later requests, pings included, still reach the server, so it
+   * keeps the session while the client hears nothing.
    */
-  freezeOnRequest(opcode: number, when: 'before' | 'after'): void {
-    this.trigger = { opcode, when };
+  freezeOnRequest(opcode: number, when: 'before' | 'after', opts: { requestsPass?: boolean } = {}): void {
+    this.trigger = { opcode, when, requestsPass: opts.requestsPass };
   }
 
   /** Ends the freeze: frozen connections are cut (their clients reconnect) and new ones pass again. */
@@ -361,10 +365,11 @@ export class FreezeProxy {
   /** Whether a request packet (after the connect request) passes; applies the request trigger. */
   private onRequest(p: Pair, packet: Buffer): boolean {
     const t = this.trigger;
-    if (p.held) return false;
+    if (p.held) return p.requestsPass === true;
     if (!t || packet.length < 12 || packet.readInt32BE(8) !== t.opcode) return true;
     this.trigger = undefined;
     p.held = true;
+    p.requestsPass = t.when === 'after' && t.requestsPass === true;
     p.upstream.pause();
     if (t.when === 'before') { p.client.pause(); return false; }
     return true;
