@@ -27,10 +27,6 @@ export class ZkSessions {
   private readonly mine = new Map<string, ZkClient>();
   /** Sessions of this handle found dead by a renewal and closed (ids only; a few per outage). */
   private readonly givenUp = new Set<string>();
-  /** Sessions given up here whose end on the server is still being sent (see retire). */
-  private readonly ending = new Set<Promise<unknown>>();
-  /** Aborted when the handle closes: ending given-up sessions stops trying. */
-  private readonly stopping = new AbortController();
   /** The hostname each session of this handle was opened with (its components carry it). */
   private readonly hostnames = new Map<string, string>();
   /** Nodepool 11's component registry, written with the sessions of this handle. */
@@ -91,14 +87,9 @@ export class ZkSessions {
     return false;
   }
 
-  /**
-   * Closes a client found dead, and ends its session on the server once ZooKeeper answers
-   * (end-session.ts): its locks then go at once, not a session timeout after ZooKeeper is back.
-   */
+  /** Closes a client found dead. */
   private async retire(c: ZkClient): Promise<void> {
     await c.close();
-    const ending = c.endOnServer(this.stopping.signal).catch(() => 'stopped' as const).finally(() => this.ending.delete(ending));
-    this.ending.add(ending);
   }
 
   /** Closes a session of this handle: ZooKeeper deletes its ephemeral nodes. Idempotent; another process's session is left alone. */
@@ -114,8 +105,7 @@ export class ZkSessions {
   async closeAll(): Promise<void> {
     const all = [...this.mine.values()];
     this.mine.clear();
-    this.stopping.abort();
-    await Promise.all([...all.map((c) => c.close()), ...this.ending]);
+    await Promise.all(all.map((c) => c.close()));
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {

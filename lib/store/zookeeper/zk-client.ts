@@ -17,7 +17,6 @@ import type { ReadCounter } from './read-counter.js';
 import type { StoreGiveUp } from './store-give-up.js';
 import type { WriteObserver } from './write-observer.js';
 import { zkMulti } from './zk-multi.js';
-import { endSessionOnServer, type EndOutcome } from './end-session.js';
 
 export { ReadCounter } from './read-counter.js';
 export { StoreGiveUp } from './store-give-up.js';
@@ -304,17 +303,6 @@ export class ZkClient extends EventEmitter {
       this.client.close();
     });
     return this.closing;
-  }
-
-  /**
-   * After close() of a session given up while ZooKeeper was unreachable: ends the session on the
-   * server once it answers again (see end-session.ts), so its ephemeral nodes (locks, launcher
-   * registrations) go at once instead of a session timeout after ZooKeeper is back, and no
-   * library reconnect can keep it alive. Until `signal` aborts.
-   */
-  endOnServer(signal: AbortSignal): Promise<EndOutcome> {
-    const { sessionId, sessionPassword } = this.credentials();
-    return endSessionOnServer({ hosts: this.opts.hosts, sessionId, sessionPassword, sessionTimeoutMs: this.sessionTimeoutMs }, signal);
   }
 
   private call<T>(what: string, path: string | undefined, start: (cb: (err: unknown, value: T) => void) => void, noNodeIsUndefined: boolean,

@@ -76,11 +76,6 @@ export function cutSocket(client: zookeeper.Client): void {
   (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
 }
 
-/** Whether the library client has opened a socket yet (connect() opens it a tick later). */
-export function hasSocket(client: zookeeper.Client): boolean {
-  return Boolean((client as unknown as { connectionManager?: { socket?: unknown } }).connectionManager?.socket);
-}
-
 /**
  * Drops a library client for good without waiting for the server: close() (state CLOSING, so a
  * closed socket is not reconnected), the socket cut, and the library's connect deadline (the
