@@ -12,6 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { transform, type TsconfigRaw } from 'esbuild';
 import { COMPILED_DIRS, COMPLETE_MARKER } from './node-command.js';
+import { pidAlive } from './pid-alive.js';
 
 /** Where runs keep their copies, each in a folder named `<pid>-<ms>` of the run. */
 export const COMPILED_BASE = path.join('.run', 'test-js');
@@ -25,22 +26,12 @@ async function filesUnder(root: string, dir: string): Promise<string[]> {
   return nested.flat();
 }
 
-/** True while process `pid` exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Removes the copies under `base` of runs whose process is gone (a run killed before its cleanup). */
 export async function sweepDeadCopies(base: string): Promise<void> {
   const names = await readdir(base).catch(() => []);
   await Promise.all(names.map((name) => {
     const pid = Number(/^(\d+)-\d+$/.exec(name)?.[1]);
-    return pid && !alive(pid) ? rm(path.join(base, name), { recursive: true, force: true }) : Promise.resolve();
+    return pid && !pidAlive(pid) ? rm(path.join(base, name), { recursive: true, force: true }) : Promise.resolve();
   }));
 }
 

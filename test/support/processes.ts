@@ -8,6 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after } from 'node:test';
 import { waitFor } from '../../lib/lifecycle.js';
+import { pidAlive } from './pid-alive.js';
 
 /**
  * Where test processes claim the ports they hand out: one file per port holding the claimer's
@@ -18,7 +19,8 @@ import { waitFor } from '../../lib/lifecycle.js';
  */
 const PORT_CLAIMS_DIR = '/tmp/nodepool-test-ports';
 const claimedHere = new Set<number>();
-let claimsExitHook = false;
+/** The range, read once; set with the claims directory and the exit hook at the first call. */
+let range: [number, number] | undefined;
 
 /**
  * The range ports are handed out from: below the kernel's ephemeral range, so an outgoing
@@ -34,15 +36,6 @@ function readFileSafe(file: string): string {
     return readFileSync(file, 'utf8');
   } catch {
     return '';
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -85,12 +78,12 @@ function bindable(port: number): Promise<boolean> {
  * port a foreign process takes meanwhile is caught where services are started (see gearmand.ts, sshd.ts).
  */
 export async function freePort(): Promise<number> {
-  mkdirSync(PORT_CLAIMS_DIR, { recursive: true });
-  if (!claimsExitHook) {
-    claimsExitHook = true;
+  if (!range) {
+    mkdirSync(PORT_CLAIMS_DIR, { recursive: true });
     process.once('exit', () => { for (const port of [...claimedHere]) releasePort(port); });
+    range = portRange();
   }
-  const [low, high] = portRange();
+  const [low, high] = range;
   for (let tries = 0; tries < 200; tries++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
     if (claimedHere.has(port) || !claimPort(port)) continue;

@@ -50,8 +50,8 @@ export class ZkLocks {
    * again after a reconnect, and ZooKeeper may apply it after we gave up on it: a contender of
    * our own session that nobody holds and nobody removes, which would hold the lock against
    * everyone for the session's life (CI, 2026-12-02: a node the deleter could never lock after
-   * a 10 s ZooKeeper outage). A later attempt or unlock on the resource removes it, as kazoo
-   * finds its node by its prefix after a connection loss.
+   * a 10 s ZooKeeper outage). The next attempt on the resource that lists its lock removes it,
+   * as kazoo finds its node by its prefix after a connection loss.
    */
   private readonly orphans = new Map<string, Set<string>>();
 

@@ -82,14 +82,9 @@ export class ZkSessions {
     if (c.alive) return true;
     this.mine.delete(id);
     this.givenUp.add(id);
-    await this.retire(c);
+    await c.close();
     this.ctx.wroteElsewhere();
     return false;
-  }
-
-  /** Closes a client found dead. */
-  private async retire(c: ZkClient): Promise<void> {
-    await c.close();
   }
 
   /** Closes a session of this handle: ZooKeeper deletes its ephemeral nodes. Idempotent; another process's session is left alone. */
@@ -147,7 +142,7 @@ export class ZkSessions {
     for (const [id, c] of [...this.mine]) {
       if (!c.alive) {
         this.mine.delete(id);
-        await this.retire(c);
+        await c.close();
       }
     }
     return { sessions: 0, locks: 0, launchers: 0, requests: 0 };

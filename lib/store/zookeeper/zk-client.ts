@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import { ZooKeeperClosedError, ZooKeeperError } from '../../errors.js';
 import {
-  abandonClient, coalesceWrites, cutSocket, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
+  coalesceWrites, cutSocket, MODE, sessionHex, zkError, type Op, type OpResult, type Stat,
 } from './zk-library.js';
 import { PersistentWatches, type WatchEvent } from './persistent-watch.js';
 import { HandshakeWatchdog } from './handshake-watchdog.js';
@@ -292,7 +292,12 @@ export class ZkClient extends EventEmitter {
         // Stopping without ZooKeeper: no CLOSE_SESSION can be sent; the server ends the session
         // (and its ephemeral lock nodes) once the session timeout passes.
         this.opts.giveUp?.note('closing the ZooKeeper session');
-        abandonClient(this.client);
+        this.client.close();
+        cutSocket(this.client);
+        // A cut socket leaves the library's connect deadline (the session timeout, not unref'd)
+        // armed while it reconnects: it would hold the stopping process that long.
+        const manager = (this.client as unknown as { connectionManager?: { connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager;
+        clearTimeout(manager?.connectTimeoutHandler);
         resolve();
         return;
       }

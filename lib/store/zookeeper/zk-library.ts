@@ -77,18 +77,6 @@ export function cutSocket(client: zookeeper.Client): void {
 }
 
 /**
- * Drops a library client for good without waiting for the server: close() (state CLOSING, so a
- * closed socket is not reconnected), the socket cut, and the library's connect deadline (the
- * session timeout, not unref'd) cleared, as it would hold a stopping process that long.
- */
-export function abandonClient(client: zookeeper.Client): void {
-  client.close();
-  cutSocket(client);
-  const manager = (client as unknown as { connectionManager?: { connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager;
-  clearTimeout(manager?.connectTimeoutHandler);
-}
-
-/**
  * Sends the requests queued in one tick in one socket write. node-zookeeper-client writes each
  * request as it is queued (one system call, and one read on the server, per request); here its
  * queue's `readable` event is held until the end of the tick, and the socket is corked while the
