@@ -55,7 +55,7 @@ describe('faults: Glance fails uploads', () => {
       }
       const t0 = Math.min(...sys.proxy.uploads.filter((u) => u.name?.startsWith('victim-')).map((u) => u.at));
       const recoverMs = Date.now() - t0;
-      const failures = (await sys.store.listUploads()).filter((u) => u.diskimage === 'victim' && u.state === 'failed');
+      const failures = [...sys.failedUploadsSeen.values()].filter((u) => u.diskimage === 'victim');
       const audit = await sys.audit(before);
       recordFault({
         scenario: c.scenario, runs: c.runs, recovered: recovered * c.runs, lost: audit.lost, leaked: audit.leaked, recoverMs: recovered ? recoverMs : null,

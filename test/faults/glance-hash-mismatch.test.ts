@@ -33,7 +33,7 @@ describe('faults: Glance hashes other bytes than were sent', () => {
       stuck = err as Error;
     }
     const t0 = Math.min(...sys.proxy.uploads.filter((u) => u.name?.startsWith('victim-')).map((u) => u.at));
-    const failures = (await sys.store.listUploads()).filter((u) => u.diskimage === 'victim' && u.state === 'failed');
+    const failures = [...sys.failedUploadsSeen.values()].filter((u) => u.diskimage === 'victim');
     const audit = await sys.audit(before);
     recordFault({
       scenario: SCENARIO, runs: RUNS, recovered: stuck ? 0 : RUNS, lost: audit.lost, leaked: audit.leaked, recoverMs: stuck ? null : Date.now() - t0,

@@ -67,6 +67,12 @@ export interface FaultAudit {
 export class FaultSystem {
   builder: FaultBuilder | undefined;
   server: TrackedProcess | undefined;
+  /**
+   * Every upload record a {@link waitForState} poll saw `failed`, by id, as first seen. Retention
+   * deletes a failed upload once a newer one is ready (the pass after), so a listing made after
+   * {@link settled} may no longer hold them (CI 2026-12-02: glance-hash-mismatch read 0 of 2).
+   */
+  readonly failedUploadsSeen = new Map<string, UploadRecord>();
   private readonly pause: string;
 
   private constructor(
@@ -169,6 +175,7 @@ export class FaultSystem {
   waitForState(what: string, cond: (s: { builds: BuildRecord[]; uploads: UploadRecord[] }) => boolean, timeoutMs = 60_000): Promise<{ builds: BuildRecord[]; uploads: UploadRecord[] }> {
     return waitFor(async () => {
       const s = { builds: await this.store.listBuilds(), uploads: await this.store.listUploads() };
+      for (const u of s.uploads) if (u.state === 'failed' && !this.failedUploadsSeen.has(u.id)) this.failedUploadsSeen.set(u.id, u);
       return cond(s) ? s : undefined;
     }, { timeoutMs, what, intervalMs: 100 });
   }

@@ -17,12 +17,16 @@ import type { NodeRecord, UploadRecord } from '../../../../lib/store/models.js';
 import { bootableImage, QEMU_TEST_USER } from '../../../support/qemu-image.js';
 import { QemuEnv } from './qemu-env.js';
 
-/** Runs `command` on the node over SSH, checking its host key against the node record. */
+/**
+ * Runs `command` on the node over SSH, checking its host key against the node record. Bound 600 s:
+ * the first login waits for cloud-init, which took 87-128 s in full local runs and over 180 s (the
+ * old bound) in CI on 2026-12-02, the guest under TCG beside the other lanes.
+ */
 function sshRun(env: QemuEnv, node: NodeRecord, command: string, knownHosts: string): string {
   return execFileSync('ssh', [
     '-i', env.keyFile, '-p', String(node.connectionPort), '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes',
     '-o', `UserKnownHostsFile=${knownHosts}`, '-o', 'ConnectTimeout=30', `${node.username ?? QEMU_TEST_USER}@${node.interfaceIp ?? ''}`, command,
-  ], { encoding: 'utf8', timeout: 180_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  ], { encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** `/proc/<pid>/status` and `stat` facts: parent pid, process group, session. */
