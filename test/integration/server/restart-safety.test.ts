@@ -18,10 +18,10 @@ async function idsOnDisk(dir: string): Promise<string[]> {
 /** Nothing stuck, nothing leaked: every record settled, Glance holds exactly the ready uploads, builders hold exactly the ready builds. */
 async function assertSettled(sys: ImageSystem): Promise<void> {
   const s = await sys.waitForState('every record settled (no building/uploading/deleting)', (x) =>
-    x.builds.every((b) => b.state === 'ready') && x.uploads.every((u) => u.state === 'ready') && x.uploads.length > 0, 60_000);
+    x.builds.every((b) => b.state === 'ready') && x.uploads.every((u) => u.state === 'ready') && x.uploads.length > 0, 300_000);
   const glance = await glanceAdmin(sys.cloud);
   await waitFor(async () => (await glance.list({ properties: { nodepool_image_name: 'deb' } })).length === s.uploads.length,
-    { timeoutMs: 20_000, what: 'Glance holds only the recorded uploads' });
+    { timeoutMs: 60_000, what: 'Glance holds only the recorded uploads' });
   const images = await glance.list({ properties: { nodepool_image_name: 'deb' } });
   assert.deepEqual(images.map((i) => i.externalId).sort(), s.uploads.map((u) => u.externalId).sort());
   assert.ok(images.every((i) => i.status === 'active'));
@@ -32,7 +32,7 @@ async function assertSettled(sys: ImageSystem): Promise<void> {
 /** Starts a server again and checks it sees `buildId` to ready on builder-a, with one DIB run and nothing left over. */
 async function restartAndSeeSameBuild(sys: ImageSystem, buildId: string, dibRuns: () => number): Promise<void> {
   sys.startServerProcess();
-  const ready = await sys.waitForBuild('the same build ready', (b) => b.id === buildId && b.state === 'ready', 60_000);
+  const ready = await sys.waitForBuild('the same build ready', (b) => b.id === buildId && b.state === 'ready', 300_000);
   assert.equal(ready.builderHostname, 'builder-a');
   await assertSettled(sys);
   assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [buildId]);
@@ -54,7 +54,7 @@ describe('restart safety: server killed, gearmand killed', () => {
     let dibRuns = 0;
     a.inProcess!.on('build:complete', () => { dibRuns += 1; });
     sys.startServerProcess();
-    const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 60_000);
+    const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 300_000);
     await sys.serverProcess!.kill();
     await restartAndSeeSameBuild(sys, building.id, () => dibRuns);
   });
@@ -65,12 +65,13 @@ describe('restart safety: server killed, gearmand killed', () => {
     let dibRuns = 0;
     a.inProcess!.on('build:complete', () => { dibRuns += 1; });
     const server = sys.startServerProcess();
-    const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 60_000);
+    const building = await sys.waitForBuild('build running', (b) => b.state === 'building' && b.builderHostname === 'builder-a', 300_000);
     const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
     const t0 = Date.now();
     server.child.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 5000).unref())]);
-    assert.equal(code, 0, `SIGTERM ended the server with exit code 0 within 5 s (got ${code} after ${Date.now() - t0} ms)`);
+    // 20 s: a bound, not the expected time (a stop takes well under a second on a quiet machine).
+    const code = await Promise.race([exited, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref())]);
+    assert.equal(code, 0, `SIGTERM ended the server with exit code 0 within 20 s (got ${code} after ${Date.now() - t0} ms)`);
     assert.equal((await sys.store.getBuild(building.id))?.state, 'building', 'the build is left to the next server');
     await restartAndSeeSameBuild(sys, building.id, () => dibRuns);
   });
@@ -79,11 +80,11 @@ describe('restart safety: server killed, gearmand killed', () => {
     sys = await ImageSystem.start(bigRaw);
     await sys.addBuilder('a');
     sys.startServerProcess();
-    const mid = await sys.waitForState('upload in progress', (x) => x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0), 60_000);
+    const mid = await sys.waitForState('upload in progress', (x) => x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0), 300_000);
     const uploadId = mid.uploads[0]!.id;
     await sys.serverProcess!.kill();
     sys.startServerProcess();
-    await sys.waitForState('the same upload ready', (x) => x.uploads.some((u) => u.id === uploadId && u.state === 'ready'), 60_000);
+    await sys.waitForState('the same upload ready', (x) => x.uploads.some((u) => u.id === uploadId && u.state === 'ready'), 300_000);
     await assertSettled(sys);
     assert.deepEqual((await sys.store.listUploads()).map((u) => u.id), [uploadId]);
   });
@@ -92,7 +93,7 @@ describe('restart safety: server killed, gearmand killed', () => {
     sys = await ImageSystem.start(bigRaw);
     await sys.addBuilder('a');
     await sys.startServer();
-    await sys.waitForState('upload in progress', (x) => x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0), 60_000);
+    await sys.waitForState('upload in progress', (x) => x.uploads.some((u) => u.state === 'uploading' && (u.progress?.numerator ?? 0) > 0), 300_000);
     await sys.gearmand.kill();
     await sys.gearmand.restart();
     await assertSettled(sys);
