@@ -78,6 +78,7 @@ const builder = new NodepoolBuilder({
   uploadWorkers: argv['upload-workers'],
   env: process.env,
   imageServices: hosts,
+  buildInstances: hosts.buildInstances,
   ...(argv.installation ? { installation: argv.installation } : {}),
 });
 

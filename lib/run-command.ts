@@ -4,7 +4,9 @@
  * whole process group (DIB forks subshells that outlive a single kill). Used by the builder
  * (build commands, hooks, qemu-img), the qemu driver's helpers and ssh commands.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { StringDecoder } from 'node:string_decoder';
 import { CommandFailedError } from './errors.js';
@@ -29,6 +31,8 @@ export interface RunCommandOptions {
   output?: NodeJS.WritableStream;
   /** Characters of the combined output kept at its end in `outputTail` (default 2000). */
   tailChars?: number;
+  /** A file streamed to the program's stdin (default: none, stdin is /dev/null). */
+  stdinFile?: string;
   /**
    * Reject instead of resolving when the program did not exit 0: a {@link CommandFailedError}
    * when it cannot start, runs past `timeoutMs` or exits non-zero; the signal's reason when
@@ -65,7 +69,16 @@ export function runCommand(argv: readonly string[], opts: RunCommandOptions = {}
   return new Promise((resolve, reject) => {
     if (!cmd) return reject(new Error('empty command'));
     if (opts.check && opts.signal?.aborted) return reject(opts.signal.reason as Error);
-    const child = spawn(cmd, args, { env: opts.env, cwd: opts.cwd, detached: opts.processGroup ?? false, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: opts.env, cwd: opts.cwd, detached: opts.processGroup ?? false, stdio: [opts.stdinFile ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+    if (opts.stdinFile && child.stdin) {
+      const input = createReadStream(opts.stdinFile);
+      // A program that exits without reading it all closes the pipe: not an error of ours.
+      child.stdin.on('error', () => undefined);
+      input.on('error', () => child.stdin?.destroy());
+      input.pipe(child.stdin);
+    }
     const tailChars = opts.tailChars ?? 2000;
     const out = { stdout: '', stderr: '', tail: '' };
     let aborted = false;

@@ -9,7 +9,8 @@
  * - `delete-after-upload` is set whenever present, even `false`;
  * - Nodepool's other keys override only when truthy (so `pause: false` under a paused parent,
  *   `rebuild-age: 0` or `release: 0` change nothing); this program's own keys (`builder`,
- *   `command`, `qemu-img-options`, `rollout`) override when present (a `rollout:` as a whole);
+ *   `command`, `qemu-img-options`, `rollout`, `snapshot`) override when present (a `rollout:`
+ *   or `snapshot:` as a whole);
  * - `metadata` is not inherited (each application replaces it, so a child without it has {});
  * - `abstract` entries are parents only: never in the result, never built; a non-abstract
  *   parent is built as well as its children.
@@ -17,13 +18,17 @@
 import { IMAGE_FORMATS } from '../images/image-file.js';
 import { diskimageName } from './names.js';
 import { rolloutSchema } from '../rollout/rollout-schema.js';
+import { snapshotSchema } from './snapshot-config.js';
 import {
   bool, checked, list, object, oneOf, optional, record, required, scalarString, seconds, string, withoutDefaults,
   type Schema,
 } from './schema-kit.js';
 
-/** How a diskimage is built: diskimage-builder, or a command of the operator's (docs/writing-a-builder.md). */
-export const BUILDER_KINDS = ['dib', 'command'] as const;
+/**
+ * How a diskimage is built: diskimage-builder, a command of the operator's
+ * (docs/writing-a-builder.md), or setup on a running instance snapshotted (docs/snapshot-builds.md).
+ */
+export const BUILDER_KINDS = ['dib', 'command', 'snapshot'] as const;
 
 const formatList = () => list(oneOf(IMAGE_FORMATS), { uniqueBy: (f) => f, what: 'format' });
 
@@ -61,6 +66,8 @@ const diskimageFields = {
   command: optional(list(string(), { minItems: 1, what: 'argument' })),
   /** Canary rollout of each new upload (issue 24); a provider diskimage's own `rollout:` overrides it. */
   rollout: optional(rolloutSchema),
+  /** Where and how a `builder: snapshot` build runs (snapshot-config.ts). */
+  snapshot: optional(snapshotSchema),
 };
 
 /** One entry as written: every key checked, no defaults, plus `abstract`. */
@@ -70,7 +77,10 @@ const entrySchema = object({ ...withoutDefaults(diskimageFields), abstract: opti
 const diskimageSchema = checked(object(diskimageFields), (d, path, p) => {
   if (d.builder === 'command' && d.command === undefined) p.add(`${path}.command`, 'expected the argv to run (builder: command), got nothing');
   if (d.builder === 'dib' && d.command !== undefined) p.add(`${path}.command`, 'only used with builder: command (this diskimage is built by DIB)');
-  if (d.builder === 'command' && d.elements.length) p.add(`${path}.elements`, 'only used with builder: dib (this diskimage is built by its command)');
+  if (d.builder !== 'dib' && d.elements.length) p.add(`${path}.elements`, `only used with builder: dib (this diskimage is built by ${d.builder === 'command' ? 'its command' : 'a snapshot'})`);
+  if (d.builder === 'snapshot' && d.command !== undefined) p.add(`${path}.command`, 'only used with builder: command (this diskimage is built by a snapshot)');
+  if (d.builder === 'snapshot' && d.snapshot === undefined) p.add(`${path}.snapshot`, 'expected where and how to build (builder: snapshot), got nothing');
+  if (d.builder !== 'snapshot' && d.snapshot !== undefined) p.add(`${path}.snapshot`, `only used with builder: snapshot (this diskimage is built by ${d.builder === 'dib' ? 'DIB' : 'its command'})`);
 });
 
 type Parsed<S> = S extends Schema<infer T> ? T : never;
@@ -80,7 +90,7 @@ export type DiskimageConfig = Parsed<typeof diskimageSchema>;
 /** Nodepool's keys that a later entry in the chain sets only when its value is truthy. */
 const TRUTHY_KEYS = ['build-timeout', 'dib-cmd', 'formats', 'keep-formats', 'pause', 'python-path', 'shell-type', 'rebuild-age', 'release', 'username'];
 /** Keys set whenever present: Nodepool's `delete-after-upload` (`is not None`), and this program's own. */
-const PRESENT_KEYS = ['delete-after-upload', 'builder', 'command', 'qemu-img-options', 'rollout'];
+const PRESENT_KEYS = ['delete-after-upload', 'builder', 'command', 'qemu-img-options', 'rollout', 'snapshot'];
 
 /** Python's truthiness, which Nodepool's `if diskimage.get(key)` applies. */
 function truthy(v: unknown): boolean {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { ConfigError, type ConfigProblem } from '../errors.js';
-import { DRIVER_SETTING_PATHS, driverConfigOf, imageTargets, providerPools } from '../drivers/config-registry.js';
+import { DRIVER_NAMES, DRIVER_SETTING_PATHS, driverConfigOf, driverConfigs, imageTargets, providerPools } from '../drivers/config-registry.js';
 import { isSecretKey, processSecrets, SecretRegistry } from '../redact.js';
 import { substituteEnv, unsetPlaceholders, type ConfigEnv } from './env-substitution.js';
 import { camel, deepFreeze, Problems } from './schema-kit.js';
@@ -194,10 +194,12 @@ function hostSecrets(config: Config, opts: LoadOptions): string[] {
   return [...drivers].flatMap((d) => [...(d.hostSecrets?.(host) ?? [])]);
 }
 
-/** Values of secret-named diskimage env-vars in a parsed document (`DIB_PASSWORD: …`), however they were written. */
+/**
+ * Values of secret-named diskimage env-vars in a parsed document (`DIB_PASSWORD: …`, and a
+ * snapshot build's setup's `env-vars`), however they were written.
+ */
 function secretEnvVars(doc: unknown): string[] {
-  return rawDiskimages(doc).flatMap((d) => {
-    const vars = d['env-vars'];
+  return rawDiskimages(doc).flatMap((d) => [d['env-vars'], (d.snapshot as Record<string, unknown> | undefined)?.['env-vars']]).flatMap((vars) => {
     if (typeof vars !== 'object' || vars === null || Array.isArray(vars)) return [];
     return Object.entries(vars as Record<string, unknown>)
       .filter(([k, v]) => isSecretKey(k) && (typeof v === 'string' || typeof v === 'number'))
@@ -224,5 +226,21 @@ function checkReferences(c: Parsed, p: Problems): void {
       if (!labels.has(l)) p.add(`providers[${i}].pools[${k}]`, `label ${JSON.stringify(l)} (pool ${pool.name}) is not defined in labels`);
     }));
     driverConfigOf(prov).checkReferences?.(prov, { labels, diskimages }, `providers[${i}]`, p);
+  });
+  checkSnapshotReferences(c, p);
+}
+
+/** A snapshot build's provider exists and its driver boots build instances. */
+function checkSnapshotReferences(c: Parsed, p: Problems): void {
+  const providers = new Map(c.providers.map((prov) => [prov.name, prov]));
+  c.diskimages.forEach((d, i) => {
+    if (!d.snapshot) return;
+    const at = `diskimages[${i}].snapshot.provider`;
+    const prov = providers.get(d.snapshot.provider);
+    if (!prov) p.add(at, `provider ${JSON.stringify(d.snapshot.provider)} is not defined in providers`);
+    else if (!driverConfigOf(prov).snapshotBuilds) {
+      const able = DRIVER_NAMES.filter((n) => driverConfigs[n].snapshotBuilds).join(', ');
+      p.add(at, `provider ${JSON.stringify(d.snapshot.provider)} (driver ${prov.driver}) cannot boot build instances: expected a provider of driver ${able}`);
+    }
   });
 }

@@ -74,3 +74,10 @@ export class PostUploadHookError extends BuilderError {
     this.timedOut = details.timedOut;
   }
 }
+
+/**
+ * Thrown when a `builder: snapshot` build fails on its instance: it does not boot or answer
+ * SSH, its setup exits non-zero or runs past `setup-timeout`, it does not power off, or its
+ * disk cannot be snapshotted.
+ */
+export class SnapshotBuildError extends BuilderError {}

@@ -80,6 +80,10 @@ export interface RunSshOptions {
   tailChars?: number;
   /** The ssh executable (default `ssh` from PATH). */
   ssh?: string;
+  /** A file streamed to the remote command's stdin. */
+  stdinFile?: string;
+  /** Receives the raw output too (e.g. a build log); not ended. */
+  output?: NodeJS.WritableStream;
 }
 
 /** Runs the command and resolves with how it ended; never rejects for the command's own failure. */
@@ -104,6 +108,7 @@ export async function runSshCommand(opts: RunSshOptions): Promise<SshCommandResu
 async function run(cmd: string, args: string[], opts: RunSshOptions): Promise<SshCommandResult> {
   const r = await runCommand([cmd, ...args], {
     timeoutMs: opts.timeoutMs, tailChars: opts.tailChars ?? 2000, ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.stdinFile ? { stdinFile: opts.stdinFile } : {}), ...(opts.output ? { output: opts.output } : {}),
   });
   if (r.aborted) throw opts.signal?.reason instanceof Error ? opts.signal.reason : new Error('ssh aborted');
   return { exitCode: r.timedOut ? null : r.exitCode, timedOut: r.timedOut, outputTail: r.outputTail };

@@ -90,6 +90,7 @@ export abstract class BaseBuilder extends EventEmitter<BuilderEvents> {
       await mkdir(this.config.buildTmpDir, { recursive: true });
       this.builderId = await builderIdentity(this.config.imagesDir);
       await this.cleanupStaleBuilds();
+      for (const method of Object.values(this.buildMethods)) await method?.start?.({ config: this.config, builderId: this.builderId, log: this.log });
       const scan = await this.repo.scan();
       if (scan.removed.length) this.log.info('removed incomplete build leftovers', { entries: scan.removed });
       if (scan.ignored.length) this.log.debug('ignoring entries that are not images', { entries: scan.ignored });

@@ -1,21 +1,26 @@
 /**
- * A build method is one way of making an image from a diskimage: DIB (dib-builder.ts) or a
- * command of the operator's (command-builder.ts). BaseBuilder does everything around it
+ * A build method is one way of making an image from a diskimage: DIB (dib-builder.ts), a
+ * command of the operator's (command-builder.ts) or setup on a build instance, snapshotted
+ * (snapshot-builder.ts). BaseBuilder does everything around it
  * (Gearman, payloads, TMPDIR, build log, timeout, verifying the outputs, the sidecar) and picks
  * the method by the diskimage's `builder` key.
  */
-import type { DiskimageConfig } from '../../lib/config/schema.js';
+import type { Config, DiskimageConfig } from '../../lib/config/schema.js';
 import type { Logger } from '../../lib/log.js';
 import type { BuildLog } from './build-log.js';
 import type { BuildRequest } from './job-payloads.js';
 import { runCommand } from '../../lib/run-command.js';
 
-/** A diskimage's `builder` key: `dib` (the default) or `command`. */
+/** A diskimage's `builder` key: `dib` (the default), `command` or `snapshot`. */
 export type BuilderKind = DiskimageConfig['builder'];
 
 /** What a build method gets for one build. */
 export interface BuildContext {
   diskimage: DiskimageConfig;
+  /** The builder's config now (a snapshot build's provider is in its `providers`). */
+  config: Config;
+  /** The builder's id (builder_id.txt), which tags what a build leaves outside this host. */
+  builderId: string;
   /** `<images-dir>/<id>`: the build must produce `<outBase>.<format>` for every format. */
   outBase: string;
   formats: string[];
@@ -36,8 +41,17 @@ export interface BuiltImage {
   formats: string[];
 }
 
+/** What a build method gets when its builder starts. */
+export interface BuildMethodStart {
+  config: Config;
+  builderId: string;
+  log: Logger;
+}
+
 /** One way of making an image. */
 export interface BuildMethod {
+  /** Called once when the builder starts, before it takes builds (e.g. removes what a killed builder left). */
+  start?(ctx: BuildMethodStart): Promise<void>;
   /**
    * Makes `<ctx.outBase>.<format>` for every `ctx.formats` and returns the formats made; when
    * `ctx.signal` aborts it stops its work (BaseBuilder reports timeout or shutdown).

@@ -67,7 +67,7 @@ export async function runBuild(ctx: BuildContext, req: BuildRequest, job: Worker
     const cacheDir = imageCacheDir(ctx.config, req.diskimage);
     await mkdir(cacheDir, { recursive: true });
     const built = await method.build(req, {
-      diskimage, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir: cacheDir,
+      diskimage, config: ctx.config, builderId: ctx.builderId, outBase: imagePaths.base(dir, req.imageId), formats, tmpDir, imageCacheDir: cacheDir,
       elementsDir: ctx.config.elementsDir, buildLog, log, signal,
       progress: (phase, n, d) => {
         job.sendStatus(n, d);

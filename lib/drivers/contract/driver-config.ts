@@ -81,6 +81,8 @@ export interface DriverConfig<C extends ProviderConfigBase = ProviderConfigBase>
   checkReferences?(config: C, known: { labels: ReadonlySet<string>; diskimages: ReadonlySet<string> }, at: string, problems: Problems): void;
   /** The diskimages the provider takes, for drivers whose providers take uploaded images. */
   imageTargets?(config: C): ImageTarget[];
+  /** True when the driver boots build instances for `builder: snapshot` diskimages (driver.ts `buildInstances`). */
+  readonly snapshotBuilds?: boolean;
   /**
    * The secrets in this host's credential files for the driver's providers (the openstack
    * clouds.yaml's passwords), read by the config loader when a config with such a provider is

@@ -11,6 +11,7 @@ import type { NodePatch, NodeRecord, NodeRequestRecord } from '../../store/model
 import type { Store } from '../../store/store.js';
 import type { DriverConfig, PoolInfo, ProviderConfigBase } from './driver-config.js';
 import type { DriverHost, HostAccess } from './host-access.js';
+import type { BuildInstances } from './build-instance.js';
 import type { ImageService } from './image-service.js';
 
 export type { PoolInfo, ProviderConfigBase };
@@ -142,4 +143,9 @@ export interface Driver<C extends ProviderConfigBase = ProviderConfigBase, A ext
    * service over the driver's host access (undefined for a driver without `hostAccess`).
    */
   imageService?(config: C, access: A | undefined, log: Logger): ImageService;
+  /**
+   * The build-instance capability (build-instance.ts), for drivers whose config part says
+   * `snapshotBuilds`: the provider's build instances on the builder's host, over its host access.
+   */
+  buildInstances?(config: C, access: A | undefined, log: Logger): BuildInstances;
 }

@@ -11,6 +11,7 @@ import { coerceError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { fingerprint } from '../../config/config-equals.js';
 import type { ProviderConfig } from '../config-registry.js';
+import type { BuildInstances } from '../contract/build-instance.js';
 import type { Driver } from '../contract/driver.js';
 import type { HostAccess } from '../contract/host-access.js';
 import type { ImageService } from '../contract/image-service.js';
@@ -18,6 +19,9 @@ import { driverOf } from '../registry.js';
 
 /** The image service of a provider whose driver manages images (one per provider config, reused). */
 export type ImageServiceFactory = (provider: ProviderConfig) => Promise<ImageService>;
+
+/** The build instances of a provider whose driver boots them (snapshot builds), over the provider's host access. */
+export type BuildInstancesFactory = (provider: ProviderConfig) => Promise<BuildInstances>;
 
 /** What the process gives drivers: its settings (the loaded config, read only by the keys a driver declares) and environment. */
 export interface DriverHostsOptions {
@@ -35,6 +39,7 @@ export interface DriverHostsOptions {
 export interface DriverHosts extends ImageServiceFactory {
   /** The provider's host access. Rejected: Error for a driver without one; the driver's error when it cannot be made. */
   access(provider: ProviderConfig): Promise<HostAccess>;
+  buildInstances: BuildInstancesFactory;
   /** Closes every access (each once); later calls make new ones. Idempotent. */
   close(): Promise<void>;
 }
@@ -96,16 +101,24 @@ export function driverHosts(opts: DriverHostsOptions): DriverHosts {
     if (!a) throw new Error(`provider ${p.name}: its driver made no host access`);
     return a;
   };
+  const buildInstances = async (p: ProviderConfig): Promise<BuildInstances> => {
+    const driver = lookup(p);
+    const make = driver.buildInstances?.bind(driver);
+    if (!make) throw new Error(`provider ${p.name} (driver ${p.driver}) cannot boot build instances`);
+    return make(p, await entry(p).access, opts.log.child({ provider: p.name }));
+  };
   const close = async (): Promise<void> => {
     const all = [...retired.splice(0), ...entries.values()];
     entries.clear();
     await Promise.all(all.map(closeAccess));
   };
-  return Object.assign(imageService, { access, close });
+  return Object.assign(imageService, { access, buildInstances, close });
 }
 
 /** Host accesses for a context that has none (e.g. a CLI command given no credentials): every call rejects with `why(provider)`. */
 export function noDriverHosts(why: (provider: ProviderConfig) => Error): DriverHosts {
   const reject = <T>(p: ProviderConfig): Promise<T> => Promise.reject(why(p));
-  return Object.assign((p: ProviderConfig) => reject<ImageService>(p), { access: (p: ProviderConfig) => reject<HostAccess>(p), close: () => Promise.resolve() });
+  return Object.assign((p: ProviderConfig) => reject<ImageService>(p), {
+    access: (p: ProviderConfig) => reject<HostAccess>(p), buildInstances: (p: ProviderConfig) => reject<BuildInstances>(p), close: () => Promise.resolve(),
+  });
 }

@@ -129,4 +129,5 @@ export const qemuConfig: DriverConfig<QemuProviderConfig> = {
   pools: (c) => c.pools.map(qemuPoolInfo),
   checkReferences: checkQemuReferences,
   imageTargets: qemuImageTargets,
+  snapshotBuilds: true,
 };

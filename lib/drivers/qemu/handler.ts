@@ -5,22 +5,15 @@
  * SSH port answers a key scan within `boot-timeout`.
  */
 import { readFile } from 'node:fs/promises';
-import { coerceError, HostScanError, LaunchError } from '../../errors.js';
-import type { Logger } from '../../log.js';
-import { keyscan } from '../../ssh/keyscan.js';
+import { coerceError, LaunchError } from '../../errors.js';
 import type { NodePatch, NodeRecord } from '../../store/models.js';
 import { imagesAvailable } from '../core/label-images.js';
 import { LaunchingHandler, type LaunchingHandlerContext } from '../core/launching-handler.js';
 import type { CountedUpload } from '../../rollout/count-launch.js';
 import type { QemuLabelConfig, QemuPoolConfig, QemuProviderConfig } from './config.js';
 import { parseAuthorizedKeys } from './seed.js';
-import { newVmId, type FoundVm, type VmHost } from './vm-host.js';
-
-/**
- * Longest one SSH connection to a booting guest may stay silent before it is dropped and tried
- * again: QEMU's forward accepts a connection before the guest listens and may then say nothing.
- */
-const SSH_SILENCE_MS = 15_000;
+import { newVmId, type VmHost } from './vm-host.js';
+import { waitForVmSsh } from './wait-ssh.js';
 
 /** The guest's hostname: label and node id, DNS-safe. Pure. */
 export function vmHostname(label: string, nodeId: string): string {
@@ -111,7 +104,7 @@ export class QemuHandler extends LaunchingHandler {
         hostname, accel, memory: label.memory, cpus: label.cpus, authorizedKeys,
       }, p.signal);
       log.info('VM started', { vm: id, pid: vm.pid, port: vm.record.port, accel, image: image.externalId });
-      const keys = await this.waitForSsh(vm, log);
+      const keys = await waitForVmSsh(p.vms, vm, { bootTimeout: p.config.bootTimeout, signal: p.signal, log });
       log.info('VM answers SSH', { vm: id, port: vm.record.port, bootMs: Date.now() - started });
       return {
         ...checkpoint, interfaceIp: '127.0.0.1', publicIpv4: '127.0.0.1', connectionPort: vm.record.port,
@@ -144,37 +137,6 @@ export class QemuHandler extends LaunchingHandler {
       return parseAuthorizedKeys(await readFile(file, 'utf8'));
     } catch (err) {
       throw new LaunchError(`cannot read authorized-keys ${file}: ${coerceError(err).message}`, { cause: err });
-    }
-  }
-
-  /**
-   * Key-scans the VM's forwarded port until the guest's sshd answers, within `boot-timeout`
-   * from now; fails within a second when QEMU exits. The forward accepts TCP before the guest
-   * is up, so only a key exchange tells that SSH is there. One scan runs until the deadline:
-   * killing ssh-keyscan loses what it has read, and under load (TCG, a busy host) a guest's
-   * three key exchanges took longer than any short attempt, so none ever ended in keys.
-   */
-  private async waitForSsh(vm: FoundVm, log: Logger): Promise<string[]> {
-    const p = this.provider;
-    const id = vm.record.id;
-    const exited = new AbortController();
-    const checkQemu = async (): Promise<void> => {
-      if ((await p.vms.runningPid(id)) === null) exited.abort(new LaunchError(`QEMU of VM ${id} exited during boot`));
-    };
-    await checkQemu();
-    exited.signal.throwIfAborted();
-    const watch = setInterval(() => void checkQemu().catch(() => undefined), 1000);
-    log.debug('waiting for the VM to answer SSH', { vm: id, port: vm.record.port, bootTimeout: p.config.bootTimeout });
-    try {
-      return await keyscan('127.0.0.1', vm.record.port, {
-        timeoutMs: p.config.bootTimeout * 1000, connectTimeoutMs: SSH_SILENCE_MS, retryMs: 1000, signal: AbortSignal.any([p.signal, exited.signal]),
-      });
-    } catch (err) {
-      if (exited.signal.aborted) throw exited.signal.reason as LaunchError;
-      if (!(err instanceof HostScanError)) throw err;
-      throw new LaunchError(`VM ${id} did not answer SSH on 127.0.0.1:${vm.record.port} within boot-timeout ${p.config.bootTimeout} s (${err.message})`, { cause: err });
-    } finally {
-      clearInterval(watch);
     }
   }
 }

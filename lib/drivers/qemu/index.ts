@@ -4,6 +4,7 @@
  * reaches no remote cloud, so it has no host access: its image service is the directory.
  */
 import type { Driver } from '../contract/driver.js';
+import { QemuBuildInstances } from './build-instances.js';
 import { qemuConfig, type QemuProviderConfig } from './config.js';
 import { QemuImageService } from './image-store.js';
 import { QemuProvider } from './provider.js';
@@ -12,4 +13,5 @@ export const qemuDriver: Driver<QemuProviderConfig> = {
   ...qemuConfig,
   createProvider: (c, ctx) => new QemuProvider(c, ctx),
   imageService: (c, _access, log) => new QemuImageService({ imageDir: c.imageDir, log }),
+  buildInstances: (c, _access, log) => new QemuBuildInstances(c, log),
 };

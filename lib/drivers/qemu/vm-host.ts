@@ -34,6 +34,8 @@ export interface VmRecord {
   memory: number;
   cpus: number;
   created: number;
+  /** A snapshot build's instance: the builder id that booted it (build-instances.ts). */
+  builder?: string;
 }
 
 /** A VM found in the state dir. */
@@ -55,6 +57,8 @@ export interface VmSpec {
   memory: number;
   cpus: number;
   authorizedKeys: readonly string[];
+  /** Set for a snapshot build's instance: the builder id that boots it. */
+  builder?: string;
 }
 
 /** Options of {@link VmHost}. */
@@ -150,6 +154,7 @@ export class VmHost {
         const record: VmRecord = {
           id, provider: this.opts.provider, nodeId: spec.nodeId, pool: spec.pool, label: spec.label, image: spec.image,
           hostname: spec.hostname, port: await freeLoopbackPort(), accel: spec.accel, memory: spec.memory, cpus: spec.cpus, created: Date.now(),
+          ...(spec.builder !== undefined ? { builder: spec.builder } : {}),
         };
         await writeFile(path.join(dir, 'vm.json'), JSON.stringify(record, null, 2));
         try {
@@ -180,11 +185,16 @@ export class VmHost {
       return null;
     }
     if (!Number.isInteger(pid) || pid <= 1) return null;
+    return (await this.runsVm(pid, id)) ? pid : null;
+  }
+
+  /** Whether process `pid` is the VM's QEMU (its command line names the VM's overlay). */
+  private async runsVm(pid: number, id: string): Promise<boolean> {
     try {
       const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-      return cmdline.includes(path.join(this.dir(id), 'overlay.qcow2')) ? pid : null;
+      return cmdline.includes(path.join(this.dir(id), 'overlay.qcow2'));
     } catch {
-      return null;
+      return false;
     }
   }
 
@@ -217,7 +227,8 @@ export class VmHost {
     if (pid !== null) {
       this.signal(pid, 'SIGTERM');
       const deadline = Date.now() + graceMs;
-      while ((await this.runningPid(id)) !== null) {
+      // The process itself, not its pid file: QEMU removes that as it starts to exit.
+      while (await this.runsVm(pid, id)) {
         if (Date.now() >= deadline) {
           this.signal(pid, 'SIGKILL');
           if (Date.now() >= deadline + 5000) throw new LaunchError(`QEMU ${pid} of VM ${id} survived SIGKILL`);

@@ -1,0 +1,174 @@
+/**
+ * `builder: snapshot` on a qemu provider, fully real: the build instance boots the suite's
+ * bootable Debian image under QEMU, the setup runs over SSH (a marker file, a user), the
+ * instance is sealed and powered off, and its disk becomes the build's qcow2; a VM booted from
+ * that image shows the marker and the user, and the build's key is not in it. Faults: a setup
+ * that exits non-zero, and a builder killed with -9 mid-setup (its next start deletes the VM).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fn } from '../../../lib/gearman/functions.js';
+import type { GearmanClient } from '../../../lib/gearman/client.js';
+import { waitFor } from '../../../lib/lifecycle.js';
+import { VmHost } from '../../../lib/drivers/qemu/vm-host.js';
+import { keyscan } from '../../../lib/ssh/keyscan.js';
+import { runSshCommand } from '../../../lib/ssh/ssh-command.js';
+import { NodepoolBuilder } from '../../../workers/builder/nodepool-builder.js';
+import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
+import { runningProcesses } from '../../support/processes.js';
+import { bootableImage, qemuAhead, QEMU_TEST_USER } from '../../support/qemu-image.js';
+import { testImageServices } from '../../support/image-services.js';
+import { builderProcess, createBuilderEnv, runJob, testClient, testLogger, type BuilderEnv, type RawDiskimage } from '../../support/builder-env.js';
+
+/** The setup: a marker with its argument and environment, and a user. */
+const SETUP = `#!/bin/sh
+set -eu
+echo "setting up: $1"
+echo "marker $1 $MARKER_NOTE" | sudo tee /etc/nodepool-snapshot-marker
+sudo useradd --create-home snapuser
+echo "setup done"
+`;
+
+describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout: 1_500_000 }, () => {
+  let gearmand: GearmandHandle;
+  let env: BuilderEnv;
+  let builder: NodepoolBuilder;
+  let client: GearmanClient;
+  let base: string;
+  let stateDir: string;
+  const log = testLogger();
+
+  const diskimage = (name: string, setup: string[]): RawDiskimage => ({
+    name, builder: 'snapshot', formats: ['qcow2'], 'build-timeout': 1200,
+    snapshot: { provider: 'vms', 'base-image': base, setup, 'env-vars': { MARKER_NOTE: 'from-env', API_TOKEN: 'tok-snap-s3cret' }, memory: 512 },
+  });
+
+  const newBuilder = (): NodepoolBuilder => new NodepoolBuilder({
+    config: env.config, log, hostname: 'snap-builder', env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    reconnect: { initialMs: 50, maxMs: 500 }, imageServices: testImageServices(() => undefined, log),
+    buildInstances: testImageServices(() => undefined, log).buildInstances,
+  });
+
+  /** VMs in the provider's build state dir (running or not). */
+  const buildVms = async (): Promise<string[]> => readdir(path.join(stateDir, 'builds')).catch(() => []);
+
+  before(async () => {
+    base = (await bootableImage()).path;
+    gearmand = await startGearmand({ jobRetries: 1 });
+    env = await createBuilderEnv({ gearmanPort: gearmand.port });
+    stateDir = path.join(env.dir, 'vms');
+    const setup = path.join(env.dir, 'prepare.sh');
+    await writeFile(setup, SETUP);
+    await chmod(setup, 0o755);
+    const failing = path.join(env.dir, 'fail.sh');
+    await writeFile(failing, '#!/bin/sh\necho "installing the frobnicator"\necho "frobnicator: not found" >&2\nexit 3\n');
+    await chmod(failing, 0o755);
+    const slow = path.join(env.dir, 'slow.sh');
+    await writeFile(slow, '#!/bin/sh\necho "setup started"\nsleep 600\n');
+    await chmod(slow, 0o755);
+    await env.rewrite({
+      diskimages: [diskimage('debian-snap', [setup, 'first']), diskimage('debian-fail', [failing]), diskimage('debian-slow', [slow])],
+      providers: [{
+        name: 'vms', driver: 'qemu', 'image-dir': path.join(env.dir, 'uploads'), 'state-dir': stateDir, accel: 'auto',
+        'boot-timeout': 600, username: QEMU_TEST_USER, 'qemu-binary': await qemuAhead(env.dir),
+      }],
+    });
+    builder = newBuilder();
+    await builder.start();
+    client = await testClient(gearmand.port);
+  });
+
+  after(async () => {
+    await client?.stop();
+    await builder?.stop({ abortAfterMs: 5000 });
+    await gearmand?.stop();
+    await env?.remove();
+    assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  });
+
+  it('builds: boots the base, runs the setup over SSH, snapshots the powered-off disk, deletes the instance', async () => {
+    const id = 'debian-snap-0000000001';
+    const end = await runJob(client, fn.imageBuild('debian-snap'), { 'image-id': id }, { timeoutMs: 1_200_000 });
+    const buildLog = await readFile(`${env.buildLogDir}/${id}.log`, 'utf8');
+    assert.equal(end.type, 'complete', `${end.message}\n--- build log tail ---\n${buildLog.slice(-3000)}`);
+    assert.match(buildLog, /setting up: first/);
+    assert.match(buildLog, /setup done/);
+    assert.doesNotMatch(buildLog, /tok-snap-s3cret/, 'a secret env-var never reaches the build log');
+    assert.deepEqual(end.statuses.map((s) => s.join('/')), ['1/4', '2/4', '3/4', '4/4']);
+    const file = `${env.imagesDir}/${id}.qcow2`;
+    const info = JSON.parse(execFileSync('qemu-img', ['info', '--output=json', file], { encoding: 'utf8' })) as Record<string, unknown>;
+    assert.equal(info.format, 'qcow2');
+    assert.equal(info['backing-filename'], undefined, 'a whole image, not an overlay of the base');
+    assert.deepEqual(await buildVms(), [], 'the build instance is deleted');
+
+    // A VM booted from the snapshot, as a node would be: a fresh cloud-init run gives it our key.
+    const key = path.join(env.dir, 'node-key');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'node-test', '-f', key]);
+    const vms = new VmHost({ stateDir: path.join(env.dir, 'check-vms'), provider: 'check', qemuBinary: await qemuAhead(env.dir), log });
+    try {
+      const vm = await vms.create('check', {
+        nodeId: '1', pool: 'p', label: 'l', image: id, imagePath: file, hostname: 'from-snapshot', accel: 'tcg', memory: 512, cpus: 1,
+        authorizedKeys: [(await readFile(`${key}.pub`, 'utf8')).trim()],
+      });
+      const hostKeys = await keyscan('127.0.0.1', vm.record.port, { timeoutMs: 900_000, connectTimeoutMs: 15_000, retryMs: 2000 });
+      let out = '';
+      await waitFor(async () => {
+        const r = await runSshCommand({
+          host: '127.0.0.1', port: vm.record.port, user: QEMU_TEST_USER, privateKey: key, hostKeys, timeoutMs: 120_000,
+          command: 'cat /etc/nodepool-snapshot-marker; id -un snapuser; cat ~/.ssh/authorized_keys',
+        });
+        out = r.outputTail;
+        return r.exitCode === 0;
+      }, { timeoutMs: 600_000, intervalMs: 5000, what: 'an SSH login to the VM booted from the snapshot' });
+      assert.match(out, /^marker first from-env$/m);
+      assert.match(out, /^snapuser$/m);
+      assert.match(out, /node-test/);
+      assert.doesNotMatch(out, /nodepool-build-/, 'the build key is not authorized in the image');
+    } finally {
+      await vms.destroy('check');
+    }
+  });
+
+  it('fails a build whose setup exits non-zero with its last lines, leaving no instance and no file', async () => {
+    const id = 'debian-fail-0000000001';
+    const end = await runJob(client, fn.imageBuild('debian-fail'), { 'image-id': id }, { timeoutMs: 1_200_000 });
+    assert.equal(end.type, 'fail');
+    assert.match(String(end.message), /the setup on build instance \S+ exited with 3: .*frobnicator: not found/);
+    assert.deepEqual(await buildVms(), []);
+    assert.deepEqual((await readdir(env.imagesDir)).filter((f) => f.startsWith(id)), []);
+  });
+
+  it('after a kill -9 mid-setup, the next start of the builder deletes the build instance it left', async () => {
+    const id = 'debian-slow-0000000001';
+    // nodepool-builder itself, as a process to kill; the in-process builder (same images dir, so
+    // the same builder id) is its next start.
+    await builder.stop({ abortAfterMs: 5000 });
+    const proc = builderProcess(env, { hostname: 'snap-builder' });
+    const job = runJob(client, fn.imageBuild('debian-slow'), { 'image-id': id }, { timeoutMs: 1_200_000 });
+    const logFile = `${env.buildLogDir}/${id}.log`;
+    await waitFor(async () => /setup started/.test(await readFile(logFile, 'utf8').catch(() => '')), { timeoutMs: 1_100_000, intervalMs: 2000, what: 'the slow setup to start' });
+    const left = await buildVms();
+    assert.equal(left.length, 1);
+    const pid = Number((await readFile(path.join(stateDir, 'builds', left[0] as string, 'qemu.pid'), 'utf8')).trim());
+    await proc.kill();
+    // gearmand (--job-retries=1) fails the job whose worker died; nobody builds it again.
+    assert.equal((await job).type, 'fail');
+    assert.ok(existsPid(pid), 'the build VM outlived its builder');
+    builder = newBuilder();
+    await builder.start();
+    assert.deepEqual(await buildVms(), [], 'deleted at the next start');
+    await waitFor(() => !existsPid(pid), { timeoutMs: 30_000, what: `QEMU ${pid} to be gone (reaped)` });
+  });
+});
+
+function existsPid(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,52 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { receiveCommand, runSetupCommand, sealCommand, SETUP_ENV_FILE, SETUP_FILE, setupEnvText, shellQuote } from '../../../workers/builder/snapshot-commands.js';
+
+/** Runs `command` with sh in `home` as the instance's login shell would, with `stdin`. */
+function sh(home: string, command: string, stdin = ''): string {
+  return execFileSync('sh', ['-c', command], { cwd: home, input: stdin, encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home } });
+}
+
+describe('snapshot build commands', () => {
+  it('quotes any word for the shell', () => {
+    const home = '/';
+    for (const w of ['plain', "it's", 'a b', '$(rm -rf /)', '`x`', '"q"', '\\n', '']) {
+      assert.equal(sh(home, `printf %s ${shellQuote(w)}`), w);
+    }
+  });
+
+  it('receives the setup and its environment, runs it with its arguments, and keeps values off the command line', async () => {
+    const home = await mkdtemp(path.join(tmpdir(), 'nodepool-snap-cmd-'));
+    try {
+      sh(home, receiveCommand(SETUP_FILE, '700'), '#!/bin/sh\necho "args:$*" "mode:$MODE" "token:$TOKEN"\necho oops >&2\n');
+      sh(home, receiveCommand(SETUP_ENV_FILE, '600'), setupEnvText({ MODE: "it's ci", TOKEN: '$(never run)' }));
+      assert.equal(sh(home, `stat -c %a ${SETUP_FILE} ${SETUP_ENV_FILE}`), '700\n600\n');
+      const command = runSetupCommand(['/etc/prepare.sh', '--ci', 'two words']);
+      assert.doesNotMatch(command, /never run|it's ci/);
+      assert.equal(sh(home, command), "args:--ci two words mode:it's ci token:$(never run)\noops\n");
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  it('seals: removes the setup files and exactly the build key line', async () => {
+    const home = await mkdtemp(path.join(tmpdir(), 'nodepool-snap-seal-'));
+    try {
+      await mkdir(path.join(home, '.ssh'));
+      await writeFile(path.join(home, '.ssh', 'authorized_keys'), 'ssh-ed25519 AAAA1 ops@site\nssh-ed25519 AAAA2 nodepool-build-snap-0000000001\nssh-ed25519 AAAA3 nodepool-build-snap-0000000001x\n');
+      await writeFile(path.join(home, SETUP_FILE), 'x');
+      await writeFile(path.join(home, SETUP_ENV_FILE), 'x');
+      // Up to the cloud-init reset: this host is no instance to reset or power off.
+      const command = sealCommand('nodepool-build-snap-0000000001').split(' && ').slice(0, 2).join(' && ');
+      sh(home, command);
+      assert.equal(await readFile(path.join(home, '.ssh', 'authorized_keys'), 'utf8'), 'ssh-ed25519 AAAA1 ops@site\nssh-ed25519 AAAA3 nodepool-build-snap-0000000001x\n');
+      assert.equal(sh(home, 'ls -A | grep nodepool || true'), '');
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+});
