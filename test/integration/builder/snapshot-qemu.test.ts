@@ -19,7 +19,7 @@ import { runSshCommand } from '../../../lib/ssh/ssh-command.js';
 import { NodepoolBuilder } from '../../../workers/builder/nodepool-builder.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { runningProcesses } from '../../support/processes.js';
-import { bootableImage, qemuAhead, QEMU_TEST_USER } from '../../support/qemu-image.js';
+import { bootableImage, QEMU_TEST_USER } from '../../support/qemu-image.js';
 import { testImageServices } from '../../support/image-services.js';
 import { builderProcess, createBuilderEnv, runJob, testClient, testLogger, type BuilderEnv, type RawDiskimage } from '../../support/builder-env.js';
 
@@ -73,7 +73,7 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
       diskimages: [diskimage('debian-snap', [setup, 'first']), diskimage('debian-fail', [failing]), diskimage('debian-slow', [slow])],
       providers: [{
         name: 'vms', driver: 'qemu', 'image-dir': path.join(env.dir, 'uploads'), 'state-dir': stateDir, accel: 'auto',
-        'boot-timeout': 600, username: QEMU_TEST_USER, 'qemu-binary': await qemuAhead(env.dir),
+        'boot-timeout': 600, username: QEMU_TEST_USER,
       }],
     });
     builder = newBuilder();
@@ -107,7 +107,7 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     // A VM booted from the snapshot, as a node would be: a fresh cloud-init run gives it our key.
     const key = path.join(env.dir, 'node-key');
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'node-test', '-f', key]);
-    const vms = new VmHost({ stateDir: path.join(env.dir, 'check-vms'), provider: 'check', qemuBinary: await qemuAhead(env.dir), log });
+    const vms = new VmHost({ stateDir: path.join(env.dir, 'check-vms'), provider: 'check', qemuBinary: 'qemu-system-x86_64', log });
     try {
       const vm = await vms.create('check', {
         nodeId: '1', pool: 'p', label: 'l', image: id, imagePath: file, hostname: 'from-snapshot', accel: 'tcg', memory: 512, cpus: 1,
