@@ -82,6 +82,6 @@ describe('diskimage builder and command keys', () => {
   it('reports a command on a DIB diskimage, elements on a command one, and an unknown builder', () => {
     assert.deepEqual(problems('diskimages:\n  - name: a\n    command: [x]\n'), ['diskimages[0].command: only used with builder: command (this diskimage is built by DIB)']);
     assert.deepEqual(problems('diskimages:\n  - name: a\n    builder: command\n    command: [x]\n    elements: [vm]\n'), ['diskimages[0].elements: only used with builder: dib (this diskimage is built by its command)']);
-    assert.deepEqual(problems('diskimages:\n  - name: a\n    builder: packer\n'), ['diskimages[0].builder: expected one of dib, command, got "packer"']);
+    assert.deepEqual(problems('diskimages:\n  - name: a\n    builder: packer\n'), ['diskimages[0].builder: expected one of dib, command, snapshot, got "packer"']);
   });
 });

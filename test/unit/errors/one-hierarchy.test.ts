@@ -16,7 +16,7 @@ import {
   CorruptRecordError, DibFailedError, FetchTimeout, GearmanConnectionError, GearmanProtocolError, GearmanServerError, HostScanError,
   ImageDataConflictError, ImageFileChangedError, InvalidImageDataError, InvalidJobError, LaunchError, NodeLockedError, NodeNotFoundError,
   NodepoolError, NodeStateError, PostUploadHookError, QuotaExceededError, RequestFailedError, RequestNotFoundError, RequestStateError,
-  RequestTimeoutError, ResetError, SessionLostError, StateConflictError, StoreError, TemplateError, UnknownImageError, UploadTimeoutError,
+  RequestTimeoutError, ResetError, SessionLostError, SnapshotBuildError, StateConflictError, StoreError, TemplateError, UnknownImageError, UploadTimeoutError,
   WaitTimeoutError, ZooKeeperClosedError, ZooKeeperError,
 } from '../../../lib/errors.js';
 
@@ -42,6 +42,7 @@ const SAMPLES: readonly Error[] = [
   new ImageFileChangedError('changed'),
   new CloudHashMismatchError('hash differs'),
   new PostUploadHookError('post-upload-hook x exited 1', { exitCode: 1, signal: null, timedOut: false }),
+  new SnapshotBuildError('the setup on build instance build-x exited with 3'),
   new CommandFailedError('qemu-img', 1, 'oops', 'qemu-img exited 1'),
   new CloudError('Nova GET failed', { status: 500 }),
   new ResetError(new CloudError('Glance GET failed: socket hang up')),
