@@ -79,7 +79,7 @@ export class SnapshotBuild implements BuildMethod {
       if (ctx.signal.aborted) return { formats: [] };
       step('powering off');
       await ssh('sealing the instance', sealCommand(keyComment), {});
-      await instances.waitStopped(instance.id, this.opts.powerOffTimeoutMs ?? 300_000, ctx.signal);
+      await instances.stop(instance.id, this.opts.powerOffTimeoutMs ?? 300_000, ctx.signal);
       step('snapshotting');
       for (const format of ctx.formats) {
         let last = -1;

@@ -46,8 +46,12 @@ export interface BuildInstances {
    * On failure nothing is left. Thrown: LaunchError with the cloud's (or console's) words.
    */
   boot(spec: BuildInstanceSpec, signal: AbortSignal): Promise<BuildInstance>;
-  /** Resolves once the instance has stopped (the guest powered itself off), within `timeoutMs`. Thrown: LaunchError. */
-  waitStopped(id: string, timeoutMs: number, signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves once the instance has stopped, within `timeoutMs`. The builder has told the guest
+   * to power itself off; the driver makes sure of it its own way (qemu: the VM's process
+   * exits; openstack: Nova's `os-stop`, then SHUTOFF). Thrown: LaunchError.
+   */
+  stop(id: string, timeoutMs: number, signal: AbortSignal): Promise<void>;
   /**
    * Writes the stopped instance's disk as a whole image (no backing file) to `dest` in
    * `format`, streamed. Thrown: LaunchError, or the signal's reason when aborted.

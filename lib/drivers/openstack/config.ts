@@ -257,4 +257,5 @@ export const openstackConfig: DriverConfig<OpenStackProviderConfig> & { readonly
   checkReferences: checkOpenStackReferences,
   imageTargets: openstackImageTargets,
   hostSecrets: cloudsFileSecrets,
+  snapshotBuilds: true,
 };

@@ -16,6 +16,7 @@ import { callName, statusError } from './http-client.js';
 import { JsonReader } from './json-reader.js';
 import type { KeystoneSession } from './keystone.js';
 import { aborted, streamImageFile, type UploadImageRequest } from './stream-image-file.js';
+import { downloadImageFile, type DownloadedImageData } from './download-image-file.js';
 
 export { glanceHashOf, imageApiBase, readGlanceImage, toGlanceImage } from './glance-image.js';
 export type { GlanceHash, GlanceImage, UploadedGlanceImage } from './glance-image.js';
@@ -178,19 +179,42 @@ export class GlanceClient {
       && Object.entries(filter.properties ?? {}).every(([k, v]) => img.properties[k] === v));
   }
 
-  private async waitActive(id: string, signal?: AbortSignal): Promise<{ image: GlanceImage; hash: GlanceHash | undefined }> {
+  /**
+   * Streams an active image's data into `dest` (download-image-file.ts), checked against
+   * Glance's size and hashes. Thrown: {@link CloudError} (also when the image is not active),
+   * {@link AbortedError} when `opts.signal` aborts; `dest` is then not made.
+   */
+  async downloadImage(id: string, dest: string, opts: { signal?: AbortSignal; onProgress?: (done: number, total: number) => void } = {}): Promise<DownloadedImageData> {
+    const got = await this.fetchImage(id, opts.signal);
+    if (!got) throw new CloudError(`image ${id} does not exist`);
+    if (got.image.status !== 'active') throw new CloudError(`image ${id} is ${got.image.status}, not active: it has no data to download`);
+    const url = `${this.baseUrl}/v2/images/${encodeURIComponent(id)}/file`;
+    const t0 = Date.now();
+    const out = await downloadImageFile(url, await this.session.token(), dest, { size: got.image.size, checksum: got.image.checksum ?? undefined, hash: got.hash }, {
+      tlsOptions: this.session.tlsOptions, idleTimeoutMs: this.idleTimeoutMs, signal: opts.signal, onProgress: opts.onProgress,
+    });
+    this.log.info('image downloaded', { id, size: out.size, ms: Date.now() - t0 });
+    return out;
+  }
+
+  /**
+   * Waits until the image is `active` (at most `timeoutMs`, default the client's). Thrown:
+   * {@link CloudError} when it disappears, fails (`killed`, `deleted`) or is still not active
+   * then (naming its status).
+   */
+  async waitActive(id: string, signal?: AbortSignal, timeoutMs = this.activeTimeoutMs): Promise<{ image: GlanceImage; hash: GlanceHash | undefined }> {
     let status = 'unknown';
     const active = await pollUntil(async () => {
       const got = await this.fetchImage(id, signal);
       if (!got) throw new CloudError(`image ${id} disappeared while waiting for it to become active`);
       const img = got.image;
       if (img.status === 'active') return got;
-      if (FAILED_STATUSES.has(img.status)) throw new CloudError(`image ${id} went to status ${img.status} after its upload`);
+      if (FAILED_STATUSES.has(img.status)) throw new CloudError(`image ${id} went to status ${img.status} before it was active`);
       status = img.status;
       return undefined;
-    }, { timeoutMs: this.activeTimeoutMs, intervalMs: this.pollIntervalMs, ...(signal ? { signal } : {}) });
+    }, { timeoutMs, intervalMs: this.pollIntervalMs, ...(signal ? { signal } : {}) });
     if (active) return active;
-    throw new CloudError(`image ${id} still ${status} after ${this.activeTimeoutMs} ms`);
+    throw new CloudError(`image ${id} still ${status} after ${timeoutMs} ms`);
   }
 
   /** PUT the file; after a 401 (token expired meanwhile) re-authenticate and send it once more. */

@@ -5,6 +5,7 @@
  */
 import type { Driver } from '../contract/driver.js';
 import { OPENSTACK_HOST_SETTINGS, openstackHostAccess, type OpenStackAccess } from './access.js';
+import { OpenStackBuildInstances } from './build-instances.js';
 import { openstackConfig, type OpenStackProviderConfig } from './config.js';
 import { OpenStackImageService } from './glance-image-service.js';
 import { OpenStackProvider } from './provider.js';
@@ -17,5 +18,9 @@ export const openstackDriver: Driver<OpenStackProviderConfig, OpenStackAccess> =
   imageService: (c, access) => {
     if (!access) throw new Error(`provider ${c.name}: no host access`);
     return new OpenStackImageService(access);
+  },
+  buildInstances: (c, access, log) => {
+    if (!access) throw new Error(`provider ${c.name}: no host access`);
+    return new OpenStackBuildInstances(c, access, log);
   },
 };

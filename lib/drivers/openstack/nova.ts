@@ -258,6 +258,29 @@ export class NovaClient {
     return res.status !== 404;
   }
 
+  /**
+   * Asks Nova to stop the server (`os-stop`: a clean shutdown, then power off). A server that
+   * is already stopped (Nova answers 409) is fine. Thrown: {@link CloudError}.
+   */
+  async stopServer(id: string): Promise<void> {
+    const res = await this.call('POST', `/servers/${encodeURIComponent(id)}/action`, { json: { 'os-stop': null }, expect: [202, 409] });
+    this.log.info(res.status === 409 ? 'server not stopped: Nova says it is not running' : 'server stop requested', { id });
+  }
+
+  /**
+   * Asks Nova for an image of the server (`createImage`); resolves with the new Glance
+   * image's id (the answer's `image_id`, microversion ≥ 2.45). The image is made
+   * asynchronously: it is `queued`, then `saving`, then `active`. No abort signal, as for
+   * createServer: an image Nova made but we never heard of would leak.
+   * Thrown: {@link CloudError}.
+   */
+  async createImage(id: string, name: string, metadata: Record<string, string>): Promise<string> {
+    const res = await this.call('POST', `/servers/${encodeURIComponent(id)}/action`, { json: { createImage: { name, metadata } }, expect: [202] });
+    const imageId = JsonReader.parse(res).id('image_id');
+    this.log.info('server image requested', { id, imageId, name });
+    return imageId;
+  }
+
   /** The last `lines` of the server's console log ('' when Nova has none). */
   async consoleOutput(id: string, lines = 100): Promise<string> {
     const res = await this.call('POST', `/servers/${encodeURIComponent(id)}/action`, { json: { 'os-getConsoleOutput': { length: lines } } });

@@ -58,7 +58,7 @@ export class QemuBuildInstances implements BuildInstances {
     }
   }
 
-  async waitStopped(id: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  async stop(id: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((await this.vms.runningPid(id)) !== null) {
       signal.throwIfAborted();

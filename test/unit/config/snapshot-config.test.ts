@@ -57,7 +57,7 @@ diskimages:
   - {name: c, builder: snapshot, snapshot: {provider: lab, base-image: x, setup: [s]}}
 `), [
       'nodepool.yaml: diskimages[0].snapshot.provider: provider "nowhere" is not defined in providers',
-      'nodepool.yaml: diskimages[1].snapshot.provider: provider "lab" (driver static) cannot boot build instances: expected a provider of driver qemu',
+      'nodepool.yaml: diskimages[1].snapshot.provider: provider "lab" (driver static) cannot boot build instances: expected a provider of driver openstack, qemu',
     ]);
   });
 
