@@ -230,7 +230,7 @@ function checkReferences(c: Parsed, p: Problems): void {
   checkSnapshotReferences(c, p);
 }
 
-/** A snapshot build's provider exists and its driver boots build instances. */
+/** A snapshot build's provider exists, its driver boots build instances, and the login user is known where the driver needs it. */
 function checkSnapshotReferences(c: Parsed, p: Problems): void {
   const providers = new Map(c.providers.map((prov) => [prov.name, prov]));
   c.diskimages.forEach((d, i) => {
@@ -241,6 +241,8 @@ function checkSnapshotReferences(c: Parsed, p: Problems): void {
     else if (!driverConfigOf(prov).snapshotBuilds) {
       const able = DRIVER_NAMES.filter((n) => driverConfigs[n].snapshotBuilds).join(', ');
       p.add(at, `provider ${JSON.stringify(d.snapshot.provider)} (driver ${prov.driver}) cannot boot build instances: expected a provider of driver ${able}`);
+    } else if (driverConfigOf(prov).snapshotBuilds?.usernameRequired && d.snapshot.username === undefined) {
+      p.add(`diskimages[${i}].snapshot`, `username is required on a provider of driver ${prov.driver}: the login user of base-image ${JSON.stringify(d.snapshot.baseImage)} (cloud-init's default user, e.g. debian)`);
     }
   });
 }

@@ -81,8 +81,13 @@ export interface DriverConfig<C extends ProviderConfigBase = ProviderConfigBase>
   checkReferences?(config: C, known: { labels: ReadonlySet<string>; diskimages: ReadonlySet<string> }, at: string, problems: Problems): void;
   /** The diskimages the provider takes, for drivers whose providers take uploaded images. */
   imageTargets?(config: C): ImageTarget[];
-  /** True when the driver boots build instances for `builder: snapshot` diskimages (driver.ts `buildInstances`). */
-  readonly snapshotBuilds?: boolean;
+  /**
+   * Set when the driver boots build instances for `builder: snapshot` diskimages (driver.ts
+   * `buildInstances`). `usernameRequired`: the provider names no login user of its own, so
+   * the diskimage's `snapshot.username` must (openstack: cloud-init gives the build's key to
+   * the base image's default user, whose name only the operator knows).
+   */
+  readonly snapshotBuilds?: { readonly usernameRequired: boolean };
   /**
    * The secrets in this host's credential files for the driver's providers (the openstack
    * clouds.yaml's passwords), read by the config loader when a config with such a provider is

@@ -97,7 +97,11 @@ export class OpenStackBuildInstances implements BuildInstances {
       const hostKeys = await keyscan(ip, 22, {
         timeoutMs: Math.max(1000, deadline - Date.now()), signal,
         ...(this.opts.keyscanCommand ? { command: this.opts.keyscanCommand } : {}),
+      }).catch((err: unknown) => {
+        if (signal.aborted) throw err;
+        throw new LaunchError(`build instance ${id} at ${ip} does not answer SSH: ${coerceError(err).message}`, { cause: err });
       });
+      // The config requires snapshot.username on openstack (cloud-init's default user varies by image).
       return { id, host: ip, port: 22, hostKeys, username: 'root' };
     } catch (err) {
       const e = coerceError(err);

@@ -257,5 +257,5 @@ export const openstackConfig: DriverConfig<OpenStackProviderConfig> & { readonly
   checkReferences: checkOpenStackReferences,
   imageTargets: openstackImageTargets,
   hostSecrets: cloudsFileSecrets,
-  snapshotBuilds: true,
+  snapshotBuilds: { usernameRequired: true },
 };

@@ -129,5 +129,5 @@ export const qemuConfig: DriverConfig<QemuProviderConfig> = {
   pools: (c) => c.pools.map(qemuPoolInfo),
   checkReferences: checkQemuReferences,
   imageTargets: qemuImageTargets,
-  snapshotBuilds: true,
+  snapshotBuilds: { usernameRequired: false },
 };

@@ -51,13 +51,17 @@ diskimages:
       'nodepool.yaml: diskimages[3].snapshot: only used with builder: snapshot (this diskimage is built by DIB)',
       'nodepool.yaml: diskimages[4].command: only used with builder: command (this diskimage is built by a snapshot)',
     ]);
-    assert.deepEqual(problemsOf(`providers: [${QEMU}, {name: lab, driver: static, pools: []}]
+    assert.deepEqual(problemsOf(`providers: [${QEMU}, {name: lab, driver: static, pools: []}, {name: cloud, driver: openstack, cloud: c}]
 diskimages:
   - {name: b, builder: snapshot, snapshot: {provider: nowhere, base-image: x, setup: [s]}}
   - {name: c, builder: snapshot, snapshot: {provider: lab, base-image: x, setup: [s]}}
+  - {name: e, builder: snapshot, snapshot: {provider: cloud, base-image: Debian 12, setup: [s]}}
+  - {name: f, builder: snapshot, snapshot: {provider: cloud, base-image: Debian 12, setup: [s], username: debian}}
+  - {name: h, builder: snapshot, snapshot: {provider: vms, base-image: /b.qcow2, setup: [s]}}
 `), [
       'nodepool.yaml: diskimages[0].snapshot.provider: provider "nowhere" is not defined in providers',
       'nodepool.yaml: diskimages[1].snapshot.provider: provider "lab" (driver static) cannot boot build instances: expected a provider of driver openstack, qemu',
+      'nodepool.yaml: diskimages[2].snapshot: username is required on a provider of driver openstack: the login user of base-image "Debian 12" (cloud-init\'s default user, e.g. debian)',
     ]);
   });
 
