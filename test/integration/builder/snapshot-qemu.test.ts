@@ -1,14 +1,19 @@
 /**
  * `builder: snapshot` on a qemu provider, fully real: the build instance boots the suite's
  * bootable Debian image under QEMU, the setup runs over SSH (a marker file, a user), the
- * instance is sealed and powered off, and its disk becomes the build's qcow2; a VM booted from
- * that image shows the marker and the user, and the build's key is not in it. Faults: a setup
- * that exits non-zero, and a builder killed with -9 mid-setup (its next start deletes the VM).
+ * instance is sealed and powered off, and its disk becomes the build's qcow2. It is then an
+ * ordinary build: uploaded to the loopback Glance (bytes checked) and to a qemu provider, and a
+ * VM booted from the qemu provider's upload shows the marker and the user, and the build's key
+ * is not in it. Faults: a setup that exits non-zero, a builder stopped (SIGTERM) mid-setup, and
+ * a builder killed with -9 mid-setup (its next start deletes the VM).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
@@ -21,7 +26,10 @@ import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { runningProcesses } from '../../support/processes.js';
 import { bootableImage, QEMU_TEST_USER } from '../../support/qemu-image.js';
 import { testImageServices } from '../../support/image-services.js';
-import { builderProcess, createBuilderEnv, runJob, testClient, testLogger, type BuilderEnv, type RawDiskimage } from '../../support/builder-env.js';
+import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';
+import {
+  builderProcess, createBuilderEnv, glanceAdmin, loopbackProvider, runJob, testClient, testLogger, type BuilderEnv, type RawDiskimage,
+} from '../../support/builder-env.js';
 
 /** The setup: a marker with its argument and environment, and a user. */
 const SETUP = `#!/bin/sh
@@ -34,6 +42,7 @@ echo "setup done"
 
 describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout: 1_500_000 }, () => {
   let gearmand: GearmandHandle;
+  let cloud: LoopbackCloud;
   let env: BuilderEnv;
   let builder: NodepoolBuilder;
   let client: GearmanClient;
@@ -48,8 +57,8 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
 
   const newBuilder = (): NodepoolBuilder => new NodepoolBuilder({
     config: env.config, log, hostname: 'snap-builder', env: { PATH: process.env.PATH, HOME: process.env.HOME },
-    reconnect: { initialMs: 50, maxMs: 500 }, imageServices: testImageServices(() => undefined, log),
-    buildInstances: testImageServices(() => undefined, log).buildInstances,
+    reconnect: { initialMs: 50, maxMs: 500 }, imageServices: testImageServices(() => cloud.cloudsYamlPath, log),
+    buildInstances: testImageServices(() => cloud.cloudsYamlPath, log).buildInstances,
   });
 
   /** VMs in the provider's build state dir (running or not). */
@@ -57,8 +66,8 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
 
   before(async () => {
     base = (await bootableImage()).path;
-    gearmand = await startGearmand({ jobRetries: 1 });
-    env = await createBuilderEnv({ gearmanPort: gearmand.port });
+    [gearmand, cloud] = await Promise.all([startGearmand({ jobRetries: 1 }), useLoopbackCloud()]);
+    env = await createBuilderEnv({ gearmanPort: gearmand.port, cloud });
     stateDir = path.join(env.dir, 'vms');
     const setup = path.join(env.dir, 'prepare.sh');
     await writeFile(setup, SETUP);
@@ -73,8 +82,8 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
       diskimages: [diskimage('debian-snap', [setup, 'first']), diskimage('debian-fail', [failing]), diskimage('debian-slow', [slow])],
       providers: [{
         name: 'vms', driver: 'qemu', 'image-dir': path.join(env.dir, 'uploads'), 'state-dir': stateDir, accel: 'auto',
-        'boot-timeout': 600, username: QEMU_TEST_USER,
-      }],
+        'boot-timeout': 600, username: QEMU_TEST_USER, diskimages: [{ name: 'debian-snap' }],
+      }, loopbackProvider('cloud', ['debian-snap'])],
     });
     builder = newBuilder();
     await builder.start();
@@ -85,6 +94,7 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     await client?.stop();
     await builder?.stop({ abortAfterMs: 5000 });
     await gearmand?.stop();
+    await cloud?.stop();
     await env?.remove();
     assert.deepEqual(runningProcesses().map((p) => p.name), []);
   });
@@ -103,14 +113,30 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     assert.equal(info.format, 'qcow2');
     assert.equal(info['backing-filename'], undefined, 'a whole image, not an overlay of the base');
     assert.deepEqual(await buildVms(), [], 'the build instance is deleted');
+    const md5 = createHash('md5');
+    await pipeline(createReadStream(file), md5);
+    const sum = md5.digest('hex');
 
-    // A VM booted from the snapshot, as a node would be: a fresh cloud-init run gives it our key.
+    // An ordinary build from here on: uploaded to Glance (the same bytes) and to the qemu provider.
+    const toGlance = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-snap', provider: 'cloud' }, { timeoutMs: 600_000 });
+    assert.equal(toGlance.type, 'complete', toGlance.message);
+    const glance = await glanceAdmin(cloud);
+    const image = await glance.glance.getImage(String(toGlance.json?.['external-id']));
+    assert.equal(image?.status, 'active');
+    assert.equal(image?.checksum, sum);
+    await glance.delete(image?.id ?? '');
+    const toQemu = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-snap', provider: 'vms' }, { timeoutMs: 600_000 });
+    assert.equal(toQemu.type, 'complete', toQemu.message);
+    const uploaded = String(toQemu.json?.['external-id']);
+    assert.ok(path.isAbsolute(uploaded) && uploaded.startsWith(path.join(env.dir, 'uploads')), `the qemu provider's upload: ${uploaded}`);
+
+    // A VM booted from the qemu provider's upload, as its nodes are: a fresh cloud-init run gives it our key.
     const key = path.join(env.dir, 'node-key');
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'node-test', '-f', key]);
     const vms = new VmHost({ stateDir: path.join(env.dir, 'check-vms'), provider: 'check', qemuBinary: 'qemu-system-x86_64', log });
     try {
       const vm = await vms.create('check', {
-        nodeId: '1', pool: 'p', label: 'l', image: id, imagePath: file, hostname: 'from-snapshot', accel: 'tcg', memory: 512, cpus: 1,
+        nodeId: '1', pool: 'p', label: 'l', image: id, imagePath: uploaded, hostname: 'from-snapshot', accel: 'tcg', memory: 512, cpus: 1,
         authorizedKeys: [(await readFile(`${key}.pub`, 'utf8')).trim()],
       });
       const hostKeys = await keyscan('127.0.0.1', vm.record.port, { timeoutMs: 900_000, connectTimeoutMs: 15_000, retryMs: 2000 });
@@ -139,6 +165,30 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     assert.match(String(end.message), /the setup on build instance \S+ exited with 3: .*frobnicator: not found/);
     assert.deepEqual(await buildVms(), []);
     assert.deepEqual((await readdir(env.imagesDir)).filter((f) => f.startsWith(id)), []);
+  });
+
+  it('a builder stopped (SIGTERM) mid-setup deletes the build instance before it exits', async () => {
+    const id = 'debian-slow-0000000002';
+    await builder.stop({ abortAfterMs: 5000 });
+    const proc = builderProcess(env, { hostname: 'snap-builder', shutdownTimeoutS: 60 });
+    try {
+      const job = runJob(client, fn.imageBuild('debian-slow'), { 'image-id': id }, { timeoutMs: 1_200_000 });
+      const logFile = `${env.buildLogDir}/${id}.log`;
+      await waitFor(async () => /setup started/.test(await readFile(logFile, 'utf8').catch(() => '')), { timeoutMs: 1_100_000, intervalMs: 2000, what: 'the slow setup to start' });
+      const left = await buildVms();
+      assert.equal(left.length, 1);
+      const pid = Number((await readFile(path.join(stateDir, 'builds', left[0] as string, 'qemu.pid'), 'utf8')).trim());
+      await proc.stop(120_000);
+      assert.notEqual((await proc.exited).signal, 'SIGKILL', 'the builder shut down within its own bound');
+      assert.notEqual((await job).type, 'complete');
+      assert.deepEqual(await buildVms(), [], 'deleted before the builder exited');
+      assert.equal(existsPid(pid), false, 'its QEMU is gone');
+      assert.deepEqual((await readdir(env.imagesDir)).filter((f) => f.startsWith(id)), [], 'no partial file');
+    } finally {
+      await proc.kill();
+      builder = newBuilder();
+      await builder.start();
+    }
   });
 
   it('after a kill -9 mid-setup, the next start of the builder deletes the build instance it left', async () => {
