@@ -1,0 +1,116 @@
+/**
+ * Faults of snapshot builds on an openstack provider, against the loopback Nova (its fake virt
+ * driver boots no guest and makes snapshots without data; see
+ * test/integration/drivers/openstack/build-instances.test.ts): a build instance that never
+ * answers SSH, and a snapshot that never becomes an image; and a builder that died mid-build,
+ * whose tagged server is found and deleted. Each leaves no server, image or file behind.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseConfig } from '../../lib/config/load.js';
+import { OpenStackAccess } from '../../lib/drivers/openstack/access.js';
+import { BUILD_BUILDER_KEY, BUILD_INSTANCE_KEY, BUILD_SNAPSHOT_KEY, OpenStackBuildInstances } from '../../lib/drivers/openstack/build-instances.js';
+import { loadCloud } from '../../lib/drivers/openstack/clouds-yaml.js';
+import type { OpenStackProviderConfig } from '../../lib/drivers/openstack/config.js';
+import { NovaClient } from '../../lib/drivers/openstack/nova.js';
+import { LaunchError } from '../../lib/errors.js';
+import { silentLogger } from '../../lib/log.js';
+import { providerYaml } from '../integration/drivers/openstack/openstack-env.js';
+import { recordFault } from '../support/fault-report.js';
+import { useNovaCloud, type NovaCloud } from '../support/openstack-full.js';
+
+const BUILDER = 'fault-builder';
+const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBuildKeyOfThisTestOnly0000000000000000000 nodepool-build-x';
+/** How long the snapshot may take to become an image here (the provider's image-upload-timeout in a site). */
+const SNAPSHOT_TIMEOUT_MS = 8000;
+
+describe('faults: snapshot builds on openstack', { timeout: 600_000 }, () => {
+  let cloud: NovaCloud;
+  let access: OpenStackAccess;
+  let instances: OpenStackBuildInstances;
+  let nova: NovaClient;
+  let dir: string;
+
+  before(async () => {
+    cloud = await useNovaCloud();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-snapshot-faults-'));
+    const parsed = parseConfig(providerYaml(cloud, 'build-cloud', { extra: { 'boot-timeout': 5 } }), path.join(dir, 'nodepool.yaml'));
+    access = await OpenStackAccess.create(await loadCloud(cloud.cloud, { path: cloud.cloudsFile }));
+    instances = new OpenStackBuildInstances(parsed.providers[0] as OpenStackProviderConfig, access, silentLogger(), {
+      pollMs: 250, snapshotTimeoutMs: SNAPSHOT_TIMEOUT_MS, deleteTimeoutMs: 120_000,
+    });
+    nova = new NovaClient(access.session);
+  });
+
+  after(async () => {
+    access?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Build servers of this file's builder that Nova still lists. */
+  const buildServers = async (): Promise<string[]> =>
+    (await cloud.listAllServers()).filter((s) => s.metadata[BUILD_BUILDER_KEY] === BUILDER).map((s) => s.id);
+
+  /** A tagged build server, booted without the builder (as one a dead builder left), once ACTIVE. */
+  async function taggedServer(buildId: string): Promise<string> {
+    const flavor = cloud.flavors.find((f) => f.name === 'm1.tiny');
+    const id = await nova.createServer({
+      name: `build-${buildId}`, imageId: cloud.image.id, flavorId: flavor?.id ?? '', networkIds: [cloud.network.id],
+      metadata: { [BUILD_INSTANCE_KEY]: buildId, [BUILD_BUILDER_KEY]: BUILDER },
+    });
+    for (let i = 0; i < 480 && (await nova.getServer(id))?.status !== 'ACTIVE'; i++) await new Promise((r) => setTimeout(r, 250));
+    return id;
+  }
+
+  it('a build instance that never answers SSH: the boot fails naming its address, within boot-timeout, and the server is deleted', async () => {
+    const started = Date.now();
+    await assert.rejects(
+      instances.boot({ buildId: 'snap-0000000001', builderId: BUILDER, baseImage: cloud.image.name, authorizedKey: KEY, flavor: 'm1.tiny' }, new AbortController().signal),
+      (err: Error) => err instanceof LaunchError && /at 10\.1\.0\.\d+ does not answer SSH/.test(err.message),
+    );
+    const left = await buildServers();
+    assert.deepEqual(left, [], 'the build server is deleted');
+    recordFault({ scenario: 'snapshot build: instance never answers SSH (openstack)', runs: 1, recovered: 1, lost: 0, leaked: left.length, recoverMs: Date.now() - started, notes: 'boot-timeout 5 s; time to the boot failing with the server deleted' });
+  });
+
+  it('a snapshot that never becomes an image: the wait is bounded, the image deleted, no partial file', async () => {
+    const id = await taggedServer('snap-0000000002');
+    const signal = new AbortController().signal;
+    await instances.stop(id, 120_000, signal);
+    assert.equal((await nova.getServer(id))?.status, 'SHUTOFF');
+    await instances.stop(id, 120_000, signal); // already stopped: fine
+    const started = Date.now();
+    await assert.rejects(
+      instances.snapshot(id, path.join(dir, 'snap-0000000002.qcow2'), 'qcow2', { signal }),
+      (err: Error) => err instanceof LaunchError && new RegExp(`did not become a usable image: image \\S+ still (queued|saving) after ${SNAPSHOT_TIMEOUT_MS} ms`).test(err.message),
+    );
+    const took = Date.now() - started;
+    assert.ok(took < 60_000, `bounded by the snapshot timeout (${took} ms)`);
+    const files = readdirSync(dir).filter((f) => f.startsWith('snap-'));
+    const images = await access.glance.listImages({ properties: { [BUILD_SNAPSHOT_KEY]: id } });
+    assert.deepEqual(files, [], 'no partial file');
+    assert.deepEqual(images, [], 'the snapshot image is deleted');
+    await instances.remove(id);
+    recordFault({ scenario: 'snapshot build: snapshot never becomes an image (openstack)', runs: 1, recovered: 1, lost: 0, leaked: files.length + images.length, recoverMs: took, notes: `the fake virt driver's snapshot stays queued; bound ${SNAPSHOT_TIMEOUT_MS} ms` });
+  });
+
+  it('a builder that died mid-build: its tagged server is a leftover of its id only, and removing it deletes it and its snapshot image', async () => {
+    const id = await taggedServer('snap-0000000003');
+    // A snapshot image of it left too (as after a kill -9 while Nova made it).
+    const imageId = await nova.createImage(id, `build-snapshot-${id}`, { [BUILD_SNAPSHOT_KEY]: id });
+    assert.deepEqual(await instances.leftovers(BUILDER), [id]);
+    assert.deepEqual(await instances.leftovers('another-builder'), []);
+    const started = Date.now();
+    for (const left of await instances.leftovers(BUILDER)) await instances.remove(left);
+    const took = Date.now() - started;
+    assert.equal(await nova.getServer(id), undefined);
+    assert.equal(await access.glance.getImage(imageId), undefined, 'its snapshot image is deleted');
+    assert.deepEqual(await instances.leftovers(BUILDER), []);
+    await instances.remove(id); // gone already: fine
+    recordFault({ scenario: 'snapshot build: builder killed, server left (openstack)', runs: 1, recovered: 1, lost: 0, leaked: (await buildServers()).length, recoverMs: took, notes: 'time for the next start to delete the tagged server and its snapshot image' });
+  });
+});
