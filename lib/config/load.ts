@@ -230,7 +230,10 @@ function checkReferences(c: Parsed, p: Problems): void {
   checkSnapshotReferences(c, p);
 }
 
-/** A snapshot build's provider exists, its driver boots build instances, and the login user is known where the driver needs it. */
+/**
+ * A snapshot build's provider exists, its driver boots build instances, the login user is known
+ * where the driver needs it, and a `base-diskimage` is another diskimage that provider takes.
+ */
 function checkSnapshotReferences(c: Parsed, p: Problems): void {
   const providers = new Map(c.providers.map((prov) => [prov.name, prov]));
   c.diskimages.forEach((d, i) => {
@@ -242,7 +245,16 @@ function checkSnapshotReferences(c: Parsed, p: Problems): void {
       const able = DRIVER_NAMES.filter((n) => driverConfigs[n].snapshotBuilds).join(', ');
       p.add(at, `provider ${JSON.stringify(d.snapshot.provider)} (driver ${prov.driver}) cannot boot build instances: expected a provider of driver ${able}`);
     } else if (driverConfigOf(prov).snapshotBuilds?.usernameRequired && d.snapshot.username === undefined) {
-      p.add(`diskimages[${i}].snapshot`, `username is required on a provider of driver ${prov.driver}: the login user of base-image ${JSON.stringify(d.snapshot.baseImage)} (cloud-init's default user, e.g. debian)`);
+      const base = d.snapshot.baseImage !== undefined ? `base-image ${JSON.stringify(d.snapshot.baseImage)}` : `base-diskimage ${JSON.stringify(d.snapshot.baseDiskimage)}`;
+      p.add(`diskimages[${i}].snapshot`, `username is required on a provider of driver ${prov.driver}: the login user of ${base} (cloud-init's default user, e.g. debian)`);
+    }
+    const baseDiskimage = d.snapshot.baseDiskimage;
+    if (baseDiskimage === undefined) return;
+    const baseAt = `diskimages[${i}].snapshot.base-diskimage`;
+    if (baseDiskimage === d.name) p.add(baseAt, 'a diskimage cannot be built on itself');
+    else if (!c.diskimages.some((o) => o.name === baseDiskimage)) p.add(baseAt, `diskimage ${JSON.stringify(baseDiskimage)} is not defined in diskimages`);
+    else if (prov && !(driverConfigOf(prov).imageTargets?.(prov) ?? []).some((t) => t.diskimage === baseDiskimage)) {
+      p.add(baseAt, `provider ${JSON.stringify(prov.name)} does not take diskimage ${JSON.stringify(baseDiskimage)}, so it has no upload of it to boot: add it to the provider's diskimages`);
     }
   });
 }

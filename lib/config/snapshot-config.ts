@@ -11,7 +11,12 @@ export const snapshotSchema = checked(object({
   /** The provider (driver openstack or qemu) the build instance boots in. */
   provider: required(string()),
   /** A cloud image's name or id; for qemu an image file's absolute path. */
-  'base-image': required(string()),
+  'base-image': optional(string()),
+  /**
+   * Instead of `base-image`: another diskimage, whose newest ready upload to `provider` the
+   * build boots (the server finds it when it starts the build, and waits while there is none).
+   */
+  'base-diskimage': optional(string()),
   /** argv: argv[0], a file on the builder host, is copied to the instance and run there with the rest. */
   setup: required(list(string(), { minItems: 1, what: 'argument' })),
   /** The setup's environment on the instance. */
@@ -27,6 +32,9 @@ export const snapshotSchema = checked(object({
   memory: optional(int({ min: 128 }), 1024),
   cpus: optional(int({ min: 1, max: 64 }), 1),
 }), (s, path, p) => {
+  if ((s.baseImage === undefined) === (s.baseDiskimage === undefined)) {
+    p.add(path, s.baseImage === undefined ? 'expected base-image or base-diskimage, got neither' : 'expected one of base-image and base-diskimage, got both');
+  }
   for (const name of Object.keys(s.envVars)) {
     if (!ENV_NAME.test(name)) p.add(`${path}.env-vars.${name}`, 'expected an environment variable name (letters, digits and _, not starting with a digit)');
   }

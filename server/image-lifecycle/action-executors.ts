@@ -16,7 +16,7 @@ type Executor<T extends Action['type']> = (ctx: DispatchContext, action: Extract
 /** Every action type's executor. */
 export const ACTION_EXECUTORS: { readonly [T in Action['type']]: Executor<T> } = {
   'start-build': (ctx, a, registered) => startBuild(ctx, a, registered),
-  'resume-build': (ctx, a) => resumeBuild(ctx, a.buildId),
+  'resume-build': (ctx, a) => resumeBuild(ctx, a.buildId, a.baseImage),
   'fail-build': (ctx, a) => {
     ctx.builds.delete(a.buildId);
     return failBuild(ctx, a.buildId, a.reason);

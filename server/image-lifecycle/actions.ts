@@ -82,9 +82,9 @@ export type Action =
    * Create a build record and submit `image-build:<diskimage>` with the id as unique; the
    * record's creation removes the build requests made up to `servesRequestsUpTo`.
    */
-  | { type: 'start-build'; diskimage: string; formats: string[]; reason: BuildReason; servesRequestsUpTo?: number }
+  | { type: 'start-build'; diskimage: string; formats: string[]; reason: BuildReason; servesRequestsUpTo?: number; baseImage?: string }
   /** A `building` record without a job here (server restart, gearmand restart): resubmit with the same unique. */
-  | { type: 'resume-build'; buildId: string }
+  | { type: 'resume-build'; buildId: string; baseImage?: string }
   /** Mark a build failed (timed out, its builder disappeared, its diskimage left the config). */
   | { type: 'fail-build'; buildId: string; reason: string }
   /**

@@ -31,22 +31,23 @@ export async function startBuild(ctx: DispatchContext, action: Extract<Action, {
     ...(action.servesRequestsUpTo !== undefined ? { servesRequestsUpTo: action.servesRequestsUpTo } : {}),
     logToken,
   });
-  ctx.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats });
-  submitBuild(ctx, build, logToken);
+  ctx.log.info('build started', { buildId: build.id, reason: action.reason, formats: action.formats, ...(action.baseImage !== undefined ? { baseImage: action.baseImage } : {}) });
+  submitBuild(ctx, build, logToken, action.baseImage);
 }
 
 /** Submits a `building` record's job again (it attaches to the running job if gearmand still has it). */
-export async function resumeBuild(ctx: DispatchContext, buildId: string): Promise<void> {
+export async function resumeBuild(ctx: DispatchContext, buildId: string, baseImage?: string): Promise<void> {
   const build = await ctx.deps.store.getBuild(buildId);
   if (build?.state !== 'building' || ctx.builds.has(build.id)) return;
   // A build recorded before log tokens has none: its builder then serves its log to no one.
   const logToken = await ctx.deps.store.buildLogToken(build.id);
   if (logToken !== undefined) processSecrets.add(logToken, { transient: true });
   ctx.log.info('resubmitting a build (attaches to the running job if gearmand still has it)', { buildId: build.id });
-  submitBuild(ctx, build, logToken);
+  submitBuild(ctx, build, logToken, baseImage);
 }
 
-function submitBuild(ctx: DispatchContext, build: BuildRecord, logToken: string | undefined): void {
+/** `baseImage`: what a snapshot build on another diskimage boots (that diskimage's newest ready upload's external id). */
+function submitBuild(ctx: DispatchContext, build: BuildRecord, logToken: string | undefined, baseImage?: string): void {
   const { store, client } = ctx.deps;
   const { live, follow } = ctx.startJob(ctx.builds, build.id);
   const progress = progressWriter({
@@ -55,6 +56,7 @@ function submitBuild(ctx: DispatchContext, build: BuildRecord, logToken: string 
   });
   const job = client.submit(fn.imageBuild(build.diskimage), JSON.stringify({
     'image-id': build.id, created: build.created, ...ctx.installationKey(), ...(logToken !== undefined ? { 'log-token': logToken } : {}),
+    ...(baseImage !== undefined ? { 'base-image': baseImage } : {}),
   }), {
     unique: ctx.unique(build.id),
     onStatus: (n, d) => { if (live()) progress(n, d); },

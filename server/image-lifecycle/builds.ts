@@ -41,8 +41,21 @@ export function planBuildingBuilds(view: PlanView): void {
     else if (timedOut) failBuild(view, b, `timed out after ${limit} s`);
     else if (!view.adminReachable) continue;
     else if (!view.isRegistered(buildFn)) failBuild(view, b, `cannot resume: no builder registers ${buildFn}`);
-    else view.emit(b, { type: 'resume-build', buildId: b.rec.id });
+    else {
+      // A snapshot build on another diskimage boots its newest ready upload as of now (a resumed
+      // job that gearmand still has keeps the base it started with).
+      const base = d.snapshot?.baseDiskimage !== undefined ? view.newestReadyUpload(d.snapshot.baseDiskimage, d.snapshot.provider) : undefined;
+      view.emit(b, { type: 'resume-build', buildId: b.rec.id, ...(base !== undefined ? { baseImage: base } : {}) });
+    }
   }
+}
+
+/** Why a snapshot build on another diskimage cannot start yet, or the base it boots. */
+function snapshotBase(view: PlanView, d: { snapshot?: { baseDiskimage?: string | undefined; provider: string } | undefined }): { waiting: string } | { baseImage?: string } {
+  const base = d.snapshot?.baseDiskimage;
+  if (base === undefined || !d.snapshot) return {};
+  const id = view.newestReadyUpload(base, d.snapshot.provider);
+  return id === undefined ? { waiting: `waiting for a ready upload of base-diskimage ${base} to provider ${d.snapshot.provider}` } : { baseImage: id };
 }
 
 /** `newest build <id> revoked: <reason>`, the status text of a diskimage built anew because of it. */
@@ -110,9 +123,11 @@ export function planNewBuilds(view: PlanView): DiskimageStatus[] {
     const bypass = requested !== undefined && run.newestFailed !== null && requested > run.newestFailed;
     if (run.retryAt !== null && now < run.retryAt && !bypass) continue;
     const buildFn = fn.imageBuild(d.name);
+    const base = snapshotBase(view, d);
     if (!view.adminReachable) status.waiting = ADMIN_UNREACHABLE;
     else if (!view.isRegistered(buildFn)) status.waiting = `no builder registers ${buildFn}`;
-    else view.actions.push({ type: 'start-build', diskimage: d.name, formats, reason, ...(requested !== undefined ? { servesRequestsUpTo: requested } : {}) });
+    else if ('waiting' in base) status.waiting = base.waiting;
+    else view.actions.push({ type: 'start-build', diskimage: d.name, formats, reason, ...(requested !== undefined ? { servesRequestsUpTo: requested } : {}), ...base });
   }
   return statuses;
 }

@@ -322,6 +322,19 @@ export class PlanView {
     for (const b of this.newestFirst(diskimage)) if (isGoodBuild(b)) return b;
     return undefined;
   }
+
+  /**
+   * The external id of the newest ready upload of `diskimage` to `provider` whose build is
+   * not revoked (what a snapshot build on that diskimage boots), if there is one.
+   */
+  newestReadyUpload(diskimage: string, provider: string): string | undefined {
+    const uploads = this.pairs.get(diskimage)?.get(provider)?.uploads ?? [];
+    for (let i = uploads.length - 1; i >= 0; i--) {
+      const u = uploads[i] as WorkingUpload;
+      if (u.state === 'ready' && u.rec.externalId && (!u.build || u.build.revoked === undefined)) return u.rec.externalId;
+    }
+    return undefined;
+  }
 }
 
 /** A ready build no operator revoked. */

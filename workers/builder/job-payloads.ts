@@ -23,6 +23,11 @@ export interface BuildRequest {
    * it send none): the builder's port answers the build's log only to `Authorization: Bearer <it>`.
    */
   logToken?: string;
+  /**
+   * What a snapshot build on another diskimage (`snapshot.base-diskimage`) boots: the external id
+   * of that diskimage's newest ready upload to the build's provider, found by the server.
+   */
+  baseImage?: string;
 }
 
 /** A validated `image-upload:<id>` request. */
@@ -84,7 +89,7 @@ function installationOf(o: Record<string, unknown>, what: string): { installatio
   return { installation: v };
 }
 
-/** `{"image-id": "<diskimage>-<10 digits>"}` (+ optional `created`, `installation`, `log-token`) for function `image-build:<diskimage>`. */
+/** `{"image-id": "<diskimage>-<10 digits>"}` (+ optional `created`, `installation`, `log-token`, `base-image`) for function `image-build:<diskimage>`. */
 export function parseBuildPayload(data: Buffer, diskimage: string, known: ReadonlySet<string>): BuildRequest {
   const o = parseObject(data, 'image-build');
   if (!('image-id' in o)) throw new InvalidJobError('image-build payload: missing "image-id"');
@@ -101,9 +106,10 @@ export function parseBuildPayload(data: Buffer, diskimage: string, known: Readon
     // The value is not quoted: it may be a secret, even a malformed one.
     throw new InvalidJobError('image-build payload: "log-token" must be 32-128 base64url characters');
   }
+  const baseImage = optionalString(o, 'base-image', 'image-build');
   return {
     imageId: id.id, diskimage, ...(created !== undefined ? { created } : {}), ...installationOf(o, 'image-build'),
-    ...(typeof logToken === 'string' ? { logToken } : {}),
+    ...(typeof logToken === 'string' ? { logToken } : {}), ...(baseImage !== undefined ? { baseImage } : {}),
   };
 }
 

@@ -42,6 +42,11 @@ export class SnapshotBuild implements BuildMethod {
     if (!snap) throw new SnapshotBuildError(`diskimage ${ctx.diskimage.name} has no snapshot: block`);
     const provider = ctx.config.providers.find((p) => p.name === snap.provider);
     if (!provider) throw new SnapshotBuildError(`provider ${snap.provider} of diskimage ${ctx.diskimage.name} is not in this builder's config`);
+    // base-diskimage: the server sends that diskimage's newest ready upload to this provider.
+    const baseImage = snap.baseDiskimage !== undefined ? req.baseImage : snap.baseImage;
+    if (baseImage === undefined) {
+      throw new SnapshotBuildError(`diskimage ${ctx.diskimage.name} builds on base-diskimage ${snap.baseDiskimage ?? '?'}, but the build request names no upload of it (a server that does not know base-diskimage sent it)`);
+    }
     const instances = await this.opts.buildInstances(provider).catch((err: unknown) => {
       throw new SnapshotBuildError(`cannot boot build instances in provider ${provider.name}: ${coerceError(err).message}`, { cause: err });
     });
@@ -53,11 +58,12 @@ export class SnapshotBuild implements BuildMethod {
     const keyComment = `nodepool-build-${req.imageId}`;
     await runCommand(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', keyComment, '-f', key], { check: true, timeoutMs: 30_000 });
     step('booting');
+    ctx.buildLog.line(`build instance base: ${baseImage}${snap.baseDiskimage !== undefined ? ` (the newest ready upload of ${snap.baseDiskimage} to ${provider.name})` : ''}`);
     let instance: BuildInstance | undefined;
     try {
       try {
         instance = await instances.boot({
-          buildId: req.imageId, builderId: ctx.builderId, baseImage: snap.baseImage,
+          buildId: req.imageId, builderId: ctx.builderId, baseImage,
           authorizedKey: (await readFile(`${key}.pub`, 'utf8')).trim(), memory: snap.memory, cpus: snap.cpus,
           ...(snap.flavor !== undefined ? { flavor: snap.flavor } : {}), ...(snap.minRam !== undefined ? { minRam: snap.minRam } : {}),
         }, ctx.signal);

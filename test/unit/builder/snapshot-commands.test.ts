@@ -5,6 +5,8 @@ import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { receiveCommand, runSetupCommand, sealCommand, SETUP_ENV_FILE, SETUP_FILE, setupEnvText, shellQuote } from '../../../workers/builder/snapshot-commands.js';
+import { parseBuildPayload } from '../../../workers/builder/job-payloads.js';
+import { InvalidJobError } from '../../../lib/errors.js';
 
 /** Runs `command` with sh in `home` as the instance's login shell would, with `stdin`. */
 function sh(home: string, command: string, stdin = ''): string {
@@ -47,6 +49,24 @@ describe('snapshot build commands', () => {
       assert.equal(sh(home, 'ls -A | grep nodepool || true'), '');
     } finally {
       await rm(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('image-build payload: base-image (snapshot builds on another diskimage)', () => {
+  const known = new Set(['snap']);
+  const payload = (o: Record<string, unknown>): Buffer => Buffer.from(JSON.stringify({ 'image-id': 'snap-0000000001', ...o }));
+
+  it('carries the upload the server found, and nothing when absent', () => {
+    assert.equal(parseBuildPayload(payload({ 'base-image': '6f1c2e0a-1b2c-4d5e-8f90-0a1b2c3d4e5f' }), 'snap', known).baseImage, '6f1c2e0a-1b2c-4d5e-8f90-0a1b2c3d4e5f');
+    assert.equal(parseBuildPayload(payload({ 'base-image': '/srv/images/base-0000000007.qcow2' }), 'snap', known).baseImage, '/srv/images/base-0000000007.qcow2');
+    assert.equal('baseImage' in parseBuildPayload(payload({}), 'snap', known), false);
+  });
+
+  it('refuses a base-image that is not a printable string, as WORK_FAIL with a message', () => {
+    for (const bad of [12, '', 'a\nb', 'x'.repeat(256), ['id']]) {
+      assert.throws(() => parseBuildPayload(payload({ 'base-image': bad }), 'snap', known), (err: Error) =>
+        err instanceof InvalidJobError && /"base-image" must be a string of 1-255 printable characters/.test(err.message));
     }
   });
 });

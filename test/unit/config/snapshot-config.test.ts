@@ -31,7 +31,6 @@ diskimages:
   - {name: e, builder: snapshot, snapshot: {provider: vms, setup: []}}
   - {name: f, builder: snapshot, snapshot: {provider: vms, base-image: x, setup: [s], env-vars: {1BAD: x}}}
 `), [
-      'nodepool.yaml: diskimages[0].snapshot.base-image: expected a string, got nothing (required)',
       'nodepool.yaml: diskimages[0].snapshot.setup: expected at least 1 argument(s), got 0',
       'nodepool.yaml: diskimages[1].snapshot.env-vars.1BAD: expected an environment variable name (letters, digits and _, not starting with a digit)',
     ]);
@@ -62,6 +61,32 @@ diskimages:
       'nodepool.yaml: diskimages[0].snapshot.provider: provider "nowhere" is not defined in providers',
       'nodepool.yaml: diskimages[1].snapshot.provider: provider "lab" (driver static) cannot boot build instances: expected a provider of driver openstack, qemu',
       'nodepool.yaml: diskimages[2].snapshot: username is required on a provider of driver openstack: the login user of base-image "Debian 12" (cloud-init\'s default user, e.g. debian)',
+    ]);
+  });
+
+  it('takes base-image or base-diskimage, one of them, and a base-diskimage the provider takes', () => {
+    const vms = QEMU.replace('}', ', diskimages: [{name: base}]}');
+    assert.deepEqual(problemsOf(`providers: [${vms}]
+diskimages:
+  - {name: base}
+  - {name: n, builder: snapshot, snapshot: {provider: vms, setup: [s]}}
+  - {name: b, builder: snapshot, snapshot: {provider: vms, base-image: /b.qcow2, base-diskimage: base, setup: [s]}}
+`), [
+      'nodepool.yaml: diskimages[1].snapshot: expected base-image or base-diskimage, got neither',
+      'nodepool.yaml: diskimages[2].snapshot: expected one of base-image and base-diskimage, got both',
+    ]);
+    assert.deepEqual(problemsOf(`providers: [${vms}]
+diskimages:
+  - {name: base}
+  - {name: other}
+  - {name: self, builder: snapshot, snapshot: {provider: vms, base-diskimage: self, setup: [s]}}
+  - {name: u, builder: snapshot, snapshot: {provider: vms, base-diskimage: nosuch, setup: [s]}}
+  - {name: o, builder: snapshot, snapshot: {provider: vms, base-diskimage: other, setup: [s]}}
+  - {name: ok, builder: snapshot, snapshot: {provider: vms, base-diskimage: base, setup: [s]}}
+`), [
+      'nodepool.yaml: diskimages[2].snapshot.base-diskimage: a diskimage cannot be built on itself',
+      'nodepool.yaml: diskimages[3].snapshot.base-diskimage: diskimage "nosuch" is not defined in diskimages',
+      'nodepool.yaml: diskimages[4].snapshot.base-diskimage: provider "vms" does not take diskimage "other", so it has no upload of it to boot: add it to the provider\'s diskimages',
     ]);
   });
 
