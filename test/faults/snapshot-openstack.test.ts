@@ -32,6 +32,8 @@ import { useNovaCloud, type NovaCloud } from '../support/openstack-full.js';
 
 const BUILDER = 'fault-builder';
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBuildKeyOfThisTestOnly0000000000000000000 nodepool-build-x';
+/** The provider's boot-timeout (seconds). */
+const BOOT_TIMEOUT_S = 30;
 /** How long the snapshot may take to become an image here (the provider's image-upload-timeout in a site). */
 const SNAPSHOT_TIMEOUT_MS = 8000;
 
@@ -47,7 +49,8 @@ describe('faults: snapshot builds on openstack', { timeout: 600_000 }, () => {
   before(async () => {
     cloud = await useNovaCloud();
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodepool-snapshot-faults-'));
-    const parsed = parseConfig(providerYaml(cloud, 'build-cloud', { extra: { 'boot-timeout': 5 } }), path.join(dir, 'nodepool.yaml'));
+    // boot-timeout 30 s: ACTIVE within it even under load (a loaded run once took over 5 s), the rest is the SSH wait.
+    const parsed = parseConfig(providerYaml(cloud, 'build-cloud', { extra: { 'boot-timeout': BOOT_TIMEOUT_S } }), path.join(dir, 'nodepool.yaml'));
     creds = await loadCloud(cloud.cloud, { path: cloud.cloudsFile });
     access = await OpenStackAccess.create(creds);
     config = parsed.providers[0] as OpenStackProviderConfig;
@@ -79,14 +82,21 @@ describe('faults: snapshot builds on openstack', { timeout: 600_000 }, () => {
 
   /**
    * Plays the hypervisor's part, which the fake virt driver skips: once Nova has made the
-   * snapshot image of `serverId` (queued, no data), puts `disk` into it as its data.
+   * snapshot image of `serverId` (queued, no data, no formats), sets its disk and container
+   * formats and puts `disk` into it as its data, as a real driver's snapshot upload does.
    */
   async function fillSnapshot(serverId: string, disk: string): Promise<string> {
     const image = await waitFor(async () => (await access.glance.listImages({ properties: { [BUILD_SNAPSHOT_KEY]: serverId } }))[0], {
       timeoutMs: 60_000, intervalMs: 250, what: `Nova's snapshot image of ${serverId}`,
     });
+    const token = await access.session.token();
+    const formats = await fetch(`${access.glance.baseUrl}/v2/images/${image.id}`, {
+      method: 'PATCH', headers: { 'x-auth-token': token, 'content-type': 'application/openstack-images-v2.1-json-patch' },
+      body: JSON.stringify([{ op: 'replace', path: '/disk_format', value: 'qcow2' }, { op: 'replace', path: '/container_format', value: 'bare' }]),
+    });
+    if (formats.status !== 200) throw new Error(`Glance refused the snapshot's formats: ${formats.status} ${await formats.text()}`);
     const res = await fetch(`${access.glance.baseUrl}/v2/images/${image.id}/file`, {
-      method: 'PUT', body: await readFile(disk), headers: { 'x-auth-token': await access.session.token(), 'content-type': 'application/octet-stream' },
+      method: 'PUT', body: await readFile(disk), headers: { 'x-auth-token': token, 'content-type': 'application/octet-stream' },
     });
     if (res.status !== 204) throw new Error(`Glance refused the snapshot's data: ${res.status} ${await res.text()}`);
     return image.id;
@@ -106,7 +116,7 @@ describe('faults: snapshot builds on openstack', { timeout: 600_000 }, () => {
     );
     const left = await buildServers();
     assert.deepEqual(left, [], 'the build server is deleted');
-    recordFault({ scenario: 'snapshot build: instance never answers SSH (openstack)', runs: 1, recovered: 1, lost: 0, leaked: left.length, recoverMs: Date.now() - started, notes: 'boot-timeout 5 s; time to the boot failing with the server deleted' });
+    recordFault({ scenario: 'snapshot build: instance never answers SSH (openstack)', runs: 1, recovered: 1, lost: 0, leaked: left.length, recoverMs: Date.now() - started, notes: `boot-timeout ${BOOT_TIMEOUT_S} s; time to the boot failing with the server deleted` });
   });
 
   it('a snapshot that never becomes an image: the wait is bounded, the image deleted, no partial file', async () => {
