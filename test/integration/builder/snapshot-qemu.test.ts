@@ -23,6 +23,7 @@ import { keyscan } from '../../../lib/ssh/keyscan.js';
 import { runSshCommand } from '../../../lib/ssh/ssh-command.js';
 import { NodepoolBuilder } from '../../../workers/builder/nodepool-builder.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
+import { recordFault } from '../../support/fault-report.js';
 import { runningProcesses } from '../../support/processes.js';
 import { bootableImage, QEMU_TEST_USER } from '../../support/qemu-image.js';
 import { testImageServices } from '../../support/image-services.js';
@@ -162,11 +163,18 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
 
   it('fails a build whose setup exits non-zero with its last lines, leaving no instance and no file', async () => {
     const id = 'debian-fail-0000000001';
+    const started = Date.now();
     const end = await runJob(client, fn.imageBuild('debian-fail'), { 'image-id': id }, { timeoutMs: 1_200_000 });
+    const took = Date.now() - started;
+    const [vmsLeft, filesLeft] = [await buildVms(), (await readdir(env.imagesDir)).filter((f) => f.startsWith(id))];
+    recordFault({
+      scenario: 'snapshot build: the setup exits non-zero (qemu)', runs: 1, recovered: end.type === 'fail' ? 1 : 0, lost: 0, leaked: vmsLeft.length + filesLeft.length, recoverMs: took,
+      notes: 'time from the build job to its WORK_FAIL with the setup\'s last lines, the VM deleted (a real boot under TCG included)',
+    });
     assert.equal(end.type, 'fail');
     assert.match(String(end.message), /the setup on build instance \S+ exited with 3: .*frobnicator: not found/);
-    assert.deepEqual(await buildVms(), []);
-    assert.deepEqual((await readdir(env.imagesDir)).filter((f) => f.startsWith(id)), []);
+    assert.deepEqual(vmsLeft, []);
+    assert.deepEqual(filesLeft, []);
   });
 
   it('a builder stopped (SIGTERM) mid-setup deletes the build instance before it exits', async () => {
@@ -180,12 +188,18 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
       const left = await buildVms();
       assert.equal(left.length, 1);
       const pid = Number((await readFile(path.join(stateDir, 'builds', left[0] as string, 'qemu.pid'), 'utf8')).trim());
+      const stopped = Date.now();
       await proc.stop(120_000);
+      const stopMs = Date.now() - stopped;
       assert.notEqual((await proc.exited).signal, 'SIGKILL', 'the builder shut down within its own bound');
       assert.notEqual((await job).type, 'complete');
       assert.deepEqual(await buildVms(), [], 'deleted before the builder exited');
       assert.equal(await exited(pid), true, `its QEMU ${pid} has exited`);
       assert.deepEqual((await readdir(env.imagesDir)).filter((f) => f.startsWith(id)), [], 'no partial file');
+      recordFault({
+        scenario: 'snapshot build: builder SIGTERM mid-setup (qemu)', runs: 1, recovered: 1, lost: 0, leaked: 0, recoverMs: stopMs,
+        notes: 'time from SIGTERM to the builder\'s exit, the build VM deleted before it (shutdown-timeout 60 s)',
+      });
     } finally {
       await proc.kill();
       builder = newBuilder();
@@ -209,10 +223,16 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     // gearmand (--job-retries=1) fails the job whose worker died; nobody builds it again.
     assert.equal((await job).type, 'fail');
     assert.equal(await exited(pid), false, 'the build VM outlived its builder');
+    const restarted = Date.now();
     builder = newBuilder();
     await builder.start();
+    const startMs = Date.now() - restarted;
     assert.deepEqual(await buildVms(), [], 'deleted at the next start');
     assert.equal(await exited(pid), true, `its QEMU ${pid} has exited`);
+    recordFault({
+      scenario: 'snapshot build: builder kill -9 mid-setup (qemu)', runs: 1, recovered: 1, lost: 0, leaked: 0, recoverMs: startMs,
+      notes: 'the VM outlives the builder; its next start deletes it before taking jobs (time of that start); bound: the next start',
+    });
   });
 });
 
