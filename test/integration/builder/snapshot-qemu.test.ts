@@ -65,6 +65,15 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
   /** VMs in the provider's build state dir (running or not). */
   const buildVms = async (): Promise<string[]> => readdir(path.join(stateDir, 'builds')).catch(() => []);
 
+  /** Waits until build `id`'s slow setup runs on its one build VM; returns that VM's QEMU pid. */
+  async function slowSetupRunning(id: string): Promise<number> {
+    const logFile = `${env.buildLogDir}/${id}.log`;
+    await waitFor(async () => /setup started/.test(await readFile(logFile, 'utf8').catch(() => '')), { timeoutMs: 1_100_000, intervalMs: 2000, what: 'the slow setup to start' });
+    const left = await buildVms();
+    assert.equal(left.length, 1);
+    return Number((await readFile(path.join(stateDir, 'builds', left[0] as string, 'qemu.pid'), 'utf8')).trim());
+  }
+
   before(async () => {
     base = (await bootableImage()).path;
     [gearmand, cloud] = await Promise.all([startGearmand({ jobRetries: 1 }), useLoopbackCloud()]);
@@ -183,11 +192,7 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     const proc = builderProcess(env, { hostname: 'snap-builder', shutdownTimeoutS: 60 });
     try {
       const job = runJob(client, fn.imageBuild('debian-slow'), { 'image-id': id }, { timeoutMs: 1_200_000 });
-      const logFile = `${env.buildLogDir}/${id}.log`;
-      await waitFor(async () => /setup started/.test(await readFile(logFile, 'utf8').catch(() => '')), { timeoutMs: 1_100_000, intervalMs: 2000, what: 'the slow setup to start' });
-      const left = await buildVms();
-      assert.equal(left.length, 1);
-      const pid = Number((await readFile(path.join(stateDir, 'builds', left[0] as string, 'qemu.pid'), 'utf8')).trim());
+      const pid = await slowSetupRunning(id);
       const stopped = Date.now();
       await proc.stop(120_000);
       const stopMs = Date.now() - stopped;
@@ -214,11 +219,7 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     await builder.stop({ abortAfterMs: 5000 });
     const proc = builderProcess(env, { hostname: 'snap-builder' });
     const job = runJob(client, fn.imageBuild('debian-slow'), { 'image-id': id }, { timeoutMs: 1_200_000 });
-    const logFile = `${env.buildLogDir}/${id}.log`;
-    await waitFor(async () => /setup started/.test(await readFile(logFile, 'utf8').catch(() => '')), { timeoutMs: 1_100_000, intervalMs: 2000, what: 'the slow setup to start' });
-    const left = await buildVms();
-    assert.equal(left.length, 1);
-    const pid = Number((await readFile(path.join(stateDir, 'builds', left[0] as string, 'qemu.pid'), 'utf8')).trim());
+    const pid = await slowSetupRunning(id);
     await proc.kill();
     // gearmand (--job-retries=1) fails the job whose worker died; nobody builds it again.
     assert.equal((await job).type, 'fail');
