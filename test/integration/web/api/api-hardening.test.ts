@@ -15,6 +15,7 @@ import { SignJWT } from 'jose';
 import { MAX_TIMER_SECONDS } from '../../../../lib/config/schema-kit.js';
 import { REFUSAL_BURST } from '../../../../server/web/api/refusal-ledger.js';
 import { LOCAL, seed, startApiEnv, stateOf, type ApiEnv, type Seeded } from './api-env.js';
+import { refusalsBySourceAndUser } from '../../../support/refusal-minutes.js';
 
 /** Sends `raw` on its own connection and answers the status line. */
 function rawStatus(port: number, raw: string): Promise<string> {
@@ -61,7 +62,7 @@ describe('write API hardening', () => {
     }
     assert.equal(await stateOf(env.store), before);
     assert.deepEqual(await env.store.listAudit(), []);
-    const [counted] = await env.ledger.recent(5);
+    const [counted] = await refusalsBySourceAndUser(env.ledger, 5);
     assert.deepEqual([counted?.count, counted?.reasons], [refused.length, { 'cross-origin': 4, 'content-type': 3 }]);
     // This server's own page (same origin) and a client that is no browser act.
     const same = await env.call('POST', '/api/image/deb/build', { token: admin, headers: { Origin: here, 'Sec-Fetch-Site': 'same-origin' } });
@@ -89,7 +90,7 @@ describe('write API hardening', () => {
     assert.ok(weak.includes(429), weak.join(','));
     const trail = await env.store.listAudit({ limit: 1000 });
     assert.deepEqual(trail.map((e) => [e.user, e.result]), [['operator-user', 'ok']], 'only the action carried out is an entry');
-    const aggregates = await env.ledger.recent(10);
+    const aggregates = await refusalsBySourceAndUser(env.ledger, 10);
     const rita = aggregates.find((a) => a.user === 'rita');
     assert.deepEqual([rita?.source, rita?.count, rita?.limited, rita?.reasons], ['127.0.0.1', weak.length, weak.filter((x) => x === 429).length, { role: weak.length }]);
     assert.equal(aggregates.filter((a) => a.user === null).reduce((n, a) => n + a.count, 0), REFUSAL_BURST + 11);
@@ -98,7 +99,7 @@ describe('write API hardening', () => {
   it('counts a request whose headers are too large (431) with the refusals', async () => {
     const status = await rawStatus(env.web.port, `POST /api/image/deb/build HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.match(status, /^HTTP\/1\.1 431 /);
-    const [counted] = await env.ledger.recent(5);
+    const [counted] = await refusalsBySourceAndUser(env.ledger, 5);
     assert.deepEqual([counted?.count, counted?.statuses, counted?.reasons], [1, { 431: 1 }, { 'header-too-large': 1 }]);
   });
 
@@ -113,12 +114,12 @@ describe('write API hardening', () => {
     assert.deepEqual(statuses.slice(0, REFUSAL_BURST), Array<number>(REFUSAL_BURST).fill(403), statuses.join(','));
     assert.ok(statuses.includes(429), statuses.join(','));
     assert.deepEqual(await env.store.listAudit(), []);
-    const [counted, ...more] = await env.ledger.recent(10);
+    const [counted, ...more] = await refusalsBySourceAndUser(env.ledger, 10);
     assert.deepEqual(more, []);
     assert.deepEqual([counted?.user, counted?.source, counted?.count, counted?.limited, counted?.reasons],
       ['mallory', '127.0.0.1', statuses.length, statuses.filter((x) => x === 429).length, { 'no-role': statuses.length }]);
     await env.ledger.flush(true);
-    assert.equal((await env.ledger.recent(10)).find((a) => a.user === 'mallory')?.count, statuses.length, 'written with the other aggregates');
+    assert.equal((await refusalsBySourceAndUser(env.ledger, 10)).find((a) => a.user === 'mallory')?.count, statuses.length, 'written with the other aggregates');
   });
 
   it('takes a write the browser calls same-origin (or the user\'s own) whatever Host a proxy forwarded, and falls back to Origin without Sec-Fetch-Site', async () => {

@@ -16,6 +16,7 @@ import type { PlannerSnapshot } from '../../../../server/image-lifecycle/actions
 import { plan } from '../../../../server/image-lifecycle/planner.js';
 import { seed, startApiEnv, stateOf, type ApiEnv, type Seeded } from './api-env.js';
 import { Writable } from 'node:stream';
+import { refusalsBySourceAndUser } from '../../../support/refusal-minutes.js';
 
 /** A JSON logger at debug whose lines are kept. */
 function capturingLog(): { log: ReturnType<typeof createRootLogger>; lines: string[] } {
@@ -96,7 +97,7 @@ describe('write API requests', () => {
     // Refused before any action runs: none is an entry. The two without a JSON content type are
     // refused before the token is read (counted for the address), the rest for the operator.
     assert.deepEqual(await env.store.listAudit(), []);
-    assert.deepEqual((await env.ledger.recent(5)).map((a) => [a.user, a.count, a.statuses, a.reasons]).sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+    assert.deepEqual((await refusalsBySourceAndUser(env.ledger, 5)).map((a) => [a.user, a.count, a.statuses, a.reasons]).sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
       [[null, 2, { 415: 2 }, { 'content-type': 2 }], ['operator-user', bad.length - 2 + 3, { 400: bad.length - 2 + 2, 413: 1 }, { body: bad.length - 2 + 3 }]]);
     // A JSON content type with parameters is JSON.
     const ok = await env.call('POST', p, { token, body: { provider: 'cloud-a' }, contentType: 'application/json; charset=utf-8' });
@@ -138,7 +139,7 @@ describe('write API requests', () => {
     assert.equal((await env.call('PUT', '/api/image/deb/build', { token: await env.token('admin') })).status, 405);
     assert.equal((await env.call('POST', '/api/nothing-here')).status, 404);
     assert.deepEqual(await env.store.listAudit(), []);
-    const [counted] = await env.ledger.recent(5);
+    const [counted] = await refusalsBySourceAndUser(env.ledger, 5);
     assert.deepEqual([counted?.count, counted?.statuses, counted?.reasons, counted?.requests],
       [2, { 405: 1, 404: 1 }, { unrouted: 2 }, { 'PUT /api/image/deb/build': 1, 'POST /api/nothing-here': 1 }]);
   });
@@ -222,7 +223,7 @@ describe('write API without webapp.auth', () => {
       assert.equal((await env.call('GET', '/api/audit')).status, 403);
       assert.equal(await stateOf(env.store), before);
       assert.deepEqual(await env.store.listAudit(), []);
-      assert.deepEqual((await env.ledger.recent(5)).map((a) => [a.source, a.count, a.statuses, a.reasons]), [['127.0.0.1', 1, { 403: 1 }, { 'not-configured': 1 }]]);
+      assert.deepEqual((await refusalsBySourceAndUser(env.ledger, 5)).map((a) => [a.source, a.count, a.statuses, a.reasons]), [['127.0.0.1', 1, { 403: 1 }, { 'not-configured': 1 }]]);
     } finally {
       await env.close();
     }

@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { Store } from '../../../../lib/store/store.js';
 import type { Role } from '../../../../lib/web-auth/auth-types.js';
 import { seed, startApiEnv, stateOf, type ApiEnv, type ApiEnvOptions, type Seeded } from './api-env.js';
+import { refusalsBySourceAndUser } from '../../../support/refusal-minutes.js';
 
 /** One endpoint's case. */
 interface Case {
@@ -155,7 +156,7 @@ export function describeEndpoints(title: string, envOpts: () => ApiEnvOptions): 
         assert.equal(trail[0]?.remote !== null && /127\.0\.0\.1/.test(trail[0]?.remote ?? ''), true, `remote ${trail[0]?.remote}`);
         assert.equal(trail[0]?.authenticator, 'local');
         // No token, a forged and an expired one name nobody: counted for their source; the weaker role's refusal for its user.
-        const counted = await env.ledger.recent(10);
+        const counted = await refusalsBySourceAndUser(env.ledger, 10);
         const shown = (a: (typeof counted)[number] | undefined): unknown[] => [a?.source, a?.user, a?.count, a?.limited, a?.statuses, a?.reasons, a?.requests];
         assert.deepEqual(counted.map((a) => a.user).sort(), [`${weaker}-user`, null].sort());
         assert.deepEqual(shown(counted.find((a) => a.user === null)),
