@@ -43,7 +43,8 @@ void describe('the operator console end to end in headless Chromium', () => {
   /** The ready upload of `build` (bounded wait). */
   const readyUploadOf = (build: BuildRecord): Promise<UploadRecord> => waitFor(async () =>
     (await s().store.listUploads({ buildId: build.id })).find((u) => u.buildId === build.id && u.state === 'ready'),
-  { timeoutMs: 120_000, what: `a ready upload of build ${build.id}`, intervalMs: 250 });
+  // 300 s: a bound; in ci22 (the VM lane booting beside it) build 2's upload was not ready after 120 s.
+  { timeoutMs: 300_000, what: `a ready upload of build ${build.id}`, intervalMs: 250 });
 
   /** Waits until the text of the element `selector` matches `re` (the page redraws itself every 2 s); returns that text. */
   function waitForText(selector: string, re: RegExp): Promise<string> {
@@ -79,7 +80,7 @@ void describe('the operator console end to end in headless Chromium', () => {
     client = await sys.client();
     // The diskimage has no build yet: the server has the builder make one at start.
     const build = await waitFor(async () => (await s().store.listBuilds()).find((b) => b.diskimage === DISKIMAGE && b.state === 'ready'),
-      { timeoutMs: 120_000, what: `a first ready build of ${DISKIMAGE}`, intervalMs: 250 });
+      { timeoutMs: 300_000, what: `a first ready build of ${DISKIMAGE}`, intervalMs: 250 });
     first = { build, upload: await readyUploadOf(build) };
   });
 
