@@ -12,6 +12,7 @@ import path from 'node:path';
 import { coerceError, SnapshotBuildError } from '../../lib/errors.js';
 import type { BuildInstance } from '../../lib/drivers/contract/build-instance.js';
 import type { BuildInstancesFactory } from '../../lib/drivers/core/driver-hosts.js';
+import { escapeControlChars } from '../../lib/outside-text.js';
 import { runCommand } from '../../lib/run-command.js';
 import { runSshCommand } from '../../lib/ssh/ssh-command.js';
 import type { BuildContext, BuildMethod, BuildMethodStart, BuiltImage } from './build-method.js';
@@ -143,7 +144,8 @@ export class SnapshotBuild implements BuildMethod {
         ...(o.toLog ? { output: ctx.buildLog.writable } : {}),
       });
       if (r.exitCode === 0) return;
-      const tail = r.outputTail.trim().split('\n').slice(-5).join(' | ');
+      // The instance's output is text from outside: control characters escaped before it becomes a message.
+      const tail = escapeControlChars(r.outputTail.trim().split('\n').slice(-5).join(' | '));
       const how = r.timedOut ? `did not finish within ${Math.round((o.timeoutMs ?? SHORT_COMMAND_MS) / 1000)} s` : `exited with ${r.exitCode}`;
       throw new SnapshotBuildError(`${what} on build instance ${instance.id} ${how}${tail ? `: ${tail}` : ''}`);
     };

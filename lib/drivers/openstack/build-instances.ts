@@ -7,6 +7,7 @@
  * diskimage wants another format) and then deletes: the cloud's snapshot is a by-product,
  * and the build is uploaded like any other (docs/snapshot-builds.md).
  */
+import { escapeControlChars } from '../../outside-text.js';
 import { rename, rm } from 'node:fs/promises';
 import { CloudError, coerceError, LaunchError } from '../../errors.js';
 import { convertArgs } from '../../images/formats.js';
@@ -108,7 +109,9 @@ export class OpenStackBuildInstances implements BuildInstances {
       const tail = signal.aborted ? '' : await nova.consoleOutput(id, 30).catch(() => '');
       await this.remove(id);
       if (signal.aborted) throw e;
-      throw new LaunchError(tail.trim() ? `${e.message}\n--- console tail ---\n${tail.trim()}` : e.message, { cause: e });
+      // The guest's console is text from outside: its last 1,500 characters, control characters escaped.
+      const shown = tail.trim().slice(-1500).split('\n').map(escapeControlChars).join('\n');
+      throw new LaunchError(shown ? `${e.message}\n--- console tail ---\n${shown}` : e.message, { cause: e });
     }
   }
 
