@@ -1,11 +1,14 @@
 /**
- * `builder: snapshot` on a qemu provider, fully real: the build instance boots the suite's
- * bootable Debian image under QEMU, the setup runs over SSH (a marker file, a user), the
+ * `builder: snapshot` on a qemu provider, fully real: the build instance is a guest of the
+ * suite's bootable Debian image (resumed from the run's saved guest, test/support/qemu-saved-guest.ts:
+ * its boot is not the subject here), the setup runs over SSH (a marker file, a user), the
  * instance is sealed and powered off, and its disk becomes the build's qcow2. It is then an
- * ordinary build: uploaded to the loopback Glance (bytes checked) and to a qemu provider, and a
- * VM booted from the qemu provider's upload shows the marker and the user, and the build's key
- * is not in it. Faults: a setup that exits non-zero, a builder stopped (SIGTERM) mid-setup, and
- * a builder killed with -9 mid-setup (its next start deletes the VM).
+ * ordinary build of an in-process nodepool-server: uploaded to the loopback Glance (bytes
+ * checked) and to a qemu provider, validated by the gate on a node booted from it for real, a
+ * min-ready node launched from it by the launcher shows the marker and the user (and not the
+ * build's key) over SSH, and the build is pinned, unpinned and revoked like any other. Faults:
+ * a setup that exits non-zero, a build that exceeds its build-timeout, a builder stopped
+ * (SIGTERM) mid-setup, and a builder killed with -9 mid-setup (its next start deletes the VM).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,19 +16,26 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
+import yaml from 'js-yaml';
 import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
+import { pauseImage } from '../../../lib/actions/image-pause.js';
+import { pinImage, unpinImage } from '../../../lib/actions/image-pin.js';
+import { revokeBuild } from '../../../lib/actions/image-revoke.js';
+import { loadConfig } from '../../../lib/config/load.js';
+import type { Config } from '../../../lib/config/schema.js';
 import { fn } from '../../../lib/gearman/functions.js';
 import type { GearmanClient } from '../../../lib/gearman/client.js';
 import { waitFor } from '../../../lib/lifecycle.js';
-import { VmHost } from '../../../lib/drivers/qemu/vm-host.js';
-import { keyscan } from '../../../lib/ssh/keyscan.js';
 import { runSshCommand } from '../../../lib/ssh/ssh-command.js';
+import type { NodeRecord, UploadRecord, UploadState } from '../../../lib/store/models.js';
+import { NodepoolServer } from '../../../server/main.js';
 import { NodepoolBuilder } from '../../../workers/builder/nodepool-builder.js';
 import { startGearmand, type GearmandHandle } from '../../support/gearmand.js';
 import { recordFault } from '../../support/fault-report.js';
 import { runningProcesses } from '../../support/processes.js';
 import { bootableImage, QEMU_TEST_USER } from '../../support/qemu-image.js';
+import { qemuResumeWrapper, savedGuest, SAVED_GUEST_CPUS, SAVED_GUEST_MEMORY } from '../../support/qemu-saved-guest.js';
 import { testImageServices } from '../../support/image-services.js';
 import { useLoopbackCloud, type LoopbackCloud } from '../../support/openstack.js';
 import {
@@ -41,7 +51,7 @@ sudo useradd --create-home snapuser
 echo "setup done"
 `;
 
-describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout: 1_500_000 }, () => {
+describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout: 2_400_000 }, () => {
   let gearmand: GearmandHandle;
   let cloud: LoopbackCloud;
   let env: BuilderEnv;
@@ -49,11 +59,22 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
   let client: GearmanClient;
   let base: string;
   let stateDir: string;
+  let server: NodepoolServer;
+  let serverConfig: Config;
+  let nodeKey: string;
+  const uploadStates = new Map<string, Set<UploadState>>();
+  const validationNodes = new Map<string, NodeRecord>();
+  let watching = true;
+  let watcher: Promise<void> | undefined;
   const log = testLogger();
 
-  const diskimage = (name: string, setup: string[]): RawDiskimage => ({
-    name, builder: 'snapshot', formats: ['qcow2'], 'build-timeout': 1200,
-    snapshot: { provider: 'vms', 'base-image': base, setup, 'env-vars': { MARKER_NOTE: 'from-env', API_TOKEN: 'tok-snap-s3cret' }, memory: 512 },
+  /** A snapshot diskimage on `vms`; its build instance has the saved guest's size, so it is resumed, not booted. */
+  const diskimage = (name: string, setup: string[], o: { base?: string; buildTimeoutS?: number } = {}): RawDiskimage => ({
+    name, builder: 'snapshot', formats: ['qcow2'], 'build-timeout': o.buildTimeoutS ?? 1200,
+    snapshot: {
+      provider: 'vms', 'base-image': o.base ?? base, setup, 'env-vars': { MARKER_NOTE: 'from-env', API_TOKEN: 'tok-snap-s3cret' },
+      memory: SAVED_GUEST_MEMORY, cpus: SAVED_GUEST_CPUS,
+    },
   });
 
   const newBuilder = (): NodepoolBuilder => new NodepoolBuilder({
@@ -76,9 +97,15 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
 
   before(async () => {
     base = (await bootableImage()).path;
+    const saved = await savedGuest();
     [gearmand, cloud] = await Promise.all([startGearmand({ jobRetries: 1 }), useLoopbackCloud()]);
     env = await createBuilderEnv({ gearmanPort: gearmand.port, cloud });
     stateDir = path.join(env.dir, 'vms');
+    const qemuBinary = await qemuResumeWrapper(saved, env.dir);
+    nodeKey = path.join(env.dir, 'node-key');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'snapshot-node-test', '-f', nodeKey]);
+    const blank = path.join(env.dir, 'blank.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', blank, '256M']);
     const setup = path.join(env.dir, 'prepare.sh');
     await writeFile(setup, SETUP);
     await chmod(setup, 0o755);
@@ -88,19 +115,59 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     const slow = path.join(env.dir, 'slow.sh');
     await writeFile(slow, '#!/bin/sh\necho "setup started"\nsleep 600\n');
     await chmod(slow, 0o755);
+    const snap = diskimage('debian-snap', [setup, 'first']);
+    const vms = {
+      name: 'vms', driver: 'qemu', 'image-dir': path.join(env.dir, 'uploads'), 'state-dir': stateDir, accel: 'auto', 'qemu-binary': qemuBinary,
+      'boot-timeout': 600, username: QEMU_TEST_USER, 'authorized-keys': `${nodeKey}.pub`,
+    };
     await env.rewrite({
-      diskimages: [diskimage('debian-snap', [setup, 'first']), diskimage('debian-fail', [failing]), diskimage('debian-slow', [slow])],
-      providers: [{
-        name: 'vms', driver: 'qemu', 'image-dir': path.join(env.dir, 'uploads'), 'state-dir': stateDir, accel: 'auto',
-        'boot-timeout': 600, username: QEMU_TEST_USER, diskimages: [{ name: 'debian-snap' }],
-      }, loopbackProvider('cloud', ['debian-snap'])],
+      diskimages: [snap, diskimage('debian-fail', [failing]), diskimage('debian-slow', [slow]), diskimage('debian-stall', [slow], { base: blank, buildTimeoutS: 20 })],
+      providers: [{ ...vms, diskimages: [{ name: 'debian-snap' }] }, loopbackProvider('cloud', ['debian-snap'])],
     });
     builder = newBuilder();
     await builder.start();
     client = await testClient(gearmand.port);
+
+    // The server builds debian-snap alone (the other diskimages are the builder's, for the fault cases).
+    const serverConfigPath = path.join(env.dir, 'server.yaml');
+    await writeFile(serverConfigPath, yaml.dump({
+      'gearman-servers': [{ host: '127.0.0.1', port: gearmand.port }],
+      'images-dir': env.imagesDir, 'build-log-dir': env.buildLogDir, 'state-dir': path.join(env.dir, 'server-state'),
+      'clouds-file': cloud.cloudsYamlPath,
+      // No retry of a failed upload and one build: each would be another boot.
+      'image-lifecycle': { interval: 1, 'retry-delay': 3600, 'max-retry-delay': 7200, 'leak-check-interval': 5, 'stray-grace': 5 },
+      launcher: { interval: 0.5, 'delete-interval': 0.5, 'cleanup-interval': 2, 'session-ttl': 10 },
+      labels: [{ name: 'snap-vm', 'min-ready': 1 }],
+      diskimages: [snap],
+      providers: [{
+        ...vms,
+        diskimages: [{
+          name: 'debian-snap',
+          validate: { command: 'cat /etc/nodepool-snapshot-marker && id -un snapuser && ! grep -q nodepool-build- ~/.ssh/authorized_keys', timeout: 900, 'private-key': nodeKey },
+        }],
+        pools: [{ name: 'main', 'max-servers': 2, labels: [{ name: 'snap-vm', diskimage: 'debian-snap', memory: 1024, cpus: 1 }] }],
+      }, loopbackProvider('cloud', ['debian-snap'])],
+    }));
+    serverConfig = loadConfig(serverConfigPath);
+    server = await NodepoolServer.create({ config: serverConfig, log, hostname: 'snap-server', imageServices: testImageServices(() => cloud.cloudsYamlPath, log) });
+    // Every state each upload passes through, and every validation node, as the test goes.
+    watcher = (async () => {
+      while (watching) {
+        for (const u of await server.store.listUploads().catch(() => [])) {
+          const states = uploadStates.get(u.id) ?? new Set<UploadState>();
+          states.add(u.state);
+          uploadStates.set(u.id, states);
+        }
+        for (const n of await server.store.listNodes().catch(() => [])) if (n.validatesUpload) validationNodes.set(n.id, n);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
   });
 
   after(async () => {
+    watching = false;
+    await watcher;
+    await server?.stop();
     await client?.stop();
     await builder?.stop({ abortAfterMs: 5000 });
     await gearmand?.stop();
@@ -109,65 +176,90 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
     assert.deepEqual(runningProcesses().map((p) => p.name), []);
   });
 
-  it('builds: boots the base, runs the setup over SSH, snapshots the powered-off disk, deletes the instance', async () => {
-    const id = 'debian-snap-0000000001';
-    const end = await runJob(client, fn.imageBuild('debian-snap'), { 'image-id': id }, { timeoutMs: 1_200_000 });
+  it('builds for the server: boots the base, runs the setup over SSH, snapshots the powered-off disk, deletes the instance; then an ordinary build', async () => {
+    // The server's lifecycle asks for the first build of debian-snap; uploads follow, then the gate.
+    const ready = (provider: string): Promise<UploadRecord> => waitFor(async () => (await server.store.listUploads({ diskimage: 'debian-snap', provider }))
+      .find((u) => u.state === 'ready'), { timeoutMs: 1_200_000, intervalMs: 1000, what: `a ready upload of debian-snap to ${provider}` });
+    const [toQemu, toGlance] = await Promise.all([ready('vms'), ready('cloud')]);
+    const build = await server.store.getBuild(toQemu.buildId);
+    assert.equal(build?.state, 'ready');
+    const id = toQemu.buildId;
     const buildLog = await readFile(`${env.buildLogDir}/${id}.log`, 'utf8');
-    assert.equal(end.type, 'complete', `${end.message}\n--- build log tail ---\n${buildLog.slice(-3000)}`);
     assert.match(buildLog, /setting up: first/);
     assert.match(buildLog, /setup done/);
     assert.doesNotMatch(buildLog, /tok-snap-s3cret/, 'a secret env-var never reaches the build log');
-    assert.deepEqual(end.statuses.map((s) => s.join('/')), ['1/4', '2/4', '3/4', '4/4']);
+    const steps = [...buildLog.matchAll(/^.*snapshot build: (\S.*)$/gm)].map((m) => m[1]);
+    assert.deepEqual(steps, ['booting', 'setup', 'powering off', 'snapshotting'], 'each step in the build log, in order');
     const file = `${env.imagesDir}/${id}.qcow2`;
     const info = JSON.parse(execFileSync('qemu-img', ['info', '--output=json', file], { encoding: 'utf8' })) as Record<string, unknown>;
     assert.equal(info.format, 'qcow2');
     assert.equal(info['backing-filename'], undefined, 'a whole image, not an overlay of the base');
     assert.deepEqual(await buildVms(), [], 'the build instance is deleted');
+
+    // Uploaded to Glance (the same bytes) and to the qemu provider.
     const md5 = createHash('md5');
     await pipeline(createReadStream(file), md5);
-    const sum = md5.digest('hex');
-
-    // An ordinary build from here on: uploaded to Glance (the same bytes) and to the qemu provider.
-    const toGlance = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-snap', provider: 'cloud' }, { timeoutMs: 600_000 });
-    assert.equal(toGlance.type, 'complete', toGlance.message);
     const glance = await glanceAdmin(cloud);
-    const image = await glance.glance.getImage(String(toGlance.json?.['external-id']));
+    const image = await glance.glance.getImage(String(toGlance.externalId));
     assert.equal(image?.status, 'active');
-    assert.equal(image?.checksum, sum);
-    await glance.delete(image?.id ?? '');
-    const toQemu = await runJob(client, fn.imageUpload(id), { 'image-name': 'debian-snap', provider: 'vms' }, { timeoutMs: 600_000 });
-    assert.equal(toQemu.type, 'complete', toQemu.message);
+    assert.equal(image?.checksum, md5.digest('hex'));
     // The qemu image store keeps an upload as <image-dir>/<external id>.qcow2.
-    const uploaded = path.join(env.dir, 'uploads', `${String(toQemu.json?.['external-id'])}.qcow2`);
+    const uploaded = path.join(env.dir, 'uploads', `${String(toQemu.externalId)}.qcow2`);
     const stored = JSON.parse(execFileSync('qemu-img', ['info', '--output=json', uploaded], { encoding: 'utf8' })) as Record<string, unknown>;
     assert.equal(stored.format, 'qcow2', `the qemu provider's upload ${uploaded}`);
 
-    // A VM booted from the qemu provider's upload, as its nodes are: a fresh cloud-init run gives it our key.
-    const key = path.join(env.dir, 'node-key');
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'node-test', '-f', key]);
-    const vms = new VmHost({ stateDir: path.join(env.dir, 'check-vms'), provider: 'check', qemuBinary: 'qemu-system-x86_64', log });
-    try {
-      const vm = await vms.create('check', {
-        nodeId: '1', pool: 'p', label: 'l', image: id, imagePath: uploaded, hostname: 'from-snapshot', accel: 'tcg', memory: 512, cpus: 1,
-        authorizedKeys: [(await readFile(`${key}.pub`, 'utf8')).trim()],
-      });
-      const hostKeys = await keyscan('127.0.0.1', vm.record.port, { timeoutMs: 900_000, connectTimeoutMs: 15_000, retryMs: 2000 });
-      let out = '';
-      await waitFor(async () => {
-        const r = await runSshCommand({
-          host: '127.0.0.1', port: vm.record.port, user: QEMU_TEST_USER, privateKey: key, hostKeys, timeoutMs: 120_000,
-          command: 'cat /etc/nodepool-snapshot-marker; id -un snapuser; cat ~/.ssh/authorized_keys',
-        });
-        out = r.outputTail;
-        return r.exitCode === 0;
-      }, { timeoutMs: 600_000, intervalMs: 5000, what: 'an SSH login to the VM booted from the snapshot' });
-      assert.match(out, /^marker first from-env$/m);
-      assert.match(out, /^snapuser$/m);
-      assert.match(out, /node-test/);
-      assert.doesNotMatch(out, /nodepool-build-/, 'the build key is not authorized in the image');
-    } finally {
-      await vms.destroy('check');
-    }
+    // The gate validated it on a node booted from it (its command checks the marker, the user, no build key).
+    assert.ok(uploadStates.get(toQemu.id)?.has('validating'), `states seen: ${[...(uploadStates.get(toQemu.id) ?? [])].join(', ')}`);
+    const validation = [...validationNodes.values()].find((n) => n.validatesUpload === toQemu.id);
+    assert.equal(validation?.image, toQemu.id, 'a validation node booted from the upload');
+
+    // The launcher's min-ready node, booted from it for real (cloud-init gives it the provider's key).
+    const node = await waitFor(async () => (await server.store.listNodes()).find((n) => n.labels.includes('snap-vm') && n.state === 'ready' && !n.validatesUpload),
+      { timeoutMs: 1_200_000, intervalMs: 1000, what: 'a ready min-ready node of snap-vm' });
+    assert.equal(node.image, toQemu.id);
+    const r = await runSshCommand({
+      host: node.interfaceIp ?? '127.0.0.1', port: node.connectionPort, user: QEMU_TEST_USER, privateKey: nodeKey, hostKeys: node.hostKeys, timeoutMs: 300_000,
+      command: 'cat /etc/nodepool-snapshot-marker; id -un snapuser; cat ~/.ssh/authorized_keys',
+    });
+    assert.equal(r.exitCode, 0, r.outputTail);
+    assert.match(r.outputTail, /^marker first from-env$/m);
+    assert.match(r.outputTail, /^snapuser$/m);
+    assert.match(r.outputTail, /snapshot-node-test/);
+    assert.doesNotMatch(r.outputTail, /nodepool-build-/, 'the build key is not authorized in the image');
+
+    // Pinned and unpinned, paused and revoked like a DIB build: the idle node booted from it goes.
+    const ctx = { store: server.store, config: serverConfig };
+    const pin = await pinImage(ctx, { diskimage: 'debian-snap', buildId: id, reason: 'snapshot test' });
+    assert.ok(pin.ok, JSON.stringify(pin));
+    assert.deepEqual(pin.uploads.map((u) => u.provider).sort(), ['cloud', 'vms']);
+    assert.ok((await unpinImage(ctx, { diskimage: 'debian-snap' })).ok);
+    assert.ok((await pauseImage(ctx, { diskimage: 'debian-snap', reason: 'no rebuild after the revoke' })).ok);
+    const revoked = await revokeBuild(ctx, { buildId: id, reason: 'snapshot test', nodes: 'delete-ready' });
+    assert.ok(revoked.ok, JSON.stringify(revoked));
+    assert.deepEqual(revoked.deletedNodes, [node.id]);
+    await waitFor(async () => (await server.store.getNode(node.id)) === undefined, { timeoutMs: 120_000, intervalMs: 500, what: `node ${node.id} deleted` });
+    assert.deepEqual((await server.store.listRevocations()).map((v) => v.buildId), [id]);
+    // The fault cases below need no server (with its build revoked and paused, it has nothing to launch).
+    watching = false;
+    await watcher;
+    await server.stop();
+  });
+
+  it('a build that exceeds its build-timeout fails naming it, leaving no instance and no file', async () => {
+    // The base never boots (a blank disk), so the build is still waiting for SSH when its 20 s run out.
+    const id = 'debian-stall-0000000001';
+    const started = Date.now();
+    const end = await runJob(client, fn.imageBuild('debian-stall'), { 'image-id': id }, { timeoutMs: 600_000 });
+    const took = Date.now() - started;
+    const [vmsLeft, filesLeft] = [await buildVms(), (await readdir(env.imagesDir)).filter((f) => f.startsWith(id))];
+    recordFault({
+      scenario: 'snapshot build: build-timeout while booting (qemu)', runs: 1, recovered: end.type === 'fail' ? 1 : 0, lost: 0, leaked: vmsLeft.length + filesLeft.length, recoverMs: took,
+      notes: 'build-timeout 20 s, the base never answers SSH; time from the build job to its WORK_FAIL with the VM deleted',
+    });
+    assert.equal(end.type, 'fail');
+    assert.match(String(end.message), /build exceeded build-timeout of 20 s/);
+    assert.deepEqual(vmsLeft, []);
+    assert.deepEqual(filesLeft, []);
   });
 
   it('fails a build whose setup exits non-zero with its last lines, leaving no instance and no file', async () => {
@@ -181,6 +273,7 @@ describe('snapshot builds on a qemu provider (real QEMU, real guest)', { timeout
       notes: 'time from the build job to its WORK_FAIL with the setup\'s last lines, the VM deleted (a real boot under TCG included)',
     });
     assert.equal(end.type, 'fail');
+    assert.deepEqual(end.statuses.map((s) => s.join('/')), ['1/4', '2/4'], 'WORK_STATUS: booting, then setup, where it failed');
     assert.match(String(end.message), /the setup on build instance \S+ exited with 3: .*frobnicator: not found/);
     assert.deepEqual(vmsLeft, []);
     assert.deepEqual(filesLeft, []);
