@@ -24,7 +24,7 @@ const argv = withDaemonOptions(yargs(hideBin(process.argv)))
   .scriptName('nodepool-server')
   .usage('$0 -c nodepool.yaml [-s secure.conf]\n\nDecides what to build, upload and delete, and has the builders do it over Gearman.')
   .option('hostname', { type: 'string', default: os.hostname(), describe: 'name this server reports' })
-  .option('provider', { type: 'string', array: true, describe: 'run only this provider (repeatable); others are left to other servers sharing the store' })
+  .option('provider', { type: 'string', array: true, describe: 'run only this provider (repeatable); others are left to other servers sharing the store. Without it the server is a fleet member and runs the pools it owns (docs/fleet.md)' })
   .option('webapp', { type: 'boolean', default: true, describe: 'serve the web status and /metrics on webapp.listen-address:port (--no-webapp: do not)' })
   .strict()
   .parseSync();

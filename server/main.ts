@@ -25,6 +25,9 @@ import type { Store } from '../lib/store/store.js';
 import { Heartbeat } from './heartbeat.js';
 import { ImageLifecycle } from './image-lifecycle/image-lifecycle.js';
 import { Launcher } from './launcher/launcher.js';
+import { FleetOwnership, FLEET_SESSION_OWNER } from './fleet/fleet-ownership.js';
+import { fleetSessionTtlS } from '../lib/fleet/timing.js';
+import { coerceError } from '../lib/errors.js';
 import { ComponentRegistry } from './components/component-registry.js';
 import { StatsdClient } from '../lib/metrics/statsd-client.js';
 import { fanOut, watchImageLifecycle, type MetricsSink } from './metrics/outcomes.js';
@@ -63,6 +66,8 @@ export interface NodepoolServerOptions {
 
 export class NodepoolServer {
   private releasers = new Releasers();
+  /** The pool ownership of a fleet member; undefined with --provider. */
+  private fleet: FleetOwnership | undefined;
   private stopping: Promise<void> | undefined;
   /** The write API's authenticators, loaded again at every reconfigure; undefined without the webapp. */
   private auth: ReloadableAuthenticator | undefined;
@@ -83,7 +88,7 @@ export class NodepoolServer {
 
   /** Health of every loop of this server: the image lifecycle (when it runs here) and the launcher's. */
   loopHealth(): LoopHealth[] {
-    return loopHealthOf(this.lifecycle, this.launcher);
+    return loopHealthOf(this.lifecycle, this.launcher, this.fleet);
   }
 
   /** Opens the store, connects to gearmand and starts the services. Thrown: StoreError, ConfigError. */
@@ -101,16 +106,21 @@ export class NodepoolServer {
       /** Set once the server exists; passes that end before then publish no loops yet. */
       const self: { server?: NodepoolServer } = {};
       /** The services as they come up (the web status answers from the start). */
-      const parts: { lifecycle?: ImageLifecycle; launcher?: Launcher; providersStarted: boolean } = { providersStarted: false };
-      const loops = (): LoopHealth[] => loopHealthOf(parts.lifecycle, parts.launcher);
+      const parts: { lifecycle?: ImageLifecycle; launcher?: Launcher; fleet?: FleetOwnership; providersStarted: boolean } = { providersStarted: false };
+      const loops = (): LoopHealth[] => loopHealthOf(parts.lifecycle, parts.launcher, parts.fleet);
       const heartbeat = new Heartbeat({
         store, log,
         value: () => ({ pid, hostname, started, interval: current.config.imageLifecycle.interval, loops: self.server?.loopHealth() ?? [] }),
       });
       releasers.add('heartbeat', () => heartbeat.stop());
       const onLoopPass = (): void => heartbeat.note();
+      // Without --provider the server is a member of the launcher fleet (docs/fleet.md): its session lapses in time for the takeover bound.
+      const fleetMember = !opts.providers?.length;
+      const sessionTtlS = (): number => (fleetMember
+        ? fleetSessionTtlS(current.config.launcher.sessionTtl, current.config.launcher.takeoverTimeout)
+        : current.config.launcher.sessionTtl);
       const session = await SessionKeeper.open(store, {
-        owner: 'nodepool-server', hostname, pid, ttlMs: () => current.config.launcher.sessionTtl * 1000, onLapse: 'replace', log,
+        owner: fleetMember ? FLEET_SESSION_OWNER : 'nodepool-server', hostname, pid, ttlMs: () => sessionTtlS() * 1000, onLapse: 'replace', log,
       });
       releasers.add('store session', () => session.close());
       const metrics = new PrometheusMetrics({
@@ -154,14 +164,28 @@ export class NodepoolServer {
         const running = lifecycle;
         releasers.add('image lifecycle', () => running.stop());
       }
+      const fleet = fleetMember ? new FleetOwnership({
+        store, log, config: () => current.config, sessionId: () => session.id, sessionTimeoutMs: () => session.session.ttlMs,
+        apply: () => parts.launcher?.reconfigure() ?? Promise.resolve(), onLoopPass,
+        ...(current.config.zookeeperServers.length === 0 ? { localHost: { hostname } } : { confirmedAt: () => session.confirmedAt }),
+        ...(opts.clock ? { clock: opts.clock } : {}),
+      }) : undefined;
+      parts.fleet = fleet;
       const launcher = new Launcher({
         store, log, config: () => current.config, imageServices: opts.imageServices, sessionId: () => session.id,
         hostname, pid, onLoopPass, onLaunch: (o) => sink.launchFinished(o), onLeak: (p, r, n) => sink.leaked(p, r, n),
         ...(opts.providers ? { only: opts.providers } : {}), ...(opts.clock ? { clock: opts.clock } : {}),
+        ...(fleet ? { ownedPools: fleet.ownedPools } : {}),
       });
       parts.launcher = launcher;
+      // A fleet member takes its first leases before the providers start, so they start with their pools.
+      await fleet?.pass().catch((err: unknown) => log.warn('the first fleet ownership pass failed; the loop tries again', { error: coerceError(err).message }));
       await launcher.start();
       releasers.add('launcher', () => launcher.stop());
+      if (fleet) {
+        fleet.start();
+        releasers.add('fleet ownership', () => fleet.stop());
+      }
       parts.providersStarted = true;
       // Nodepool 11's component registry: this launcher, and the builders while this server leads the image lifecycle.
       const registry = new ComponentRegistry({
@@ -173,6 +197,7 @@ export class NodepoolServer {
       const server = new NodepoolServer(current, store, lifecycle, launcher, session, metrics, web, log);
       self.server = server;
       server.releasers = releasers;
+      server.fleet = fleet;
       server.auth = auth;
       await heartbeat.write();
       // Without gearman-servers (a Nodepool 11 launcher file) the server only launches, from
@@ -233,8 +258,8 @@ export class NodepoolServer {
 /** How long a stopping server waits for an unreachable store before giving up what still needs it. */
 export const STORE_GONE_MS = 2000;
 
-function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher | undefined): LoopHealth[] {
-  return [...(lifecycle ? [lifecycle.loop.health] : []), ...(launcher?.loopHealth() ?? [])];
+function loopHealthOf(lifecycle: ImageLifecycle | undefined, launcher: Launcher | undefined, fleet: FleetOwnership | undefined): LoopHealth[] {
+  return [...(lifecycle ? [lifecycle.loop.health] : []), ...(fleet ? [fleet.loop.health] : []), ...(launcher?.loopHealth() ?? [])];
 }
 
 /**

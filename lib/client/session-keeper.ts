@@ -38,9 +38,20 @@ export class SessionKeeper {
   private timer: NodeJS.Timeout | undefined;
   /** The renewal in progress, which close() waits for. */
   private renewing: Promise<void> | undefined;
+  /** When a renewal last said the session is alive (or it was opened), epoch ms. */
+  private renewedAt = Date.now();
 
   private constructor(private readonly store: SessionStore, private current: SessionRecord, private readonly opts: SessionKeeperOptions) {
     this.schedule();
+  }
+
+  /**
+   * When the store last confirmed the session, epoch ms: the last answer of a networked store's
+   * server (a renewal there only says the client has not given up yet), else the last renewal
+   * that found it alive.
+   */
+  get confirmedAt(): number {
+    return this.store.sessionHeardAt(this.current.id) ?? this.renewedAt;
   }
 
   /** Opens a session and starts renewing it. */
@@ -93,9 +104,13 @@ export class SessionKeeper {
     if (this.lost || this.closing) return;
     const { log } = this.opts;
     try {
-      if (await this.store.renewSession(this.current.id)) return;
+      if (await this.store.renewSession(this.current.id)) {
+        this.renewedAt = Date.now();
+        return;
+      }
       if (this.opts.onLapse === 'replace') {
         const next = await openFor(this.store, this.opts);
+        this.renewedAt = Date.now();
         log.error('store session lapsed and was replaced; locks held under it are gone', { old: this.current.id, new: next.id });
         this.current = next;
       } else {

@@ -123,6 +123,12 @@ const launcher = object({
   'cleanup-interval': optional(seconds({ min: 0.05, fractions: true }), 60),
   /** A process's store session lapses this long after its last renewal (its locks go stale). */
   'session-ttl': optional(seconds({ min: 1, fractions: true }), 30),
+  /**
+   * In a fleet of servers without `--provider` (docs/fleet.md): the bound within which a pool
+   * of a dead or stopped member runs again elsewhere. A member's store session lapses 4 s
+   * before it (at most `session-ttl`), so 8 s is the least (ZooKeeper's shortest session is 4 s).
+   */
+  'takeover-timeout': optional(seconds({ min: 8, fractions: true }), 30),
 });
 
 /** The keys of nodepool.yaml that core code reads, up to where the drivers' keys go (the order known keys are listed in). */

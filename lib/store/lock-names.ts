@@ -19,3 +19,11 @@ export const UPLOAD_VALIDATION_LOCK_PREFIX = 'upload-validation:';
  * session) is the only one validating that upload, so two hosts never boot two validation nodes.
  */
 export const uploadValidationLock = (uploadId: string): string => `${UPLOAD_VALIDATION_LOCK_PREFIX}${uploadId}`;
+
+export const FLEET_POOL_LOCK_PREFIX = 'fleet-pool:';
+
+/**
+ * Lock resource name of a provider-pool's lease in a launcher fleet (`<provider>/<pool>`): the
+ * fleet member that holds it (under its session) is the only one running that pool.
+ */
+export const fleetPoolLock = (poolKey: string): string => `${FLEET_POOL_LOCK_PREFIX}${poolKey}`;

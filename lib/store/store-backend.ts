@@ -65,6 +65,8 @@ export interface SessionTable {
   get(id: string): Maybe<SessionRecord | undefined>;
   list(): Maybe<SessionRecord[]>;
   isLive(id: string): Maybe<boolean>;
+  /** When the server last answered a session of this handle (a networked store); undefined: not known here. */
+  heardAt?(id: string): number | undefined;
   registerLauncher(input: Omit<LauncherRecord, 'registered'>): Maybe<LauncherRecord>;
   updateLauncher(id: string, patch: LauncherPatch): Maybe<LauncherRecord | undefined>;
   unregisterLauncher(id: string): Maybe<void>;

@@ -213,6 +213,10 @@ export class StoreFacade implements Store, ImageDataStore {
     return this.guard(`renewing session ${id}`, () => this.backend.sessions.renew(id));
   }
 
+  sessionHeardAt(id: string): number | undefined {
+    return this.backend.sessions.heardAt?.(id);
+  }
+
   closeSession(id: string): Promise<void> {
     return this.guard(`closing session ${id}`, () => this.backend.closeSession(id));
   }

@@ -222,6 +222,12 @@ export interface SessionStore {
   /** Whether a session exists and is within its TTL. */
   isSessionLive(id: string): Promise<boolean>;
   /**
+   * When the store's server last answered session `id` of this handle (epoch ms, the process's
+   * clock): a networked store's session is confirmed only by an answer, whatever a renewal
+   * said. Undefined where the store does not know (SQLite: a renewal is the confirmation).
+   */
+  sessionHeardAt(id: string): number | undefined;
+  /**
    * Takes `resource` (`node:<id>` / `request:<id>`) for the session without waiting. True when
    * taken or already held by this session; a lock of a lapsed session is taken over.
    * Thrown: StoreError when the session is not live.

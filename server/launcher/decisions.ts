@@ -6,6 +6,7 @@
 import { DEFAULT_PRIORITY } from '../../lib/drivers/contract/common-config.js';
 import type { PoolInfo } from '../../lib/drivers/contract/driver.js';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
+import type { FleetPool } from './request-handler-types.js';
 
 /** The requestor name of the launcher's own min-ready requests. */
 export const MIN_READY_REQUESTOR = 'NodePool:min-ready';
@@ -57,10 +58,19 @@ export function declineReason(req: NodeRequestRecord, pool: PoolInfo): string | 
   return null;
 }
 
-/** After a decline: failed when every live launcher has declined, else back to requested. */
-export function stateAfterDecline(declinedBy: readonly string[], launchers: readonly LauncherRecord[]): 'failed' | 'requested' {
+/**
+ * After a decline: failed when every live launcher has declined, else back to requested. In a
+ * fleet, a configured pool that no live launcher registers is between owners (its owner died
+ * and the lease has not moved yet): while one of those could serve the request, it waits.
+ */
+export function stateAfterDecline(
+  declinedBy: readonly string[], launchers: readonly LauncherRecord[], req?: NodeRequestRecord, fleetPools: readonly FleetPool[] = [],
+): 'failed' | 'requested' {
   const declined = new Set(declinedBy);
-  return launchers.every((l) => declined.has(l.id)) ? 'failed' : 'requested';
+  if (!launchers.every((l) => declined.has(l.id))) return 'requested';
+  const registered = new Set(launchers.map((l) => `${l.provider}/${l.pool}`));
+  const between = fleetPools.some((p) => !registered.has(`${p.provider}/${p.pool.name}`) && req !== undefined && declineReason(req, p.pool) === null);
+  return between ? 'requested' : 'failed';
 }
 
 /**

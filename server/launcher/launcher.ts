@@ -16,6 +16,7 @@ import { imageTargets, providerPools, type ProviderConfig } from '../../lib/driv
 import { driverOf } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
+import { poolKey } from '../../lib/fleet/placement.js';
 import { PeriodicLoop, type LoopHealth } from '../../lib/periodic-loop.js';
 import type { Store } from '../../lib/store/store.js';
 import { CleanupWorker } from './cleanup-worker.js';
@@ -23,7 +24,7 @@ import { launcherId } from './decisions.js';
 import { topUpMinReady } from './min-ready.js';
 import { NodeDeleter } from './node-deleter.js';
 import { PoolWorker } from './pool-worker.js';
-import type { LaunchOutcome } from './request-handler-types.js';
+import type { FleetPool, LaunchOutcome } from './request-handler-types.js';
 import { ValidationWorker } from './validation-worker.js';
 
 /** What the launcher needs. */
@@ -40,6 +41,11 @@ export interface LauncherDeps {
   pid: number;
   /** Only these providers (`--provider`); all when omitted. */
   only?: readonly string[];
+  /**
+   * Only these provider-pools (`<provider>/<pool>`), read at every reconfigure: a fleet
+   * member's leases (server/fleet). All pools of the providers run when omitted.
+   */
+  ownedPools?: () => ReadonlySet<string>;
   clock?: () => number;
   /** Called after every pass of every loop, failed or not. */
   onLoopPass?: () => void;
@@ -55,7 +61,8 @@ interface Running {
   inputs: ProviderInputs;
   provider: Provider;
   pools: PoolInfo[];
-  workers: PoolWorker[];
+  /** The pool workers running, by pool name (a fleet member runs only the pools it owns). */
+  workers: Map<string, PoolWorker>;
   /** Validates the provider's new uploads; absent when none of its diskimages has `validate:`. */
   validation: ValidationWorker | undefined;
 }
@@ -138,7 +145,7 @@ export class Launcher {
   /** Every loop of the launcher, pool workers included (for the heartbeat and health). */
   allLoops(): PeriodicLoop[] {
     return [...this.loops, ...[...this.running.values()].flatMap((r) => [
-      ...r.workers.map((w) => w.loop), ...(r.validation ? [r.validation.loop] : []),
+      ...[...r.workers.values()].map((w) => w.loop), ...(r.validation ? [r.validation.loop] : []),
     ])];
   }
 
@@ -178,21 +185,42 @@ export class Launcher {
   /** Ends the idle wait of every pool worker and validation worker. */
   private nudgeWorkers(): void {
     for (const r of this.running.values()) {
-      for (const w of r.workers) w.nudge();
+      for (const w of r.workers.values()) w.nudge();
       r.validation?.nudge();
     }
+  }
+
+  /** The provider-pools whose workers run here (`<provider>/<pool>`). */
+  runningPools(): Set<string> {
+    return new Set([...this.running].flatMap(([name, r]) => [...r.workers.keys()].map((pool) => poolKey({ provider: name, pool }))));
+  }
+
+  /** Every provider-pool of the config, run here or not. */
+  private configuredPools(): FleetPool[] {
+    return this.deps.config().providers.flatMap((p) => providerPools(p).map((pool) => ({ provider: p.name, pool })));
+  }
+
+  /** Whether pool `pool` of provider `provider` may run here. */
+  private owns(provider: string, pool: string): boolean {
+    return this.deps.ownedPools?.().has(poolKey({ provider, pool })) ?? true;
   }
 
   private async reconcile(): Promise<void> {
     const config = this.deps.config();
     const only = this.deps.only;
-    const wanted = new Map(config.providers.filter((p) => !only?.length || only.includes(p.name)).map((p) => [p.name, p]));
+    const wanted = new Map(config.providers
+      .filter((p) => !only?.length || only.includes(p.name))
+      .filter((p) => providerPools(p).some((pool) => this.owns(p.name, pool.name)))
+      .map((p) => [p.name, p]));
     for (const name of only ?? []) {
       if (!config.providers.some((p) => p.name === name)) this.log.warn('--provider names a provider that is not in the config', { provider: name });
     }
     for (const [name, r] of [...this.running]) {
       const next = wanted.get(name);
-      if (next && configEquals(next, r.config) && configEquals(providerInputs(config, name), r.inputs)) continue;
+      if (next && configEquals(next, r.config) && configEquals(providerInputs(config, name), r.inputs)) {
+        await this.syncWorkers(r);
+        continue;
+      }
       this.log.info(next ? 'provider config changed: restarting it' : 'provider removed: stopping it', { provider: name });
       await this.stopProvider(name);
     }
@@ -211,26 +239,14 @@ export class Launcher {
       ...(this.deps.onLeak ? { onLeak: (resource: string, count: number) => this.deps.onLeak?.(pc.name, resource, count) } : {}),
     });
     const pools = providerPools(pc);
-    const entry: Running = { config: pc, inputs: providerInputs(config, pc.name), provider, pools, workers: [], validation: undefined };
+    const entry: Running = { config: pc, inputs: providerInputs(config, pc.name), provider, pools, workers: new Map(), validation: undefined };
     this.running.set(pc.name, entry);
     try {
       await provider.start();
     } catch (err) {
       this.log.error('provider failed to start; its pools run anyway and it is retried by the cleanup', { provider: pc.name, error: coerceError(err).message });
     }
-    const alive = (): number => entry.workers.reduce((n, w) => n + w.aliveCount, 0);
-    for (const pool of pools) {
-      const worker = new PoolWorker({
-        store, log, provider, pool, launcherId: launcherId(this.deps.hostname, this.deps.pid, pc.name, pool.name),
-        sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
-        maxConcurrency: pc.maxConcurrency, providerAlive: alive, priority: poolPriority(pc, pool.name),
-        tenantLimits: () => this.deps.config().tenantResourceLimits,
-        ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
-        ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
-      });
-      entry.workers.push(worker);
-      worker.start();
-    }
+    await this.syncWorkers(entry);
     if (imageTargets(pc).some((t) => t.validate !== null)) {
       entry.validation = new ValidationWorker({
         store, log, provider, config: pc, sessionId: this.deps.sessionId, hostname: this.deps.hostname, pid: this.deps.pid,
@@ -240,7 +256,35 @@ export class Launcher {
       });
       entry.validation.start();
     }
-    this.log.info('provider started', { provider: pc.name, driver: pc.driver, pools: pools.map((p) => p.name), validates: entry.validation !== undefined });
+    this.log.info('provider started', { provider: pc.name, driver: pc.driver, pools: [...entry.workers.keys()], validates: entry.validation !== undefined });
+  }
+
+  /** Starts the workers of the provider's pools that may run here and are not running, stops those that may not. */
+  private async syncWorkers(entry: Running): Promise<void> {
+    const { store, log } = this.deps;
+    const pc = entry.config;
+    for (const [name, worker] of [...entry.workers]) {
+      if (this.owns(pc.name, name)) continue;
+      entry.workers.delete(name);
+      await worker.stop();
+      this.log.info('pool stopped: no longer run here', { provider: pc.name, pool: name });
+    }
+    if (!this.active) return;
+    const alive = (): number => [...entry.workers.values()].reduce((n, w) => n + w.aliveCount, 0);
+    for (const pool of entry.pools) {
+      if (entry.workers.has(pool.name) || !this.owns(pc.name, pool.name)) continue;
+      const worker = new PoolWorker({
+        store, log, provider: entry.provider, pool, launcherId: launcherId(this.deps.hostname, this.deps.pid, pc.name, pool.name),
+        sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
+        maxConcurrency: pc.maxConcurrency, providerAlive: alive, priority: poolPriority(pc, pool.name),
+        tenantLimits: () => this.deps.config().tenantResourceLimits,
+        ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
+        ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
+        ...(this.deps.ownedPools ? { fleetPools: () => this.configuredPools() } : {}),
+      });
+      entry.workers.set(pool.name, worker);
+      worker.start();
+    }
   }
 
   private async stopProvider(name: string): Promise<void> {
@@ -249,7 +293,7 @@ export class Launcher {
     this.running.delete(name);
     // Validations first: their nodes go to the deleter and their locks are released for the next start.
     await r.validation?.stop();
-    for (const w of r.workers) await w.stop();
+    for (const w of r.workers.values()) await w.stop();
     await r.provider.stop().catch((err: unknown) => this.log.warn('provider stop failed', { provider: name, error: coerceError(err).message }));
     this.log.info('provider stopped', { provider: name });
   }

@@ -15,7 +15,7 @@ import { takes, yieldsToBetterPool, yieldsToPreferredProvider } from './decision
 import { limitsOf, sumResources, tenantLimitExceeded } from './tenant-limits.js';
 import { lockIfFree } from './lock-if-free.js';
 import { NodeRequestHandler } from './request-handler.js';
-import { CLAIMED, type LaunchOutcome } from './request-handler-types.js';
+import { CLAIMED, type FleetPool, type LaunchOutcome } from './request-handler-types.js';
 import { requestLock } from '../../lib/store/lock-names.js';
 
 /** What a pool worker needs. */
@@ -41,6 +41,8 @@ export interface PoolWorkerDeps {
   onLoopPass?: () => void;
   /** Told the outcome of every node launch (metrics). */
   onLaunch?: (outcome: LaunchOutcome) => void;
+  /** A fleet member's configured pools (see RequestHandlerDeps.fleetPools). */
+  fleetPools?: () => readonly FleetPool[];
 }
 
 /** Requests a pass has in hand at once (see assign; 8 → 32 with the window: each is mostly waiting on round trips). */
@@ -292,6 +294,7 @@ export class PoolWorker {
       // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
       poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
       ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
+      ...(this.deps.fleetPools ? { fleetPools: this.deps.fleetPools } : {}),
     }, request);
   }
 

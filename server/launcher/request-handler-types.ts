@@ -29,6 +29,17 @@ export interface RequestHandlerDeps {
   poolNodeCount(): Promise<number>;
   /** Told once per node this handler launched, when its launch has an outcome (metrics). */
   onLaunch?: (outcome: LaunchOutcome) => void;
+  /**
+   * A fleet member's configured pools (every provider's): a request every live launcher
+   * declined waits while one of them that nobody registers (in takeover) could serve it.
+   */
+  fleetPools?: () => readonly FleetPool[];
+}
+
+/** A configured provider-pool, as a fleet member knows them all. */
+export interface FleetPool {
+  provider: string;
+  pool: PoolInfo;
 }
 
 /** The outcome of one node launch: `ready`, `failed`, or `aborted` (over quota; the node is launched again). */

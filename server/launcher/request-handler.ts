@@ -342,7 +342,7 @@ export class NodeRequestHandler {
     const current = await store.getRequest(this.request.id);
     if (current && declinableStates(this.request.state === 'pending').includes(current.state)) {
       const declinedBy = [...new Set([...current.declinedBy, launcherId])];
-      const state = stateAfterDecline(declinedBy, await store.listLaunchers());
+      const state = stateAfterDecline(declinedBy, await store.listLaunchers(), current, this.deps.fleetPools?.() ?? []);
       // Every decline's reason is kept, so a failed request says why each launcher declined.
       const mine = `${this.deps.provider.name}/${this.deps.pool.name}: ${reason}`;
       const reasons = current.reason && !current.reason.split('; ').includes(mine) ? `${current.reason}; ${mine}` : mine;

@@ -67,6 +67,11 @@ export class ZkSessions {
     throw new StoreError(`${what}: session ${id} is not live here (lapsed, closed, never opened, or opened by another process)`);
   }
 
+  /** When the server last answered the session's client (undefined: not a session of this handle). */
+  heardAt(id: string): number | undefined {
+    return this.mine.get(id)?.heardAt;
+  }
+
   /** The raw credentials of a session opened through this handle (tests expire it with them). */
   credentials(id: string): { sessionId: Buffer; sessionPassword: Buffer } | undefined {
     return this.mine.get(id)?.credentials();

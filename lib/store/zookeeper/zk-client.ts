@@ -148,6 +148,11 @@ export class ZkClient extends EventEmitter {
     return { sessionId: this.client.getSessionId(), sessionPassword: this.client.getSessionPassword() };
   }
 
+  /** When the server last answered anything (a call or the heartbeat), epoch ms. */
+  get heardAt(): number {
+    return this.lastHeard;
+  }
+
   /** The session timeout the server granted. */
   get sessionTimeoutMs(): number {
     return this.client.getSessionTimeout();

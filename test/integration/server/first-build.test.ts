@@ -63,7 +63,7 @@ describe('nodepool-server: first build and upload', () => {
     assert.ok(later && beat && later.updated > beat.updated, 'refreshed by the passes');
     const loops = later.value.loops ?? [];
     // The providers only take images (no pools), so there is no pool worker.
-    assert.deepEqual(loops.map((l) => l.name).sort(), ['cleanup', 'deleter', 'image-lifecycle', 'min-ready']);
+    assert.deepEqual(loops.map((l) => l.name).sort(), ['cleanup', 'deleter', 'fleet-ownership', 'image-lifecycle', 'min-ready']);
     for (const l of loops) assert.deepEqual([l.name, l.consecutiveFailures, l.lastError, l.passes > 0], [l.name, 0, null, true]);
   });
 

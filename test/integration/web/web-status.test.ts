@@ -74,7 +74,7 @@ describe('web status and metrics of nodepool-server with an image system', () =>
     assert.deepEqual([health.status, health.body], [200, 'ok\n']);
     const json = JSON.parse((await get(port, '/health/ready', 'application/json')).body) as { ready: boolean; loops: Array<{ name: string }> };
     assert.equal(json.ready, true);
-    assert.deepEqual(json.loops.map((l) => l.name).sort(), ['cleanup', 'deleter', 'image-lifecycle', 'min-ready']);
+    assert.deepEqual(json.loops.map((l) => l.name).sort(), ['cleanup', 'deleter', 'fleet-ownership', 'image-lifecycle', 'min-ready']);
   });
 
   it('exports metrics that follow a build and its uploads', async () => {

@@ -26,7 +26,7 @@ const DURATIONS: Array<[path: string, config: (v: number) => string[]]> = [
   ['diskimages[0].rebuild-age', (v) => ['diskimages: [{name: d, rebuild-age: ' + v + '}]']],
   ...['interval', 'retry-delay', 'max-retry-delay', 'build-timeout-grace', 'leak-check-interval', 'config-removal-grace'].map((k): [string, (v: number) => string[]] =>
     [`image-lifecycle.${k}`, (v) => [`image-lifecycle: {${k}: ${v}${k === 'retry-delay' ? `, max-retry-delay: ${MAX_TIMER_SECONDS}` : ''}}`]]),
-  ...['interval', 'delete-interval', 'cleanup-interval', 'session-ttl'].map((k): [string, (v: number) => string[]] =>
+  ...['interval', 'delete-interval', 'cleanup-interval', 'session-ttl', 'takeover-timeout'].map((k): [string, (v: number) => string[]] =>
     [`launcher.${k}`, (v) => [`launcher: {${k}: ${v}}`]]),
   ...['launch-timeout', 'boot-timeout', 'rate'].map((k): [string, (v: number) => string[]] =>
     [`providers[0].${k}`, (v) => ['providers:', `  - {name: p, cloud: c, ${k}: ${v}}`]]),
@@ -48,6 +48,9 @@ describe('config limits', () => {
     assert.deepEqual(problemsOf(['diskimages: [{name: d, build-timeout: 0}]']), ['nodepool.yaml: diskimages[0].build-timeout: expected integer >= 1, got 0']);
     assert.deepEqual(problemsOf(['launcher: {interval: soon}']), ['nodepool.yaml: launcher.interval: expected number >= 0.05, got "soon"']);
     assert.equal(parseConfig('launcher: {session-ttl: 2.5}', 'n.yaml').launcher.sessionTtl, 2.5);
+    // A fleet member's session lapses 4 s before the takeover bound: ZooKeeper's shortest session is 4 s.
+    assert.deepEqual(problemsOf(['launcher: {takeover-timeout: 5}']), ['nodepool.yaml: launcher.takeover-timeout: expected number >= 8, got 5']);
+    assert.equal(parseConfig('launcher: {}', 'n.yaml').launcher.takeoverTimeout, 30);
     assert.deepEqual(problemsOf(['diskimages: [{name: d, build-timeout: 1.5}]']), ['nodepool.yaml: diskimages[0].build-timeout: expected integer >= 1, got 1.5']);
   });
 

@@ -50,6 +50,12 @@ describe('launcher decisions', () => {
     assert.equal(stateAfterDecline(['a'], live), 'requested');
     assert.equal(stateAfterDecline(['a', 'b'], live), 'failed');
     assert.equal(stateAfterDecline(['a', 'gone'], [launcher('a', 'x')]), 'failed');
+    // In a fleet, a configured pool nobody registers (between owners) that could serve it keeps it waiting.
+    const between = { provider: 'dead-owners', pool: { ...pool, name: 'main' } };
+    assert.equal(stateAfterDecline(['a', 'b'], live, request(), [between]), 'requested');
+    assert.equal(stateAfterDecline(['a', 'b'], live, request({ labels: ['gpu'] }), [between]), 'failed', 'not a pool that serves it');
+    assert.equal(stateAfterDecline(['a', 'b'], live, request(), [{ provider: 'dead-owners', pool: { ...pool, maxServers: 0 } }]), 'failed', 'nor a disabled one');
+    assert.equal(stateAfterDecline(['a', 'b', 'c'], [...live, launcher('c', 'dead-owners')], request(), [between]), 'failed', 'registered again, and it declined too');
     // A handler declines a pending request only once it marked it pending itself.
     assert.deepEqual(declinableStates(false), ['requested']);
     assert.deepEqual(declinableStates(true), ['requested', 'pending']);
