@@ -20,7 +20,7 @@ NODE_TEST := node --import tsx test/run.ts
 help:
 	@echo "make test   - install dependencies, type-check, lint and run the whole test suite"
 	@echo "make run    - start gearmand, a loopback Keystone+Glance and a builder; build and upload an image; serve the console"
-	@echo "make bench  - planner pass at scale, upload vs curl, Gearman round trips, node requests and churn (static slots, loopback Nova)"
+	@echo "make bench  - planner pass at scale, upload vs curl, Gearman round trips, node requests and churn (static slots, loopback Nova), the launcher fleet"
 	@echo "make pack   - build and pack nodepool-ts-<version>.tgz, the package operators install (docs/install.md)"
 
 deps: apt-deps npm-deps
@@ -85,6 +85,7 @@ bench: deps
 	node --import tsx bench/zookeeper-store.ts
 	node --import tsx bench/static-churn.ts
 	node --import tsx bench/cloud-churn.ts
+	node --import tsx bench/fleet.ts
 	node --import tsx bench/cli-startup.ts
 
 run: run-deps

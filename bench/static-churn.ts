@@ -28,13 +28,12 @@ import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
 import { loadConfig } from '../lib/config/load.js';
 import { waitFor } from '../lib/lifecycle.js';
-import { nodeLock } from '../lib/store/lock-names.js';
-import type { NodeRecord } from '../lib/store/models.js';
 import { openStore } from '../lib/store/open-store.js';
 import type { Store } from '../lib/store/store.js';
 import { startProcess, type TrackedProcess } from '../test/support/processes.js';
 import type { SshdHandle } from '../test/support/sshd.js';
 import { startZooKeeper } from '../test/support/zookeeper.js';
+import { ChurnConsumer, turnarounds } from './churn-consumer.js';
 import { pct } from './percentile.js';
 import { machineBusyMs, processCpuMs } from './proc-cpu.js';
 import { onStaticHosts } from './static-hosts.js';
@@ -75,9 +74,6 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const GOALS: Record<StoreKind, number> = { sqlite: 300, zookeeper: 150 };
 const TURNAROUND_GOAL_MS = 200;
 
-/** A node's host slot (the same for every record registered for it). */
-const slotKey = (n: NodeRecord): string => `${n.hostname ?? ''}:${n.connectionPort}:${n.slot ?? ''}`;
-
 /** What one store's measured run gave. */
 interface Run {
   kind: StoreKind;
@@ -99,93 +95,6 @@ async function serverOps(pid: number, file: string): Promise<OpCounts> {
   let text = '';
   await waitFor(async () => (text = await readFile(file, 'utf8').catch(() => '')) !== '', { timeoutMs: 10_000, what: 'the server\'s op counts', intervalMs: 20 });
   return JSON.parse(text) as OpCounts;
-}
-
-/**
- * The Zuul-style consumer: takes every fulfilled request of `requestor` (woken by the store's
- * change hints, and every 20 ms in any case), returns its node at once, and records when each
- * node was marked used and every node it was given (for the turnaround).
- */
-class ChurnConsumer {
-  readonly used: Array<{ slot: string; at: number }> = [];
-  readonly seen = new Map<string, NodeRecord>();
-  readonly fulfilled: Array<{ created: number; at: number }> = [];
-  /** Requests that failed (e.g. the launcher's store write timed out), deleted and counted. */
-  failed = 0;
-  private readonly taken = new Set<string>();
-  private scanning: Promise<void> | undefined;
-  private again = false;
-  private readonly timer: NodeJS.Timeout;
-  private readonly unsubscribe: () => void;
-  private failure: Error | undefined;
-
-  constructor(private readonly store: Store, private readonly session: string, private readonly requestor: string) {
-    this.unsubscribe = store.onChange(() => this.scan());
-    this.timer = setInterval(() => this.scan(), 20);
-  }
-
-  /** Resolves when `n` requests were served and their nodes returned. Thrown: the first failure. */
-  async done(n: number): Promise<void> {
-    await waitFor(() => this.failure !== undefined || this.used.length + this.failed >= n, { timeoutMs: 600_000, what: `${n} requests served and returned`, intervalMs: 10 });
-    if (this.failure) throw this.failure;
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.unsubscribe();
-  }
-
-  private scan(): void {
-    if (this.scanning) {
-      this.again = true;
-      return;
-    }
-    this.scanning = (async () => {
-      do {
-        this.again = false;
-        const done = (await this.store.listRequests({ requestor: this.requestor, states: ['fulfilled', 'failed'] })).filter((r) => !this.taken.has(r.id));
-        for (const r of done) this.taken.add(r.id);
-        await Promise.all(done.map(async (r) => {
-          if (r.state === 'failed') {
-            this.failed += 1;
-            await this.store.deleteRequest(r.id);
-            return;
-          }
-          this.fulfilled.push({ created: r.created, at: r.stateTime });
-          for (const id of r.nodes) await this.returnNode(id);
-          await this.store.deleteRequest(r.id);
-        }));
-      } while (this.again);
-    })().catch((err: unknown) => { this.failure ??= err instanceof Error ? err : new Error(String(err)); })
-      .finally(() => { this.scanning = undefined; });
-  }
-
-  /** Zuul's flow for one node: lock, in-use (the job runs), used (the job ended), unlock. */
-  private async returnNode(id: string): Promise<void> {
-    const { store, session } = this;
-    // The launcher unlocks the node just after marking the request fulfilled: wait for it, as
-    // Zuul's blocking lock does (bounded).
-    await waitFor(() => store.tryLock(nodeLock(id), session), { timeoutMs: 10_000, what: `the lock of node ${id}`, intervalMs: 2 });
-    // Read under the lock (as Zuul does): the two writes below then go at its version, with no read each.
-    if (!await store.getNode(id)) throw new Error(`node ${id} of a fulfilled request is gone`);
-    const inUse = await store.updateNode(id, { state: 'in-use' }, { expectStates: ['ready'] });
-    if (!inUse) throw new Error(`node ${id} of a fulfilled request is gone`);
-    this.seen.set(id, inUse);
-    const used = await store.updateNode(id, { state: 'used' }, { expectStates: ['in-use'] });
-    this.used.push({ slot: slotKey(inUse), at: used?.stateTime ?? Date.now() });
-    await store.unlock(nodeLock(id), session);
-  }
-}
-
-/** Turnaround per return: used → the first record of the same slot created at or after it. */
-function turnarounds(used: ReadonlyArray<{ slot: string; at: number }>, nodes: Iterable<NodeRecord>): number[] {
-  const created = new Map<string, number[]>();
-  for (const n of nodes) created.set(slotKey(n), [...(created.get(slotKey(n)) ?? []), n.created]);
-  for (const list of created.values()) list.sort((a, b) => a - b);
-  return used.flatMap(({ slot, at }) => {
-    const next = created.get(slot)?.find((t) => t >= at);
-    return next === undefined ? [] : [next - at];
-  });
 }
 
 /** Runs `n` requests through the launcher and the consumer; the measured figures. */

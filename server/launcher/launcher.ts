@@ -190,11 +190,6 @@ export class Launcher {
     }
   }
 
-  /** The provider-pools whose workers run here (`<provider>/<pool>`). */
-  runningPools(): Set<string> {
-    return new Set([...this.running].flatMap(([name, r]) => [...r.workers.keys()].map((pool) => poolKey({ provider: name, pool }))));
-  }
-
   /** Every provider-pool of the config, run here or not. */
   private configuredPools(): FleetPool[] {
     return this.deps.config().providers.flatMap((p) => providerPools(p).map((pool) => ({ provider: p.name, pool })));

@@ -86,7 +86,7 @@ describe('config and command-line errors: one message, exit 2, in every process'
     for (const r of [builder, server, cli]) assert.equal(r.code, 0, r.stderr);
     hasWholeWords(builder.stdout, 'Builds images with diskimage-builder and serves uploads and deletes over Gearman.');
     hasWholeWords(server.stdout, 'Decides what to build, upload and delete, and has the builders do it over Gearman.');
-    hasWholeWords(server.stdout, 'run only this provider (repeatable); others are left to other servers sharing the store');
+    hasWholeWords(server.stdout, 'run only this provider (repeatable); others are left to other servers sharing the store. Without it the server is a fleet member and runs the pools it owns (docs/fleet.md)');
     hasWholeWords(cli.stdout, 'delete a build: its uploads first, then its files');
     hasWholeWords(cli.stdout, 'nodepool image-delete --provider cloud-a --image ubuntu-jammy --build-id ubuntu-jammy-0000000003 --upload-id 0000000007');
   });
