@@ -104,6 +104,16 @@ const imageLifecycle = checked(object({
   }
 });
 
+/** The circuit breaker of each provider-pool (see launcher.breaker). */
+const breaker = checked(object({
+  failures: optional(int({ min: 1, max: 1000 }), 3),
+  backoff: optional(seconds({ min: 0.05, fractions: true }), 60),
+  'max-backoff': optional(seconds({ min: 0.05, fractions: true }), 900),
+  'probe-timeout': optional(seconds({ min: 1, fractions: true }), 900),
+}), (c, path, p) => {
+  if (c.maxBackoff < c.backoff) p.add(`${path}.max-backoff`, `expected at least backoff (${c.backoff}), got ${c.maxBackoff}: it caps the backoff that starts at backoff`);
+});
+
 /** Tunables of the launcher (seconds). */
 const launcher = object({
   /** Pause between pool-worker passes while there is nothing to do. */
@@ -129,6 +139,13 @@ const launcher = object({
    * before it (at most `session-ttl`), so 8 s is the least (ZooKeeper's shortest session is 4 s).
    */
   'takeover-timeout': optional(seconds({ min: 8, fractions: true }), 30),
+  /**
+   * The circuit breaker of each provider-pool (lib/fleet/breaker.ts, docs/fleet.md): `failures`
+   * launch failures in a row open it; while open the pool takes no request another pool can
+   * serve; after `backoff` one probe launch goes through (doubled after a failed probe, up to
+   * `max-backoff`); a probe with no outcome after `probe-timeout` counts as failed.
+   */
+  breaker: optional(breaker, () => defaultsOf(breaker)),
 });
 
 /** The keys of nodepool.yaml that core code reads, up to where the drivers' keys go (the order known keys are listed in). */

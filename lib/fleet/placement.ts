@@ -1,14 +1,17 @@
 /**
  * Where a node request goes (issue 35 §2, §4), as pure decisions over every pool's standing,
  * which each launcher reads from the store so that all of them agree: among the pools that can
- * serve all the request's labels now, the one with the most headroom (the free share of its
- * tightest limit: max-servers, cloud quota, tenant limits), in 5 % steps so that near-equal pools
- * fall to their `priority` (lower first, as Nodepool's) and then to their name; a pool at quota
+ * serve all the request's labels now, the one with the lowest `priority` (Nodepool 11's meaning
+ * of the key, which sites rely on, is kept: a preferred pool serves while it can), then the most
+ * headroom (the free share of its tightest limit: max-servers, cloud quota, tenant limits), in
+ * 5 % steps so that a server or two of difference does not move requests back and forth, then
+ * the name; a pool at quota
  * or whose breaker holds leaves the request to one that can serve it now. When none can, the
  * request waits on the best pool that will (as Nodepool's pool at quota takes it and pauses).
  * For a request no pool can serve now, each pool's reason says why, machine-readable.
  */
 import type { BreakerVerdict } from './breaker.js';
+import { rendezvousWeight } from './rendezvous.js';
 
 /** What limits a pool that is full. */
 export type QuotaLimit = 'max-servers' | 'cloud-quota' | 'tenant-limit';
@@ -35,7 +38,8 @@ export interface PoolStanding {
 }
 
 /** Why a waiting request is not served by one pool now. */
-export type WaitReasonCode = 'label-not-served' | 'paused' | 'no-ready-image' | 'at-quota' | 'tenant-limit' | 'breaker-open';
+export const WAIT_REASON_CODES = ['label-not-served', 'paused', 'no-ready-image', 'at-quota', 'tenant-limit', 'breaker-open'] as const;
+export type WaitReasonCode = typeof WAIT_REASON_CODES[number];
 
 /** A machine-readable reason, per provider-pool, for a request still waiting. */
 export interface WaitReason {
@@ -51,7 +55,7 @@ export interface WaitReason {
 /** The pool key placement and ownership use: `<provider>/<pool>`. */
 export const poolKey = (p: Pick<PoolStanding, 'provider' | 'pool'>): string => `${p.provider}/${p.pool}`;
 
-/** Headroom in 5 % steps, so that a few servers' difference does not outweigh `priority`. */
+/** Headroom in 5 % steps, so that a server or two of difference falls to the name, not back and forth. */
 export const headroomStep = (headroom: number): number => Math.floor(Math.max(0, Math.min(1, headroom)) * 20);
 
 /** Why `p` cannot serve a request for `labels` now; undefined when it can. */
@@ -68,8 +72,21 @@ export function waitReason(p: PoolStanding, labels: readonly string[]): WaitReas
   return undefined;
 }
 
-const byPreference = (a: PoolStanding, b: PoolStanding): number =>
-  headroomStep(b.headroom) - headroomStep(a.headroom) || a.priority - b.priority || (poolKey(a) < poolKey(b) ? -1 : poolKey(a) > poolKey(b) ? 1 : 0);
+/**
+ * Lower priority first, then more headroom (5 % steps); pools still equal are ordered by
+ * rendezvous weight of `tie` (the request id): the same order on every launcher, and requests
+ * spread over equal pools instead of all going to one (by name without a tie key).
+ */
+const byPreference = (tie: string | undefined) => (a: PoolStanding, b: PoolStanding): number => {
+  const first = a.priority - b.priority || headroomStep(b.headroom) - headroomStep(a.headroom);
+  if (first !== 0) return first;
+  if (tie !== undefined) {
+    const wa = rendezvousWeight(poolKey(a), tie);
+    const wb = rendezvousWeight(poolKey(b), tie);
+    if (wa !== wb) return wa > wb ? -1 : 1;
+  }
+  return poolKey(a) < poolKey(b) ? -1 : poolKey(a) > poolKey(b) ? 1 : 0;
+};
 
 /** The decision for one request. */
 export interface Placement {
@@ -84,13 +101,14 @@ export interface Placement {
 /**
  * Which pool takes a request for `labels`: the preferred pool that can serve it now; else the
  * preferred pool that serves the labels and is not paused, preferring one whose breaker lets a
- * launch through, where the request waits.
+ * launch through, where the request waits. `tie` (the request id) orders pools still equal.
  */
-export function placeRequest(labels: readonly string[], pools: readonly PoolStanding[]): Placement {
-  const now = pools.filter((p) => waitReason(p, labels) === undefined).sort(byPreference);
+export function placeRequest(labels: readonly string[], pools: readonly PoolStanding[], tie?: string): Placement {
+  const order = byPreference(tie);
+  const now = pools.filter((p) => waitReason(p, labels) === undefined).sort(order);
   if (now[0]) return { take: poolKey(now[0]), now: true, reasons: [] };
   const reasons = pools.map((p) => waitReason(p, labels)).filter((r): r is WaitReason => r !== undefined);
   const later = pools.filter((p) => !p.paused && labels.every((l) => p.labels.includes(l)))
-    .sort((a, b) => Number(a.breaker === 'hold') - Number(b.breaker === 'hold') || byPreference(a, b));
+    .sort((a, b) => Number(a.breaker === 'hold') - Number(b.breaker === 'hold') || order(a, b));
   return { take: later[0] ? poolKey(later[0]) : undefined, now: false, reasons };
 }

@@ -10,7 +10,7 @@ import type { CorruptRecord } from '../store/corrupt.js';
 import { NODE_LOCK_PREFIX } from '../store/lock-names.js';
 import { rolloutSettingsFor } from '../rollout/rollout-config.js';
 import type {
-  BuildRecord, BuildRequest, NodeRecord, NodeRequestRecord, PauseRecord, PinRecord, RevocationRecord, UploadRecord,
+  BuildRecord, BuildRequest, LauncherRecord, NodeRecord, NodeRequestRecord, PauseRecord, PinRecord, RevocationRecord, UploadRecord,
 } from '../store/models.js';
 import type { Store } from '../store/store.js';
 import type { ServingPool } from './labels.js';
@@ -117,12 +117,14 @@ export interface RequestListData {
   requests: NodeRequestRecord[];
   /** Corrupt request records. */
   corrupt: CorruptRecord[];
+  /** The registered pools (why a request waits is read from their standings). */
+  launchers: LauncherRecord[];
 }
 
 /** Reads the node request list (`request-list`). */
 export async function readRequestList(store: Store): Promise<RequestListData> {
-  const [requests, corrupt] = await Promise.all([store.listRequests(), store.listCorrupt({ kinds: ['request'] })]);
-  return { requests, corrupt };
+  const [requests, corrupt, launchers] = await Promise.all([store.listRequests(), store.listCorrupt({ kinds: ['request'] }), store.listLaunchers()]);
+  return { requests, corrupt, launchers };
 }
 
 /** What the label list shows. */

@@ -6,6 +6,9 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Store } from '../store/store.js';
+import type { NodeRequestRecord } from '../store/models.js';
+import type { WaitReason } from '../fleet/placement.js';
+import { breakerSettings, waitReasons } from '../fleet/standing.js';
 import { ageSeconds } from './age.js';
 import { buildTable, diskimageAttention } from './builds.js';
 import { corruptJson, corruptLines, corruptRows } from './corrupt.js';
@@ -125,13 +128,15 @@ export async function nodeListView({ store, clock }: StatusSource, opts: NodeLis
 }
 
 /** `request-list`: node requests by priority, then age. */
-export async function requestListView({ store, clock }: StatusSource): Promise<StatusView> {
-  const { requests, corrupt } = await readRequestList(store);
+export async function requestListView({ store, clock, config }: StatusSource): Promise<StatusView> {
+  const { requests, corrupt, launchers } = await readRequestList(store);
   const now = clock();
+  const settings = breakerSettings(config().launcher.breaker);
+  const reasons = (r: NodeRequestRecord): WaitReason[] => waitReasons(r, launchers, now, settings);
   return {
-    columns: REQUEST_COLUMNS, rows: [...requestRows(requests, now), ...corruptRows(REQUEST_COLUMNS, corrupt, ['request'])],
+    columns: REQUEST_COLUMNS, rows: [...requestRows(requests, now, reasons), ...corruptRows(REQUEST_COLUMNS, corrupt, ['request'])],
     lines: corruptLines(corrupt, ['request']),
-    json: [...requests.map((r) => requestJson(r, now)), ...corruptJson(corrupt, ['request'])], idColumn: 'Request ID',
+    json: [...requests.map((r) => requestJson(r, now, reasons(r))), ...corruptJson(corrupt, ['request'])], idColumn: 'Request ID',
   };
 }
 

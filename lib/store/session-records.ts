@@ -2,6 +2,7 @@
  * The liveness records the state store keeps: sessions, the locks they hold and the launchers
  * they register. Times are epoch milliseconds; records are plain JSON values.
  */
+import type { BreakerState } from '../fleet/breaker.js';
 
 /**
  * A store session: a process's liveness lease. Locks and launcher registrations belong to a
@@ -42,10 +43,28 @@ export interface LauncherRecord {
   priority?: number;
   /** True while the pool waits for quota (Nodepool 11's pool component `paused`). */
   paused?: boolean;
+  /** Ours, beside Nodepool's fields: the pool's standing for placement (issue 35), as its owner last published it. */
+  standing?: PoolStandingRecord;
+}
+
+/** What limits a pool that cannot launch one more node now. */
+export type FullBy = 'max-servers' | 'cloud-quota' | 'tenant-limit';
+
+/**
+ * A pool's standing, published by the launcher that runs it when it changes, so that every
+ * launcher places requests alike (lib/fleet/placement.ts).
+ */
+export interface PoolStandingRecord {
+  /** The free share (0..1) of the pool's tightest limit. */
+  headroom: number;
+  /** Set while the pool cannot launch one more node, with what stops it. */
+  full?: { by: FullBy; detail: string };
+  /** The pool's circuit breaker (lib/fleet/breaker.ts). */
+  breaker: BreakerState;
 }
 
 /**
  * What {@link SessionStore.updateLauncher} may change in a registered launcher (Nodepool 11
  * refreshes its pool component's labels and priority every pass and `paused` as it changes).
  */
-export type LauncherPatch = Partial<Pick<LauncherRecord, 'supportedLabels' | 'priority' | 'paused'>>;
+export type LauncherPatch = Partial<Pick<LauncherRecord, 'supportedLabels' | 'priority' | 'paused' | 'standing'>>;

@@ -3,7 +3,6 @@
  * whether a declined request fails, what the deleter and the cleanup worker act on, and how
  * many min-ready requests a label needs. No I/O here; the workers feed in store snapshots.
  */
-import { DEFAULT_PRIORITY } from '../../lib/drivers/contract/common-config.js';
 import type { PoolInfo } from '../../lib/drivers/contract/driver.js';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord, RequestState } from '../../lib/store/models.js';
 import type { FleetPool } from './request-handler-types.js';
@@ -24,20 +23,6 @@ export function yieldsToPreferredProvider(req: NodeRequestRecord, provider: stri
   if (!req.provider || req.provider === provider) return false;
   const preferred = launchers.filter((l) => l.provider === req.provider);
   return preferred.length > 0 && preferred.some((l) => !req.declinedBy.includes(l.id));
-}
-
-/**
- * Whether a pool worker should leave a request to a better pool (Nodepool 11 priority): another
- * registered pool that supports every label of the request, has not declined it, is not paused
- * (waiting for quota) and has a lower `priority`. So a preferred pool serves until it is at
- * quota, and the others take requests meanwhile.
- */
-export function yieldsToBetterPool(req: NodeRequestRecord, self: { id: string; priority: number }, launchers: readonly LauncherRecord[]): boolean {
-  return launchers.some((l) => l.id !== self.id
-    && (l.priority ?? DEFAULT_PRIORITY) < self.priority
-    && l.paused !== true
-    && !req.declinedBy.includes(l.id)
-    && req.labels.every((label) => l.supportedLabels.includes(label)));
 }
 
 /**

@@ -17,6 +17,7 @@ import { driverOf } from '../../lib/drivers/registry.js';
 import { coerceError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { poolKey } from '../../lib/fleet/placement.js';
+import { breakerSettings } from '../../lib/fleet/standing.js';
 import { PeriodicLoop, type LoopHealth } from '../../lib/periodic-loop.js';
 import type { Store } from '../../lib/store/store.js';
 import { CleanupWorker } from './cleanup-worker.js';
@@ -273,6 +274,8 @@ export class Launcher {
         sessionId: this.deps.sessionId, interval: () => this.deps.config().launcher.interval,
         maxConcurrency: pc.maxConcurrency, providerAlive: alive, priority: poolPriority(pc, pool.name),
         tenantLimits: () => this.deps.config().tenantResourceLimits,
+        breaker: () => breakerSettings(this.deps.config().launcher.breaker),
+        ...(this.deps.clock ? { clock: this.deps.clock } : {}),
         ...(this.deps.onLoopPass ? { onLoopPass: this.deps.onLoopPass } : {}),
         ...(this.deps.onLaunch ? { onLaunch: this.deps.onLaunch } : {}),
         ...(this.deps.ownedPools ? { fleetPools: () => this.configuredPools() } : {}),

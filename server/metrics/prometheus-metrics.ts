@@ -14,10 +14,12 @@ import { METRICS_CONTENT_TYPE, renderMetrics } from '../../lib/metrics/process-m
 import { SharedRender } from '../../lib/metrics/shared-render.js';
 import type { LoopHealth } from '../../lib/periodic-loop.js';
 import {
-  BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES, type BuildRecord, type NodeRecord, type NodeRequestRecord, type PinRecord,
+  BUILD_STATES, NODE_STATES, REQUEST_STATES, UPLOAD_STATES, type BuildRecord, type LauncherRecord, type NodeRecord, type NodeRequestRecord, type PinRecord,
   type RevocationRecord, type UploadRecord,
 } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
+import { WAIT_REASON_CODES } from '../../lib/fleet/placement.js';
+import { breakerSettings, waitCodes, waitReasons } from '../../lib/fleet/standing.js';
 import { launchResult } from './launch-result.js';
 import type { BuildOutcome, LaunchOutcome, MetricsSink, UploadOutcome } from './outcomes.js';
 import { registerRolloutMetrics } from './rollout-metrics.js';
@@ -44,6 +46,7 @@ interface Snapshot {
   revocations: RevocationRecord[];
   loops: LoopHealth[];
   limits: Array<{ provider: string; resource: string; limit: number }>;
+  launchers: LauncherRecord[];
   /** Epoch ms the snapshot was read. */
   at: number;
 }
@@ -162,11 +165,11 @@ export class PrometheusMetrics implements MetricsSink {
 
   private async readSnapshot(): Promise<Snapshot> {
     const { store } = this.deps;
-    const [builds, uploads, nodes, requests, pins, revocations, limits] = await Promise.all([
+    const [builds, uploads, nodes, requests, pins, revocations, limits, launchers] = await Promise.all([
       store.listBuilds(), store.listUploads(), store.listNodes(), store.listRequests(), store.listPins(), store.listRevocations(),
-      this.deps.resourceLimits?.() ?? [],
+      this.deps.resourceLimits?.() ?? [], store.listLaunchers(),
     ]);
-    return { config: this.deps.config(), builds, uploads, nodes, requests, pins, revocations, loops: this.deps.loops(), limits, at: Date.now() };
+    return { config: this.deps.config(), builds, uploads, nodes, requests, pins, revocations, loops: this.deps.loops(), limits, launchers, at: Date.now() };
   }
 
   private snapshot(): Promise<Snapshot> {
@@ -211,6 +214,16 @@ export class PrometheusMetrics implements MetricsSink {
     });
     gauge('nodepool_requests', 'Node requests by state', ['state'], (g, s) => {
       for (const [state, n] of tally(s.requests, (r) => [r.state], REQUEST_STATES)) g.set({ state }, n);
+    });
+    gauge('nodepool_requests_waiting', 'Requests no pool can serve now, by why (a request waiting for several reasons counts under each; issue 35 §4)', ['reason'], (g, s) => {
+      const settings = breakerSettings(s.config.launcher.breaker);
+      for (const [reason, n] of tally(s.requests, (r) => waitCodes(waitReasons(r, s.launchers, s.at, settings)), WAIT_REASON_CODES)) g.set({ reason }, n);
+    });
+    gauge('nodepool_pool_breaker_open', "Whether a registered pool's circuit breaker is open (1; a probe in flight counts as open) or closed (0)", ['provider', 'pool'], (g, s) => {
+      for (const l of s.launchers) g.set({ provider: l.provider, pool: l.pool }, (l.standing?.breaker.state ?? 'closed') === 'closed' ? 0 : 1);
+    });
+    gauge('nodepool_pool_headroom', "A registered pool's free share (0 to 1) of max-servers, as its launcher last published it (placement reads it)", ['provider', 'pool'], (g, s) => {
+      for (const l of s.launchers) if (l.standing) g.set({ provider: l.provider, pool: l.pool }, l.standing.headroom);
     });
     gauge('nodepool_provider_quota', "A provider's limits: max-servers (the sum of its pools') and the cloud's own quota (cores, ram in MiB, instances)", ['provider', 'resource'], (g, s) => {
       for (const p of s.config.providers) {

@@ -115,6 +115,27 @@ export function nodepool11StoreContract(h: StoreHarness): void {
       assert.equal((await h.store.listLaunchers())[0]?.priority, 10);
     });
 
+    void it('keeps a pool\'s standing (ours, issue 35) beside the Nodepool fields: published, kept by a refresh, refused when not whole', async () => {
+      const s = await session();
+      await h.store.registerLauncher({ id: 'L1', sessionId: s.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small'] });
+      assert.equal((await h.store.listLaunchers())[0]?.standing, undefined, 'none until published');
+      const standing = {
+        headroom: 0.2, full: { by: 'max-servers' as const, detail: '8 of 10 nodes' },
+        breaker: { state: 'open' as const, failures: 3, since: 1_700_000_000_000, until: 1_700_000_060_000, backoffMs: 60_000 },
+      };
+      const updated = await h.store.updateLauncher('L1', { standing });
+      assert.deepEqual(updated?.standing, standing);
+      await h.store.registerLauncher({ id: 'L1', sessionId: s.id, provider: 'cloud-a', pool: 'main', supportedLabels: ['small'], paused: true });
+      const listed = (await h.store.listLaunchers())[0];
+      assert.deepEqual([listed?.standing, listed?.paused, listed?.priority], [standing, true, 100], 'a refresh keeps it; the Nodepool fields are untouched');
+      const closed = { headroom: 1, breaker: { state: 'closed' as const, failures: 0 } };
+      await h.store.updateLauncher('L1', { standing: closed });
+      assert.deepEqual((await h.store.listLaunchers())[0]?.standing, closed);
+      await storeError(h.store.updateLauncher('L1', { standing: { headroom: 2, breaker: { state: 'closed', failures: 0 } } }));
+      await storeError(h.store.updateLauncher('L1', { standing: { headroom: 0.5, breaker: { state: 'open', failures: 1 } } as never }));
+      assert.deepEqual((await h.store.listLaunchers())[0]?.standing, closed, 'a refused standing changes nothing');
+    });
+
     void it('accepts component registrations for a live session and refuses them for an unknown one', async () => {
       const s = await session();
       await h.store.publishComponents(s.id, 'launcher', [{ hostname: 'nl01.example.org', state: 'running' }]);

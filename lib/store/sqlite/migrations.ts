@@ -266,6 +266,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE builds ADD COLUMN log_token TEXT;
     `,
   },
+  {
+    // Issue 35: a pool's standing for placement (headroom, what fills it, its breaker), as JSON;
+    // NULL until its launcher publishes one.
+    version: 11,
+    sql: `
+      ALTER TABLE launchers ADD COLUMN standing TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -2,7 +2,8 @@
  * Row ↔ record mapping of the SQLite store's `sessions`, `locks` and `launchers` tables.
  * Every mapping builds a fresh object.
  */
-import type { LauncherRecord, LockRecord, SessionRecord } from '../models.js';
+import type { LauncherRecord, LockRecord, PoolStandingRecord, SessionRecord } from '../models.js';
+import { standingFrom, withStanding } from '../pool-standing.js';
 import { Columns } from './columns.js';
 
 /** A row of `sessions`. */
@@ -44,6 +45,8 @@ export interface LauncherRow {
   registered: number;
   priority: number;
   paused: number;
+  /** JSON; NULL when none was published. */
+  standing: string | null;
 }
 
 /** Maps a `launchers` row to a fresh record. Thrown: CorruptRecordError. */
@@ -58,5 +61,16 @@ export function launcherFromRow(r: LauncherRow): LauncherRecord {
     registered: r.registered,
     priority: r.priority,
     paused: r.paused !== 0,
+    ...withStanding(parsedStanding(r.standing)),
   };
+}
+
+/** The standing in a `standing` column, or undefined when there is none or it is not a whole standing (see pool-standing.ts). */
+function parsedStanding(text: string | null): PoolStandingRecord | undefined {
+  if (text === null) return undefined;
+  try {
+    return standingFrom(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
 }

@@ -9,7 +9,8 @@ import type Database from 'better-sqlite3';
 import { StoreError } from '../../errors.js';
 import { DEFAULT_POOL_PRIORITY } from '../components.js';
 import { checkLauncherPatch } from '../launcher-patch.js';
-import type { LauncherPatch, LauncherRecord, SessionRecord } from '../models.js';
+import type { LauncherPatch, LauncherRecord, PoolStandingRecord, SessionRecord } from '../models.js';
+import { standingJson } from '../pool-standing.js';
 import { REQUEST_LOCK_PREFIX } from '../lock-names.js';
 import { toJson } from '../to-json.js';
 import { checkStringList } from '../checks.js';
@@ -44,9 +45,9 @@ export class SqliteSessions {
     launchers: Database.Statement<[number]>;
     sessions: Database.Statement<[number]>;
   };
-  private readonly upsertLauncherStmt: Database.Statement<[string, string, string, string, string, number, ...Array<number | null>], LauncherRow>;
+  private readonly upsertLauncherStmt: Database.Statement<[string, string, string, string, string, number, ...Array<number | string | null>], LauncherRow>;
   private readonly getLauncherStmt: Database.Statement<[string], LauncherRow>;
-  private readonly updateLauncherStmt: Database.Statement<[string, number, number, string], LauncherRow>;
+  private readonly updateLauncherStmt: Database.Statement<[string, number, number, string | null, string], LauncherRow>;
   private readonly deleteLauncherStmt: Database.Statement<[string]>;
   private readonly listLaunchersStmt: Database.Statement<[number], LauncherRow>;
   private readonly closeTx: (id: string) => void;
@@ -76,15 +77,16 @@ export class SqliteSessions {
     };
     // Priority and paused keep their registered values when a refresh does not give them (NULL).
     this.upsertLauncherStmt = db.prepare(`
-      INSERT INTO launchers (id, session_id, provider, pool, supported_labels, registered, priority, paused)
-      VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, ${DEFAULT_POOL_PRIORITY}), COALESCE(?, 0))
+      INSERT INTO launchers (id, session_id, provider, pool, supported_labels, registered, priority, paused, standing)
+      VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, ${DEFAULT_POOL_PRIORITY}), COALESCE(?, 0), ?)
       ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, provider = excluded.provider, pool = excluded.pool,
         supported_labels = excluded.supported_labels, registered = excluded.registered,
-        priority = COALESCE(?, launchers.priority), paused = COALESCE(?, launchers.paused)
+        priority = COALESCE(?, launchers.priority), paused = COALESCE(?, launchers.paused),
+        standing = COALESCE(excluded.standing, launchers.standing)
       RETURNING *`);
     this.getLauncherStmt = db.prepare<[string], LauncherRow>('SELECT * FROM launchers WHERE id = ?');
-    this.updateLauncherStmt = db.prepare<[string, number, number, string], LauncherRow>(
-      'UPDATE launchers SET supported_labels = ?, priority = ?, paused = ? WHERE id = ? RETURNING *');
+    this.updateLauncherStmt = db.prepare<[string, number, number, string | null, string], LauncherRow>(
+      'UPDATE launchers SET supported_labels = ?, priority = ?, paused = ?, standing = ? WHERE id = ? RETURNING *');
     this.deleteLauncherStmt = db.prepare<[string]>('DELETE FROM launchers WHERE id = ?');
     this.listLaunchersStmt = db.prepare<[number], LauncherRow>(`
       SELECT l.* FROM launchers l JOIN sessions s ON s.id = l.session_id WHERE ? - s.renewed <= s.ttl_ms ORDER BY l.id`);
@@ -150,7 +152,7 @@ export class SqliteSessions {
     checkLauncherPatch(patch, what);
     const labels = patch.supportedLabels ?? cur.supportedLabels;
     const next = this.updateLauncherStmt.get(toJson(labels, `${what}: supportedLabels`), patch.priority ?? cur.priority ?? DEFAULT_POOL_PRIORITY,
-      (patch.paused ?? cur.paused ?? false) ? 1 : 0, id);
+      (patch.paused ?? cur.paused ?? false) ? 1 : 0, standingText(patch.standing ?? cur.standing), id);
     return next ? launcherFromRow(next) : undefined;
   }
 
@@ -197,8 +199,11 @@ export class SqliteSessions {
     const priority = input.priority ?? null;
     const paused = input.paused === undefined ? null : input.paused ? 1 : 0;
     const row = this.upsertLauncherStmt.get(input.id, input.sessionId, input.provider, input.pool,
-      toJson(input.supportedLabels, `launcher ${input.id} supportedLabels`), this.clock(), priority, paused, priority, paused);
+      toJson(input.supportedLabels, `launcher ${input.id} supportedLabels`), this.clock(), priority, paused, standingText(input.standing), priority, paused);
     if (!row) throw new StoreError(`launcher ${input.id} was not registered`);
     return launcherFromRow(row);
   }
 }
+
+/** A standing as the `standing` column keeps it (NULL for none). */
+const standingText = (s: PoolStandingRecord | undefined): string | null => (s ? JSON.stringify(standingJson(s)) : null);

@@ -13,6 +13,7 @@ import { CorruptRecordError, StoreError } from '../../errors.js';
 import { DEFAULT_POOL_PRIORITY } from '../components.js';
 import { Fields, type CorruptKind } from '../corrupt.js';
 import type { JobProgress, LauncherRecord, SessionRecord } from '../models.js';
+import { standingFrom, standingJson, withStanding } from '../pool-standing.js';
 import { toJson } from '../to-json.js';
 
 /** A JSON object as stored in a znode. */
@@ -85,6 +86,7 @@ export function launcherJson(l: LauncherRecord): Json {
   return {
     id: l.id, provider_name: l.provider, supported_labels: l.supportedLabels, priority: l.priority ?? DEFAULT_POOL_PRIORITY,
     paused: l.paused ?? false, pool: l.pool, registered_time: toSeconds(l.registered),
+    ...(l.standing ? { standing: standingJson(l.standing) as Json } : {}),
   };
 }
 
@@ -100,6 +102,7 @@ export function launcherFromJson(id: string, sessionId: string, j: Json): Launch
     registered: toMs(j.registered_time),
     priority: typeof j.priority === 'number' ? j.priority : DEFAULT_POOL_PRIORITY,
     paused: j.paused === true,
+    ...withStanding(standingFrom(j.standing)),
   };
 }
 

@@ -10,6 +10,7 @@
 import { StoreError, ZooKeeperError } from '../../errors.js';
 import { componentVersion, DEFAULT_POOL_PRIORITY } from '../components.js';
 import { checkLauncherPatch } from '../launcher-patch.js';
+import { withStanding } from '../pool-standing.js';
 import type { LauncherPatch, LauncherRecord, SessionRecord } from '../models.js';
 import { checkStringList } from '../checks.js';
 import { ZkComponents } from './components.js';
@@ -169,6 +170,7 @@ export class ZkSessions {
       const rec: LauncherRecord = {
         ...input, supportedLabels: [...input.supportedLabels], registered: this.ctx.clock(),
         priority: input.priority ?? before?.priority ?? DEFAULT_POOL_PRIORITY, paused: input.paused ?? before?.paused ?? false,
+        ...withStanding(input.standing ?? before?.standing),
       };
       const data = encode(launcherJson(rec), `launcher ${input.id}`);
       try {
@@ -190,7 +192,7 @@ export class ZkSessions {
     throw new StoreError(`${what}: its znode kept changing`);
   }
 
-  /** Changes a registered launcher and its pool component; undefined when it is not registered. */
+  /** Changes a registered launcher and its pool component (not for a standing alone); undefined when it is not registered. */
   async updateLauncher(id: string, patch: LauncherPatch): Promise<LauncherRecord | undefined> {
     const what = `updating launcher ${id}`;
     checkLauncherPatch(patch, what);
@@ -206,11 +208,13 @@ export class ZkSessions {
       rec = {
         ...now, supportedLabels: [...(patch.supportedLabels ?? now.supportedLabels)],
         priority: patch.priority ?? now.priority ?? DEFAULT_POOL_PRIORITY, paused: patch.paused ?? now.paused ?? false,
+        ...withStanding(patch.standing ?? now.standing),
       };
       return { ...cur, ...launcherJson(rec) };
     });
     if (!done || !rec) return undefined;
-    await this.components.updatePool(rec);
+    // The pool component has Nodepool's fields only: a new standing alone does not touch it.
+    if (patch.supportedLabels !== undefined || patch.priority !== undefined || patch.paused !== undefined) await this.components.updatePool(rec);
     return rec;
   }
 
@@ -258,11 +262,11 @@ export class ZkSessions {
   }
 }
 
-/** A registration's priority and paused flag as stored (none when its JSON does not parse). */
-function launcherBefore(id: string, data: Buffer): Pick<LauncherRecord, 'priority' | 'paused'> | undefined {
+/** A registration's priority, paused flag and standing as stored (none when its JSON does not parse). */
+function launcherBefore(id: string, data: Buffer): Pick<LauncherRecord, 'priority' | 'paused' | 'standing'> | undefined {
   try {
     const l = launcherFromJson(id, '', decodeRecord(data, 'launcher', id));
-    return { priority: l.priority, paused: l.paused };
+    return { priority: l.priority, paused: l.paused, ...withStanding(l.standing) };
   } catch {
     return undefined;
   }

@@ -8,6 +8,9 @@ import { formatAge } from '../../../lib/status/age.js';
 import { labelsAt, labelSummaries, type LabelSummary } from '../../../lib/status/labels.js';
 import { readNodeList, readRequestList, servingPools } from '../../../lib/status/list-data.js';
 import { holdExpiresText } from '../../../lib/status/nodes.js';
+import { waitText } from '../../../lib/status/requests.js';
+import type { WaitReason } from '../../../lib/fleet/placement.js';
+import { breakerSettings, waitReasons } from '../../../lib/fleet/standing.js';
 import { NODE_STATES, type NodeRecord, type NodeRequestRecord } from '../../../lib/store/models.js';
 import type { WebContext } from '../web-context.js';
 import { byStateText } from './overview-page.js';
@@ -77,11 +80,15 @@ export function nodesPage(d: NodesData): ConsolePage {
 export interface RequestsData {
   now: number;
   requests: NodeRequestRecord[];
+  /** Why each waiting request is not served, by request id (lib/fleet/standing.ts). */
+  waiting: ReadonlyMap<string, WaitReason[]>;
 }
 
-export async function readRequests(ctx: WebContext): Promise<RequestsData> {
-  const { requests } = await readRequestList(ctx.store);
-  return { now: ctx.clock(), requests };
+export async function readRequests(ctx: Pick<WebContext, 'store' | 'clock' | 'config'>): Promise<RequestsData> {
+  const { requests, launchers } = await readRequestList(ctx.store);
+  const now = ctx.clock();
+  const settings = breakerSettings(ctx.config().launcher.breaker);
+  return { now, requests, waiting: new Map(requests.map((r) => [r.id, waitReasons(r, launchers, now, settings)])) };
 }
 
 /** The requests page. */
@@ -91,9 +98,10 @@ export function requestsPage(d: RequestsData): ConsolePage {
     summary: { text: `${d.requests.length} requests${d.requests.length ? `: ${byStateText(countByState(d.requests), [])}` : ''}`, ok: true },
     blocks: [{
       kind: 'table', id: 'requests', empty: 'no requests',
-      columns: ['Request', 'State', 'Priority', 'Labels', 'Requestor', 'Provider', 'Nodes', 'Declined by', 'Age', 'Reason'],
+      columns: ['Request', 'State', 'Priority', 'Labels', 'Requestor', 'Provider', 'Nodes', 'Declined by', 'Age', 'Reason', 'Waiting'],
       rows: d.requests.map((r) => [r.id, stateCell(r.state), String(r.priority), r.labels.join(','), r.requestor, r.provider ?? '',
-        r.nodes.join(','), r.declinedBy.join(','), formatAge(d.now - r.stateTime), { text: r.reason ?? '', pre: true }]),
+        r.nodes.join(','), r.declinedBy.join(','), formatAge(d.now - r.stateTime), { text: r.reason ?? '', pre: true },
+        { text: waitText(d.waiting.get(r.id) ?? []), pre: true }]),
     }],
   };
 }

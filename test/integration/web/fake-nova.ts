@@ -4,7 +4,7 @@
  * refused with 400 "No valid host"), network `private`, generous limits, servers that are
  * ACTIVE at once with a private address. Also writes the clouds.yaml naming it `scripted`.
  */
-import type { ScriptedCloud } from '../../support/scripted-cloud.js';
+import type { ScriptedAnswer, ScriptedCloud } from '../../support/scripted-cloud.js';
 
 interface Server {
   id: string;
@@ -20,8 +20,14 @@ const FLAVORS = [
   { id: 'f-broken', name: 'm1.broken', vcpus: 1, ram: 512, disk: 1 },
 ];
 
+/** Options of {@link playNova}. */
+export interface PlayNovaOptions {
+  /** Asked at every server create: an answer to give instead (a fault), or undefined to create the server. */
+  createFault?: () => ScriptedAnswer | undefined;
+}
+
 /** Adds the routes; returns the servers by id (live view). */
-export function playNova(cloud: ScriptedCloud): Map<string, Server> {
+export function playNova(cloud: ScriptedCloud, opts: PlayNovaOptions = {}): Map<string, Server> {
   const servers = new Map<string, Server>();
   let seq = 0;
   cloud
@@ -33,6 +39,8 @@ export function playNova(cloud: ScriptedCloud): Map<string, Server> {
     .answer('GET', /^\/v2\.1\/limits$/, { body: { limits: { absolute: { maxTotalInstances: 100, maxTotalCores: 100, maxTotalRAMSize: 1_000_000 } } } })
     .answer('GET', /^\/v2\.1\/os-availability-zone$/, { body: { availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] } })
     .answer('POST', /^\/v2\.1\/servers$/, (req) => {
+      const fault = opts.createFault?.();
+      if (fault) return fault;
       const spec = (JSON.parse(req.body) as { server: { name: string; flavorRef: string; metadata?: Record<string, string> } }).server;
       if (spec.flavorRef === 'f-broken') return { status: 400, body: { badRequest: { code: 400, message: 'No valid host was found.' } } };
       seq += 1;

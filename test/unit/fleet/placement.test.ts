@@ -12,15 +12,17 @@ describe('placement', () => {
     assert.deepEqual(placed, { take: 'b/main', now: true, reasons: [] });
   });
 
-  it('within one 5 % step, priority decides, then the name', () => {
+  it('priority first (Nodepool 11\'s meaning), then headroom in 5 % steps, then the name', () => {
+    assert.equal(placeRequest(['small'], [pool('a', { headroom: 0.1, priority: 50 }), pool('b', { headroom: 0.9 })]).take, 'a/main');
     assert.equal(headroomStep(0.52), headroomStep(0.54));
-    assert.equal(placeRequest(['small'], [pool('a', { headroom: 0.52, priority: 50 }), pool('b', { headroom: 0.54 })]).take, 'a/main');
+    assert.equal(placeRequest(['small'], [pool('a', { headroom: 0.52 }), pool('b', { headroom: 0.54 })]).take, 'a/main');
     assert.equal(placeRequest(['small'], [pool('b', { headroom: 0.5 }), pool('a', { headroom: 0.5 })]).take, 'a/main');
+    assert.equal(placeRequest(['small'], [pool('a', { headroom: 0.5 }), pool('b', { headroom: 0.56 })]).take, 'b/main');
   });
 
   it('a pool at quota or with its breaker holding leaves the request to one that can serve now', () => {
     const full = pool('a', { headroom: 0, full: { by: 'max-servers', detail: '10 of 10' }, priority: 1 });
-    const broken = pool('c', { headroom: 1, breaker: 'hold', breakerSince: 42 });
+    const broken = pool('c', { headroom: 1, breaker: 'hold', breakerSince: 42, priority: 1 });
     assert.equal(placeRequest(['small'], [full, broken, pool('b', { headroom: 0.1 })]).take, 'b/main');
     assert.equal(placeRequest(['small'], [pool('b', { breaker: 'probe', headroom: 0.3 }), pool('d', { headroom: 0.2 })]).take, 'b/main', 'a probe may take one');
   });

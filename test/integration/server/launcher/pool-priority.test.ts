@@ -2,8 +2,9 @@
  * Nodepool 11 pool priority on real parts: two static providers (real sshd hosts on loopback),
  * nodepool-server in this process, on a SQLite store and on a ZooKeeper store. The preferred
  * pool (pool priority 10, overriding its provider's 200) serves every request while it has a
- * free host; once it waits for one (paused, published on its registration) the other pool
- * (provider priority 50) takes the next request; the preferred one goes on once its host is back.
+ * free host; once it is full (its standing, published on its registration) the other pool
+ * (provider priority 50) takes the next request at once; when both are full the request waits
+ * on the preferred pool (paused, as Nodepool), which serves it once its host is back.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -60,15 +61,21 @@ for (const backend of ['sqlite', 'zookeeper'] as const) {
       const client = await sys.client();
       const [a] = await client.requestNodes(['small'], { timeoutMs: 20_000 });
       assert.equal(a?.provider, 'first', 'the preferred pool serves while it has a free host');
+      const full = (provider: string) => waitFor(async () => (await registrations()).get(provider)?.standing?.full?.by === 'max-servers', {
+        timeoutMs: 20_000, what: `pool ${provider} published as full`,
+      });
+      await full('first');
+
+      const [b] = await client.requestNodes(['small'], { timeoutMs: 20_000 });
+      assert.equal(b?.provider, 'second', 'the full preferred pool leaves the next request to the other, which has a free host');
+      assert.equal((await registrations()).get('first')?.paused, false, 'without pausing');
+      await full('second');
 
       const waiting = await client.request(['small']);
       await sys.waitForRequest(waiting.id, ['pending'], 20_000);
       await waitFor(async () => (await registrations()).get('first')?.paused === true, { timeoutMs: 20_000, what: 'the preferred pool registered as paused' });
       const request = await sys.store.getRequest(waiting.id);
-      assert.equal(request?.state, 'pending', 'the preferred pool holds the request it waits for');
-
-      const [b] = await client.requestNodes(['small'], { timeoutMs: 20_000 });
-      assert.equal(b?.provider, 'second', 'a paused preferred pool leaves the next request to the other');
+      assert.equal(request?.state, 'pending', 'with both full, the preferred pool holds the request it waits for');
 
       await client.release(a.id);
       const served = await sys.waitForRequest(waiting.id, ['fulfilled'], 30_000);

@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LauncherRecord, NodeRecord, NodeRequestRecord } from '../../../../lib/store/models.js';
 import { NODE_DEFAULTS } from '../../../../lib/store/models.js';
-import { expiredHeldNodes, yieldsToBetterPool } from '../../../../server/launcher/decisions.js';
+import { expiredHeldNodes } from '../../../../server/launcher/decisions.js';
+import { placeAmong } from '../../../../lib/fleet/standing.js';
 import { limitsOf, sumResources, tenantLimitExceeded } from '../../../../server/launcher/tenant-limits.js';
 
 const T0 = 1_700_000_000_000;
@@ -19,29 +20,41 @@ function request(over: Partial<NodeRequestRecord> = {}): NodeRequestRecord {
 }
 
 function launcher(id: string, over: Partial<LauncherRecord> = {}): LauncherRecord {
-  return { id, sessionId: 's', provider: 'p', pool: 'main', supportedLabels: ['small', 'big'], registered: T0, ...over };
+  return { id, sessionId: 's', provider: 'p', pool: id, supportedLabels: ['small', 'big'], registered: T0, ...over };
 }
 
 function held(id: string, over: Partial<NodeRecord> = {}): NodeRecord {
   return { ...NODE_DEFAULTS, id, state: 'hold', stateTime: T0, created: T0, provider: 'p', pool: 'main', labels: ['small'], ...over };
 }
 
-describe('pool priority', () => {
-  const self = { id: 'me', priority: 100 };
+describe('pool priority (Nodepool 11), through placement', () => {
+  const settings = { failures: 3, backoffMs: 60_000, maxBackoffMs: 600_000, probeTimeoutMs: 600_000 };
+  /** Whether pool `me` (priority `mine`) leaves the request to another among `others`. */
+  const leaves = (req: NodeRequestRecord, mine: number, others: LauncherRecord[]): boolean => {
+    const placed = placeAmong(req, [launcher('me', { priority: mine }), ...others], T0, settings);
+    return placed.take !== undefined && placed.take !== 'p/me';
+  };
 
   it('yields to another pool with a lower priority that serves every label, is not paused and has not declined', () => {
-    assert.equal(yieldsToBetterPool(request(), self, [launcher('me', { priority: 100 }), launcher('better', { priority: 10 })]), true);
+    assert.equal(leaves(request(), 100, [launcher('better', { priority: 10 })]), true);
   });
 
   it('takes the request when the better pool is paused, has declined it, lacks a label, or is not better', () => {
     const better = (over: Partial<LauncherRecord>) => [launcher('better', { priority: 10, ...over })];
-    assert.equal(yieldsToBetterPool(request(), self, better({ paused: true })), false, 'paused (at quota)');
-    assert.equal(yieldsToBetterPool(request({ declinedBy: ['better'] }), self, better({})), false, 'declined');
-    assert.equal(yieldsToBetterPool(request({ labels: ['small', 'gpu'] }), self, better({})), false, 'lacks gpu');
-    assert.equal(yieldsToBetterPool(request(), self, better({ priority: 100 })), false, 'equal priority');
-    assert.equal(yieldsToBetterPool(request(), self, [launcher('old')]), false, 'a record without priority counts as 100');
-    assert.equal(yieldsToBetterPool(request(), { id: 'me', priority: 101 }, [launcher('old')]), true);
-    assert.equal(yieldsToBetterPool(request(), { id: 'me', priority: 1 }, [launcher('me', { priority: 0 })]), false, 'never to itself');
+    assert.equal(leaves(request(), 100, better({ paused: true })), false, 'paused (at quota)');
+    assert.equal(leaves(request({ declinedBy: ['better'] }), 100, better({})), false, 'declined');
+    assert.equal(leaves(request({ labels: ['small', 'gpu'] }), 100, better({})), false, 'lacks gpu');
+    assert.equal(leaves(request(), 99, [launcher('old')]), false, 'a record without priority counts as 100');
+    assert.equal(leaves(request(), 100, []), false, 'no other pool');
+    assert.equal(leaves(request(), 101, [launcher('old')]), true);
+    assert.equal(leaves(request(), 1, [launcher('other', { priority: 0, supportedLabels: ['big'] })]), false, 'not to a pool without the label');
+  });
+
+  it('between equal pools, each request goes to one of them, the same on every launcher, and requests spread over both', () => {
+    const pools = [launcher('me'), launcher('twin')];
+    const takers = Array.from({ length: 40 }, (_, i) => placeAmong(request({ id: `100-${String(i).padStart(10, '0')}` }), pools, T0, settings).take);
+    assert.deepEqual(takers, Array.from({ length: 40 }, (_, i) => placeAmong(request({ id: `100-${String(i).padStart(10, '0')}` }), [...pools].reverse(), T0, settings).take));
+    assert.ok(takers.filter((t) => t === 'p/me').length >= 8 && takers.filter((t) => t === 'p/twin').length >= 8, takers.join(' '));
   });
 });
 
