@@ -34,11 +34,15 @@ export function poolStandingOf(l: LauncherRecord, now: number, s: BreakerSetting
 
 /**
  * Where request `req` goes among the registered pools that have not declined it (a decline is
- * final for that pool, as in Nodepool).
+ * final for that pool, as in Nodepool). A request that names a provider (Nodepool's
+ * `provider`, Zuul's preference for the provider of its other nodes) is placed among that
+ * provider's pools while one of them has not declined it, as Nodepool leaves it to them.
  */
-export function placeAmong(req: Pick<NodeRequestRecord, 'id' | 'labels' | 'declinedBy'>, launchers: readonly LauncherRecord[], now: number, s: BreakerSettings): Placement {
+export function placeAmong(req: Pick<NodeRequestRecord, 'id' | 'labels' | 'declinedBy' | 'provider'>, launchers: readonly LauncherRecord[], now: number, s: BreakerSettings): Placement {
   const open = launchers.filter((l) => !req.declinedBy.includes(l.id));
-  return placeRequest(req.labels, open.map((l) => poolStandingOf(l, now, s)), req.id);
+  const preferred = req.provider ? open.filter((l) => l.provider === req.provider) : [];
+  const among = preferred.length ? preferred : open;
+  return placeRequest(req.labels, among.map((l) => poolStandingOf(l, now, s)), req.id);
 }
 
 /**

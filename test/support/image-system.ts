@@ -18,10 +18,12 @@ import type { ImageLifecycle } from '../../server/image-lifecycle/image-lifecycl
 import { NodepoolServer } from '../../server/main.js';
 import type { DibBuilder } from '../../workers/builder/dib-builder.js';
 import {
-  builderProcess, createBuilderEnv, inProcessBuilder, type BuilderEnv, type RawDiskimage, type RawProvider,
+  builderProcess, createBuilderEnv, glanceAdmin, inProcessBuilder, type BuilderEnv, type RawDiskimage, type RawProvider,
 } from './builder-env.js';
 import { startGearmand, type GearmandHandle, type StartGearmandOptions } from './gearmand.js';
-import { startLoopbackCloud, type LoopbackCloud } from './openstack.js';
+import { useLoopbackCloud, type LoopbackCloud } from './openstack.js';
+import type { ListedImage } from '../../lib/drivers/contract/image-service.js';
+import { INSTALLATION_PROPERTY } from '../../lib/store/installation.js';
 import { startProcess, startTogether, type TrackedProcess } from './processes.js';
 import { testLogger } from './test-log.js';
 import { nodeScript } from './node-command.js';
@@ -71,12 +73,13 @@ export class ImageSystem {
   }
 
   /**
-   * Starts gearmand and a private Keystone+Glance, writes the server config and opens the
-   * store. The cloud is not the run's shared one: the server's leak check deletes images of
-   * its provider names that its store does not know, which would be other test files' images.
+   * Starts gearmand, writes the server config and opens the store; Keystone+Glance is the run's
+   * shared one (a private one outside the runner). Other test files' images in it are never
+   * this system's: the server's leak check and retention touch only images carrying its store's
+   * installation id, and tests list Glance through {@link glanceImages}, which filters by it.
    */
   static async start(opts: ImageSystemOptions): Promise<ImageSystem> {
-    const [gearmand, cloud] = await startTogether([startGearmand(opts.gearmand), startLoopbackCloud()]);
+    const [gearmand, cloud] = await startTogether([startGearmand(opts.gearmand), useLoopbackCloud()]);
     const probe = await createBuilderEnv({ name: 'server', gearmanPort: gearmand.port, cloud });
     const lifecycle = { interval: 1, 'retry-delay': 2, 'max-retry-delay': 8, 'build-timeout-grace': 5, 'leak-check-interval': 2, 'stray-grace': 2, ...opts.lifecycle };
     const serverConfigPath = path.join(probe.dir, 'server.yaml');
@@ -189,6 +192,15 @@ export class ImageSystem {
       const s = { builds: await this.store.listBuilds(), uploads: await this.store.listUploads() };
       return cond(s) ? s : undefined;
     }, { timeoutMs, what, intervalMs: 100 });
+  }
+
+  /** The admin's Glance, made at the first {@link glanceImages}. */
+  private glance: ReturnType<typeof glanceAdmin> | undefined;
+
+  /** This installation's Glance images with `properties` (the cloud may be shared with other test files). */
+  async glanceImages(properties: Record<string, string>): Promise<ListedImage[]> {
+    this.glance ??= glanceAdmin(this.cloud);
+    return (await this.glance).list({ properties: { ...properties, [INSTALLATION_PROPERTY]: await this.store.installationId() } });
   }
 
   /** Stops everything this system started, and removes its files. */

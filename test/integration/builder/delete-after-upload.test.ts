@@ -4,11 +4,10 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { adminWorkers } from '../../../lib/gearman/admin.js';
 import { fn } from '../../../lib/gearman/functions.js';
-import type { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../../lib/status/lifecycle-status.js';
 import type { BuildRecord } from '../../../lib/store/models.js';
 import { FILES_DELETED } from '../../../server/image-lifecycle/local-files.js';
-import { fakeDiskimage, glanceAdmin, inProcessBuilder, loopbackProvider, type RawProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, inProcessBuilder, loopbackProvider, type RawProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 
@@ -34,7 +33,6 @@ const MiB = 1024 * 1024;
 // default of every upload's image properties, under the provider image's meta.
 describe('diskimage delete-after-upload, keep-formats and metadata', () => {
   let sys: ImageSystem;
-  let glance: OpenStackImageService;
   let imagesDir: string;
   const diskimages = [
     // qcow2 goes once both providers have it; raw is kept (keep-formats). 12 MiB images.
@@ -60,7 +58,6 @@ describe('diskimage delete-after-upload, keep-formats and metadata', () => {
     sys = await ImageSystem.start({ diskimages, providers: providers(true) });
     const b = await sys.addBuilder('a');
     imagesDir = b.env.imagesDir;
-    glance = await glanceAdmin(sys.cloud);
     await sys.startServer();
   });
 
@@ -87,7 +84,7 @@ describe('diskimage delete-after-upload, keep-formats and metadata', () => {
   it('uploads with the diskimage metadata under the provider image meta, then nodepool_build_id and nodepool_upload_id', async () => {
     const uploads = await sys.store.listUploads();
     const up = uploads.find((u) => u.buildId === keep.id && u.provider === 'one' && u.state === 'ready')!;
-    const [image] = (await glance.list({ properties: { nodepool_build_id: keep.id, nodepool_provider_name: 'one' } }));
+    const [image] = (await sys.glanceImages({ nodepool_build_id: keep.id, nodepool_provider_name: 'one' }));
     assert.ok(image, 'the upload is in Glance');
     assert.equal(image.externalId, up.externalId);
     const props = image.properties ?? {};
@@ -96,7 +93,7 @@ describe('diskimage delete-after-upload, keep-formats and metadata', () => {
     assert.equal(props.team, 'ci');
     assert.equal(props.nodepool_build_id, keep.id);
     assert.equal(props.nodepool_upload_id, up.id);
-    const [plain] = await glance.list({ properties: { nodepool_build_id: free.id, nodepool_provider_name: 'one' } });
+    const [plain] = await sys.glanceImages({ nodepool_build_id: free.id, nodepool_provider_name: 'one' });
     assert.equal(plain?.properties?.team, undefined, 'a diskimage without metadata adds none');
     assert.equal(plain?.properties?.purpose, 'test');
   });

@@ -4,8 +4,7 @@ import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fn } from '../../../lib/gearman/functions.js';
 import { adminWorkers } from '../../../lib/gearman/admin.js';
-import type { OpenStackImageService } from '../../../lib/drivers/openstack/glance-image-service.js';
-import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 
@@ -13,7 +12,6 @@ import { runningProcesses } from '../../support/processes.js';
 // <local-file>` after the upload; rc != 0 deletes the image and fails the upload.
 describe('builder: post-upload-hook', () => {
   let sys: ImageSystem;
-  let glance: OpenStackImageService;
   let hook: string;
   /** `<provider>` whose hook fails while this file exists. */
   const failFlag = (provider: string): string => path.join(sys.dir, `hook-fail-${provider}`);
@@ -42,7 +40,6 @@ describe('builder: post-upload-hook', () => {
     ];
     await sys.reconfigure({ diskimages, providers });
     await sys.addBuilder('a');
-    glance = await glanceAdmin(sys.cloud);
     await sys.startServer();
   });
 
@@ -57,7 +54,7 @@ describe('builder: post-upload-hook', () => {
     const imagesDir = sys.builders.get('a')!.env.imagesDir;
     assert.deepEqual((await readFile(seen('good'), 'utf8')).trim().split('\n'),
       ['3', 'good', upload.externalId, path.join(imagesDir, `${upload.buildId}.qcow2`), 'file-exists']);
-    assert.deepEqual((await glance.list({ properties: { nodepool_provider_name: 'good' } })).map((i) => i.externalId), [upload.externalId]);
+    assert.deepEqual((await sys.glanceImages({ nodepool_provider_name: 'good' })).map((i) => i.externalId), [upload.externalId]);
   });
 
   it('leaves a provider without a hook as it was', async () => {
@@ -77,7 +74,7 @@ describe('builder: post-upload-hook', () => {
     assert.ok(externalId, `no image id in the reason: ${reason}`);
     assert.match(reason, new RegExp(`image ${externalId} has no sshd`));
     assert.match(reason, new RegExp(`the image ${externalId} was deleted`));
-    const left = await glance.list({ properties: { nodepool_provider_name: 'bad' } });
+    const left = await sys.glanceImages({ nodepool_provider_name: 'bad' });
     assert.ok(!left.some((i) => i.externalId === externalId), `image ${externalId} still in Glance: ${JSON.stringify(left)}`);
   });
 
@@ -89,6 +86,6 @@ describe('builder: post-upload-hook', () => {
     const s = await sys.waitForState('bad upload ready after the retry', (x) => x.uploads.some((u) => u.provider === 'bad' && u.state === 'ready'), 60_000);
     const ready = s.uploads.find((u) => u.provider === 'bad' && u.state === 'ready')!;
     assert.equal((await readFile(seen('bad'), 'utf8')).trim().split('\n')[2], ready.externalId);
-    assert.deepEqual((await glance.list({ properties: { nodepool_provider_name: 'bad' } })).map((i) => i.externalId), [ready.externalId]);
+    assert.deepEqual((await sys.glanceImages({ nodepool_provider_name: 'bad' })).map((i) => i.externalId), [ready.externalId]);
   });
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { waitFor } from '../../../lib/lifecycle.js';
-import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 
@@ -46,7 +46,6 @@ describe('config removals do not destroy at once', () => {
     await sys.addBuilder('a');
     await sys.startServer();
     const ready = await sys.waitForState('build and upload ready', (x) => x.builds.some((b) => b.state === 'ready') && x.uploads.some((u) => u.state === 'ready'));
-    const glance = await glanceAdmin(sys.cloud);
 
     await sys.reconfigure({ providers: [loopbackProvider('cloud-a', [])] });
     await sys.passes(3);
@@ -59,6 +58,7 @@ describe('config removals do not destroy at once', () => {
     const started = Date.now();
     await sys.waitForState('the upload deleted after the grace period', (x) => x.uploads.length === 0, 30_000);
     assert.ok(Date.now() - started >= 4000, `deleted after ${Date.now() - started} ms, not before the 5 s grace`);
-    await waitFor(async () => (await glance.list({ properties: { nodepool_image_name: 'deb' } })).length === 0, { timeoutMs: 20_000, what: 'the Glance image deleted' });
+    const system = sys;
+    await waitFor(async () => (await system.glanceImages({ nodepool_image_name: 'deb' })).length === 0, { timeoutMs: 20_000, what: 'the Glance image deleted' });
   });
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { fn } from '../../../lib/gearman/functions.js';
 import { adminWorkers } from '../../../lib/gearman/admin.js';
 import type { ServerHeartbeat } from '../../../lib/status/server.js';
-import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 import { LIFECYCLE_STATUS_KEY, SERVER_HEARTBEAT_KEY } from '../../../lib/status/lifecycle-status.js';
@@ -36,8 +36,7 @@ describe('nodepool-server: first build and upload', () => {
     assert.deepEqual(build.formats, ['qcow2']);
     assert.equal(build.files[0]?.format, 'qcow2');
     assert.equal(uploads.length, 2);
-    const glance = await glanceAdmin(sys.cloud);
-    const images = await glance.list({ properties: { nodepool_build_id: build.id } });
+    const images = await sys.glanceImages({ nodepool_build_id: build.id });
     for (const u of uploads) {
       assert.equal(u.buildId, build.id);
       assert.equal(u.format, u.provider === 'cloud-a' ? 'qcow2' : 'raw');

@@ -2,7 +2,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { waitFor } from '../../../lib/lifecycle.js';
-import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 
@@ -19,10 +19,9 @@ async function idsOnDisk(dir: string): Promise<string[]> {
 async function assertSettled(sys: ImageSystem): Promise<void> {
   const s = await sys.waitForState('every record settled (no building/uploading/deleting)', (x) =>
     x.builds.every((b) => b.state === 'ready') && x.uploads.every((u) => u.state === 'ready') && x.uploads.length > 0, 300_000);
-  const glance = await glanceAdmin(sys.cloud);
-  await waitFor(async () => (await glance.list({ properties: { nodepool_image_name: 'deb' } })).length === s.uploads.length,
+  await waitFor(async () => (await sys.glanceImages({ nodepool_image_name: 'deb' })).length === s.uploads.length,
     { timeoutMs: 60_000, what: 'Glance holds only the recorded uploads' });
-  const images = await glance.list({ properties: { nodepool_image_name: 'deb' } });
+  const images = await sys.glanceImages({ nodepool_image_name: 'deb' });
   assert.deepEqual(images.map((i) => i.externalId).sort(), s.uploads.map((u) => u.externalId).sort());
   assert.ok(images.every((i) => i.status === 'active'));
   const onDisk = (await Promise.all([...sys.builders.values()].map((b) => idsOnDisk(b.env.imagesDir)))).flat().sort();

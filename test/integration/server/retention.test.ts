@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { waitFor } from '../../../lib/lifecycle.js';
 import { LIFECYCLE_STATUS_KEY, type LifecycleStatus } from '../../../lib/status/lifecycle-status.js';
-import { fakeDiskimage, glanceAdmin, loopbackProvider } from '../../support/builder-env.js';
+import { fakeDiskimage, loopbackProvider } from '../../support/builder-env.js';
 import { ImageSystem } from '../../support/image-system.js';
 import { runningProcesses } from '../../support/processes.js';
 import { nodeScript } from '../../support/node-command.js';
@@ -38,21 +38,25 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete, rev
 
   it('rebuilds after rebuild-age and keeps exactly the two newest builds and uploads', async () => {
     await sys.waitForBuild('a fourth build ready', (b) => b.state === 'ready' && seq(b.id) >= 4, 90_000);
+    const builder = sys.builders.get('a')!;
     const s = await sys.waitForState('retention settled: 2 ready builds, 2 ready uploads per provider, nothing else', (x) =>
       x.builds.length === 2 && x.builds.every((b) => b.state === 'ready')
       && x.uploads.length === 4 && x.uploads.every((u) => u.state === 'ready'), 60_000);
-    const kept = s.builds.map((b) => b.id);
+    const kept = s.builds.map((b) => b.id).sort();
     assert.ok(seq(kept[1]!) === seq(kept[0]!) + 1, `the two newest builds are kept: ${kept.join(', ')}`);
     for (const p of ['cloud-a', 'cloud-b']) {
       assert.deepEqual(s.uploads.filter((u) => u.provider === p).map((u) => u.buildId).sort(), kept);
     }
-    const glance = await glanceAdmin(sys.cloud);
-    await waitFor(async () => (await glance.list({ properties: { nodepool_image_name: 'deb' } })).length === 4, { timeoutMs: 20_000, what: 'only the 4 kept images in Glance' });
-    const images = await glance.list({ properties: { nodepool_image_name: 'deb' } });
-    assert.deepEqual(images.map((i) => i.externalId).sort(), s.uploads.map((u) => u.externalId).sort());
-    const builder = sys.builders.get('a')!;
-    await waitFor(async () => (await idsOnDisk(builder.env.imagesDir)).length === 2, { timeoutMs: 20_000, what: 'old build files deleted on the builder' });
-    assert.deepEqual(await idsOnDisk(builder.env.imagesDir), kept);
+    // Builds keep coming every 4 s: Glance and the builder's files are compared with the store
+    // at one moment where all three agree (read again until they do), not across a rebuild.
+    await waitFor(async () => {
+      const x = await sys.waitForState('records', () => true);
+      const images = (await sys.glanceImages({ nodepool_image_name: 'deb' })).map((i) => i.externalId).sort();
+      const onDisk = await idsOnDisk(builder.env.imagesDir);
+      const ready = x.uploads.filter((u) => u.state === 'ready').map((u) => u.externalId).sort();
+      const builds = x.builds.filter((b) => b.state === 'ready').map((b) => b.id).sort();
+      return x.builds.length === 2 && images.length === 4 && JSON.stringify(images) === JSON.stringify(ready) && JSON.stringify(onDisk) === JSON.stringify(builds) ? true : undefined;
+    }, { timeoutMs: 60_000, what: 'only the 4 kept images in Glance and the 2 kept builds\' files on the builder', intervalMs: 200 });
   });
 
   it('image-delete of the newest build deletes its uploads and files and falls back to the previous build', async () => {
@@ -67,8 +71,7 @@ describe('nodepool-server: daily rebuild, retention of two, operator delete, rev
     assert.deepEqual(after.uploads.map((u) => [u.buildId, u.state]), [[previous, 'ready'], [previous, 'ready']]);
     const builder = sys.builders.get('a')!;
     await waitFor(async () => !(await idsOnDisk(builder.env.imagesDir)).includes(newest), { timeoutMs: 20_000, what: `${newest} files deleted` });
-    const glance = await glanceAdmin(sys.cloud);
-    assert.deepEqual((await glance.list({ properties: { nodepool_build_id: newest } })).length, 0);
+    assert.deepEqual((await sys.glanceImages({ nodepool_build_id: newest })).length, 0);
     // No rebuild: the previous build is current and young enough.
     await sys.passes(3);
     assert.deepEqual((await sys.store.listBuilds()).map((b) => b.id), [previous]);

@@ -63,6 +63,16 @@ describe('pool standing', () => {
     assert.equal(placeAmong(request(), [a, broken], T0 + 1000, S).take, 'cloud/a');
   });
 
+  it('a request that names a provider is placed among its pools while one has not declined it', () => {
+    const mk = (provider: string, headroom: number): LauncherRecord => ({
+      ...launcher('main', { standing: standingOf({ headroom, breaker: { state: 'closed', failures: 0 } }) }), id: `nl-1-PoolWorker.${provider}-main`, provider,
+    });
+    const [pa, pb] = [mk('pa', 0.1), mk('pb', 1)];
+    assert.equal(placeAmong(request({ provider: 'pa' }), [pa, pb], T0, S).take, 'pa/main', 'the named provider, though the other has more room');
+    assert.equal(placeAmong(request({ provider: 'pa', declinedBy: [pa.id] }), [pa, pb], T0, S).take, 'pb/main', 'once it declined, any pool');
+    assert.equal(placeAmong(request({ provider: 'gone' }), [pa, pb], T0, S).take, 'pb/main', 'a provider with no live pool: any pool');
+  });
+
   it('wait reasons: none when a pool can serve now or the request is not waiting; else each pool\'s, machine-readable', () => {
     const full = launcher('a', { standing: standingOf({ headroom: 0, full: { by: 'max-servers', detail: '10 of 10 nodes, none free' }, breaker: { state: 'closed', failures: 0 } }) });
     const broken = launcher('b', { standing: standingOf({ headroom: 1, breaker: open(T0) }) });
