@@ -56,7 +56,8 @@ describe('nodepool request and request-list', () => {
     const cli = env.start(['request', 'large', 'small', '--wait', '--timeout', '30']);
     const r = await cliRequest(env);
     assert.ok(r.requestorSession, 'ephemeral: tied to the CLI session');
-    // Play the launcher.
+    // Play the launcher once the CLI has shown the request waiting (ci30 fulfilled it before the CLI's first look).
+    await cli.waitForOutput(new RegExp(`request ${r.id}: requested\\n`), 'the request waiting');
     await env.store.updateRequest(r.id, { state: 'pending' }, { expectStates: ['requested'] });
     const nodes: NodeRecord[] = [];
     for (const label of r.labels) {
