@@ -12,10 +12,8 @@ import type { NodeRecord, NodeRequestRecord } from '../../lib/store/models.js';
 import type { Store } from '../../lib/store/store.js';
 import type { TenantResourceLimit } from '../../lib/config/schema.js';
 import { takes, yieldsToPreferredProvider } from './decisions.js';
-import { afterOutcome, breakerVerdict, CLOSED, settleBreaker, startProbe, type BreakerSettings, type BreakerState } from '../../lib/fleet/breaker.js';
-import { poolKey } from '../../lib/fleet/placement.js';
-import { placeAmong, poolStandingFull, poolHeadroom, standingChanged, standingOf } from '../../lib/fleet/standing.js';
-import type { LauncherRecord, PoolStandingRecord } from '../../lib/store/models.js';
+import type { BreakerSettings } from '../../lib/fleet/breaker.js';
+import { PoolPlacement } from './pool-placement.js';
 import { limitsOf, sumResources, tenantLimitExceeded } from './tenant-limits.js';
 import { lockIfFree } from './lock-if-free.js';
 import { NodeRequestHandler } from './request-handler.js';
@@ -77,15 +75,18 @@ export class PoolWorker {
    * kept (not its result), so handlers asking at once share one list and see each other's claims.
    */
   private snapshot: Promise<NodeRecord[]> | undefined;
-  /** The pool's circuit breaker (issue 35 §3): launch outcomes move it; published in the standing. */
-  private breaker: BreakerState = CLOSED;
-  /** The standing as last published in the registration (placement reads it from there). */
-  private standing: PoolStandingRecord | undefined;
+  /** The pool's standing and breaker, and where its requests go (pool-placement.ts). */
+  private readonly placement: PoolPlacement;
   /** Whether the pool's driver launches nodes (else it hands out registered ones), known from its first handler. */
   private launches: boolean | undefined;
 
   constructor(private readonly deps: PoolWorkerDeps) {
     this.log = deps.log.child({ component: 'pool-worker', provider: deps.provider.name, pool: deps.pool.name });
+    this.placement = new PoolPlacement({
+      store: deps.store, log: this.log, launcherId: deps.launcherId, provider: deps.provider.name, pool: deps.pool, priority: deps.priority,
+      breaker: deps.breaker, ...(deps.clock ? { clock: deps.clock } : {}), isPaused: () => this.isPaused, launches: () => this.launches,
+      readyCandidates: (label) => this.readyCandidates(label), nudge: () => this.loop.nudge(),
+    });
     this.loop = new PeriodicLoop({
       name: `pool-worker:${deps.provider.name}/${deps.pool.name}`, log: this.log,
       // Backoff capped at 10 s: after a store outage the pool takes requests again within 10 s of its return.
@@ -155,7 +156,7 @@ export class PoolWorker {
       }
     }
     await this.publishPaused();
-    await this.publishStanding();
+    await this.placement.publish();
     return busy;
   }
 
@@ -183,84 +184,6 @@ export class PoolWorker {
     await this.deps.store.updateLauncher(this.deps.launcherId, { paused });
     this.published = paused;
     this.log.info(paused ? 'pool paused: waiting for quota' : 'pool unpaused', { priority: this.deps.priority });
-  }
-
-  private now(): number {
-    return (this.deps.clock ?? Date.now)();
-  }
-
-  /**
-   * A launch of this pool ended: the breaker counts it (an aborted launch, over quota, says
-   * nothing of the cloud's health). A change of state is logged here and published by the pass.
-   */
-  private launchEnded(outcome: LaunchOutcome): void {
-    if (outcome.result === 'aborted') return;
-    const before = this.breaker;
-    this.breaker = afterOutcome(before, outcome.result === 'ready' ? 'success' : 'failure', this.now(), this.deps.breaker());
-    if (before.state !== this.breaker.state) {
-      if (this.breaker.state === 'open') {
-        this.log.warn('breaker open: launches keep failing; requests another pool can serve go there', {
-          failures: this.breaker.failures, probeInS: Math.round(this.breaker.backoffMs / 1000),
-        });
-      } else if (this.breaker.state === 'closed') {
-        this.log.info('breaker closed: a launch succeeded', { node: outcome.nodeId });
-      }
-    }
-    this.loop.nudge();
-  }
-
-  /**
-   * Publishes the pool's standing (headroom, what fills it, breaker) in its registration when it
-   * changed, so every launcher places requests alike. The headroom is the free share of
-   * max-servers counting ready unallocated nodes as free, in 5 % steps.
-   */
-  private async publishStanding(): Promise<void> {
-    const { store, provider, pool } = this.deps;
-    this.breaker = settleBreaker(this.breaker, this.now(), this.deps.breaker());
-    const nodes = await store.listNodes({ provider: provider.name, pool: pool.name });
-    const free = nodes.filter((n) => n.state === 'ready' && n.allocatedTo === null).length;
-    // A pool that hands out registered nodes has as many as it has records.
-    const max = this.launches === false ? nodes.length : pool.maxServers;
-    const next = standingOf({
-      headroom: poolHeadroom(nodes.length, free, max, this.isPaused),
-      full: poolStandingFull(nodes.length, free, max, this.isPaused),
-      breaker: this.breaker,
-    });
-    if (!standingChanged(this.standing, next)) return;
-    await store.updateLauncher(this.deps.launcherId, { standing: next });
-    if (this.standing?.full?.by !== next.full?.by) this.log.info(next.full ? 'pool full' : 'pool has room again', { ...(next.full ?? {}), headroom: next.headroom });
-    this.standing = next;
-  }
-
-  /**
-   * Whether this pool leaves request `r` to another (issue 35 §2): placement over every
-   * registered pool that has not declined it, this one as it stands now, picks another pool;
-   * or this pool's breaker holds and the pool has no ready node for it. A breaker whose backoff
-   * passed lets this request through as its probe.
-   */
-  private async leavesToOthers(r: NodeRequestRecord, launchers: readonly LauncherRecord[]): Promise<boolean> {
-    const settings = this.deps.breaker();
-    const now = this.now();
-    const self = poolKey({ provider: this.deps.provider.name, pool: this.deps.pool.name });
-    const current = { ...(this.standing ?? standingOf({ headroom: 1, breaker: this.breaker })), breaker: this.breaker };
-    const mine = launchers.find((l) => l.id === this.deps.launcherId);
-    const others = launchers.filter((l) => l.id !== this.deps.launcherId);
-    const selfRecord: LauncherRecord = {
-      ...(mine ?? { id: this.deps.launcherId, sessionId: '', provider: this.deps.provider.name, pool: this.deps.pool.name, supportedLabels: [...this.deps.pool.labels], registered: now }),
-      priority: this.deps.priority, paused: this.isPaused, standing: current,
-    };
-    const placed = placeAmong(r, [...others, selfRecord], now, settings);
-    if (placed.take !== undefined && placed.take !== self) return true;
-    const verdict = breakerVerdict(this.breaker, now, settings);
-    if (verdict === 'take') return false;
-    // A ready node of the pool for every label serves it without the cloud.
-    const stocked = await Promise.all(r.labels.map(async (l) => (await this.readyCandidates(l)).length > 0));
-    if (stocked.every(Boolean)) return false;
-    if (verdict === 'hold') return true;
-    this.breaker = startProbe(this.breaker, now, settings);
-    this.log.info('breaker: a probe launch after the backoff', { request: r.id, openSinceS: this.breaker.state === 'probing' ? Math.round((now - this.breaker.since) / 1000) : 0 });
-    await this.publishStanding();
-    return false;
   }
 
   private async readyCandidates(label: string): Promise<NodeRecord[]> {
@@ -298,7 +221,7 @@ export class PoolWorker {
       for (const r of mine) {
         if (stopped()) break;
         seen.add(r.id);
-        if (yieldsToPreferredProvider(r, provider.name, launchers) || await this.leavesToOthers(r, launchers)) continue;
+        if (yieldsToPreferredProvider(r, provider.name, launchers) || await this.placement.leavesToOthers(r, launchers)) continue;
         const handler = this.newHandler(r);
         if (!takes(r, handler.canLaunch)) {
           this.logSkipped(r);
@@ -386,7 +309,7 @@ export class PoolWorker {
       // Every record of the pool, in any state, may still exist in the provider: all count against max-servers.
       poolNodeCount: async () => (await store.listNodes({ provider: provider.name, pool: pool.name })).length,
       onLaunch: (outcome) => {
-        this.launchEnded(outcome);
+        this.placement.launchEnded(outcome);
         this.deps.onLaunch?.(outcome);
       },
       ...(this.deps.fleetPools ? { fleetPools: this.deps.fleetPools } : {}),
