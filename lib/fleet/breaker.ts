@@ -57,6 +57,16 @@ export function startProbe(state: BreakerState, now: number, s: BreakerSettings)
 }
 
 /**
+ * The state when the probe's request started no launch (another launcher locked it first, or
+ * it was served from a ready node, declined or paused): open again with its backoff over, so
+ * the next request placed on the pool is the probe. Any other state is left as it is.
+ */
+export function abandonProbe(state: BreakerState, now: number): BreakerState {
+  if (state.state !== 'probing') return state;
+  return { state: 'open', failures: state.failures, since: state.since, until: now, backoffMs: state.backoffMs };
+}
+
+/**
  * The state after a launch (or API call) of the pool ended at `now`. A success closes the
  * breaker from any state: the cloud works. A failure counts; the `failures`-th in a row opens
  * a closed breaker, a failed probe opens it again with the backoff doubled, and failures of

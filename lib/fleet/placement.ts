@@ -35,6 +35,8 @@ export interface PoolStanding {
   paused?: boolean;
   /** Labels of the pool without a ready image to boot. */
   noReadyImage?: readonly string[];
+  /** Tenants whose requests the pool defers at their resource limits, with the figures. */
+  tenantLimited?: ReadonlyArray<{ tenant: string; detail: string }>;
 }
 
 /** Why a waiting request is not served by one pool now. */
@@ -58,8 +60,8 @@ export const poolKey = (p: Pick<PoolStanding, 'provider' | 'pool'>): string => `
 /** Headroom in 5 % steps, so that a server or two of difference falls to the name, not back and forth. */
 export const headroomStep = (headroom: number): number => Math.floor(Math.max(0, Math.min(1, headroom)) * 20);
 
-/** Why `p` cannot serve a request for `labels` now; undefined when it can. */
-export function waitReason(p: PoolStanding, labels: readonly string[]): WaitReason | undefined {
+/** Why `p` cannot serve a request for `labels` (of Zuul tenant `tenant`) now; undefined when it can. */
+export function waitReason(p: PoolStanding, labels: readonly string[], tenant?: string | null): WaitReason | undefined {
   const at = (reason: WaitReasonCode, detail: string, since?: number): WaitReason =>
     ({ provider: p.provider, pool: p.pool, reason, detail, ...(since !== undefined ? { since } : {}) });
   const missing = labels.filter((l) => !p.labels.includes(l));
@@ -69,6 +71,8 @@ export function waitReason(p: PoolStanding, labels: readonly string[]): WaitReas
   if (noImage.length) return at('no-ready-image', `no ready image for ${noImage.join(', ')}`);
   if (p.breaker === 'hold') return at('breaker-open', 'breaker open after launch failures', p.breakerSince);
   if (p.full) return at(p.full.by === 'tenant-limit' ? 'tenant-limit' : 'at-quota', `${p.full.by}: ${p.full.detail}`);
+  const limited = tenant ? p.tenantLimited?.find((t) => t.tenant === tenant) : undefined;
+  if (limited) return at('tenant-limit', `tenant ${limited.tenant}: ${limited.detail}`);
   return undefined;
 }
 
@@ -99,15 +103,16 @@ export interface Placement {
 }
 
 /**
- * Which pool takes a request for `labels`: the preferred pool that can serve it now; else the
+ * Which pool takes a request for `labels` (of Zuul tenant `tenant`, whose resource limits a pool
+ * may defer it at): the preferred pool that can serve it now; else the
  * preferred pool that serves the labels and is not paused, preferring one whose breaker lets a
  * launch through, where the request waits. `tie` (the request id) orders pools still equal.
  */
-export function placeRequest(labels: readonly string[], pools: readonly PoolStanding[], tie?: string): Placement {
+export function placeRequest(labels: readonly string[], pools: readonly PoolStanding[], tie?: string, tenant?: string | null): Placement {
   const order = byPreference(tie);
-  const now = pools.filter((p) => waitReason(p, labels) === undefined).sort(order);
+  const now = pools.filter((p) => waitReason(p, labels, tenant) === undefined).sort(order);
   if (now[0]) return { take: poolKey(now[0]), now: true, reasons: [] };
-  const reasons = pools.map((p) => waitReason(p, labels)).filter((r): r is WaitReason => r !== undefined);
+  const reasons = pools.map((p) => waitReason(p, labels, tenant)).filter((r): r is WaitReason => r !== undefined);
   const later = pools.filter((p) => !p.paused && labels.every((l) => p.labels.includes(l)))
     .sort((a, b) => Number(a.breaker === 'hold') - Number(b.breaker === 'hold') || order(a, b));
   return { take: later[0] ? poolKey(later[0]) : undefined, now: false, reasons };

@@ -29,6 +29,8 @@ export function poolStandingOf(l: LauncherRecord, now: number, s: BreakerSetting
     provider: l.provider, pool: l.pool, labels: l.supportedLabels, priority: l.priority ?? DEFAULT_POOL_PRIORITY,
     headroom: st?.headroom ?? 1, breaker: breakerVerdict(breaker, now, s),
     ...(full ? { full } : {}), ...(since !== undefined ? { breakerSince: since } : {}),
+    ...(st?.noReadyImage?.length ? { noReadyImage: st.noReadyImage } : {}),
+    ...(st?.tenantLimited?.length ? { tenantLimited: st.tenantLimited } : {}),
   };
 }
 
@@ -38,11 +40,14 @@ export function poolStandingOf(l: LauncherRecord, now: number, s: BreakerSetting
  * `provider`, Zuul's preference for the provider of its other nodes) is placed among that
  * provider's pools while one of them has not declined it, as Nodepool leaves it to them.
  */
-export function placeAmong(req: Pick<NodeRequestRecord, 'id' | 'labels' | 'declinedBy' | 'provider'>, launchers: readonly LauncherRecord[], now: number, s: BreakerSettings): Placement {
+export function placeAmong(
+  req: Pick<NodeRequestRecord, 'id' | 'labels' | 'declinedBy' | 'provider'> & Partial<Pick<NodeRequestRecord, 'tenantName'>>,
+  launchers: readonly LauncherRecord[], now: number, s: BreakerSettings,
+): Placement {
   const open = launchers.filter((l) => !req.declinedBy.includes(l.id));
   const preferred = req.provider ? open.filter((l) => l.provider === req.provider) : [];
   const among = preferred.length ? preferred : open;
-  return placeRequest(req.labels, among.map((l) => poolStandingOf(l, now, s)), req.id);
+  return placeRequest(req.labels, among.map((l) => poolStandingOf(l, now, s)), req.id, req.tenantName);
 }
 
 /**
@@ -87,9 +92,17 @@ export function poolStandingFull(count: number, free: number, maxServers: number
   return undefined;
 }
 
-/** What a pool's launcher publishes: its headroom, what fills it, its breaker. */
-export function standingOf(input: { headroom: number; full?: { by: FullBy; detail: string } | undefined; breaker: BreakerState }): PoolStandingRecord {
-  return { headroom: input.headroom, ...(input.full ? { full: input.full } : {}), breaker: input.breaker };
+/** What a pool's launcher publishes: its headroom, what fills it, its breaker, labels with nothing to boot, tenants it defers. */
+export function standingOf(input: {
+  headroom: number; full?: { by: FullBy; detail: string } | undefined; breaker: BreakerState;
+  noReadyImage?: readonly string[]; tenantLimited?: ReadonlyArray<{ tenant: string; detail: string }>;
+}): PoolStandingRecord {
+  const noReadyImage = [...new Set(input.noReadyImage ?? [])].sort();
+  const tenantLimited = [...(input.tenantLimited ?? [])].sort((a, b) => (a.tenant < b.tenant ? -1 : a.tenant > b.tenant ? 1 : 0)).map((t) => ({ ...t }));
+  return {
+    headroom: input.headroom, ...(input.full ? { full: input.full } : {}), breaker: input.breaker,
+    ...(noReadyImage.length ? { noReadyImage } : {}), ...(tenantLimited.length ? { tenantLimited } : {}),
+  };
 }
 
 /** Whether two standings differ in anything placement reads (so only a change is written). */

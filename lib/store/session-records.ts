@@ -61,6 +61,16 @@ export interface PoolStandingRecord {
   full?: { by: FullBy; detail: string };
   /** The pool's circuit breaker (lib/fleet/breaker.ts). */
   breaker: BreakerState;
+  /** Labels of the pool with nothing to boot now (no ready image in the provider). */
+  noReadyImage?: string[];
+  /** Zuul tenants whose requests the pool defers at their `tenant-resource-limits`, with the figures. */
+  tenantLimited?: TenantLimitedRecord[];
+}
+
+/** A tenant a pool defers requests of, and why (its limit, use and the request's need). */
+export interface TenantLimitedRecord {
+  tenant: string;
+  detail: string;
 }
 
 /**

@@ -85,7 +85,7 @@ export class PoolWorker {
     this.placement = new PoolPlacement({
       store: deps.store, log: this.log, launcherId: deps.launcherId, provider: deps.provider.name, pool: deps.pool, priority: deps.priority,
       breaker: deps.breaker, ...(deps.clock ? { clock: deps.clock } : {}), isPaused: () => this.isPaused, launches: () => this.launches,
-      readyCandidates: (label) => this.readyCandidates(label), nudge: () => this.loop.nudge(),
+      readyCandidates: (label) => this.readyCandidates(label), labelReady: (label) => deps.provider.labelReady(label), nudge: () => this.loop.nudge(),
     });
     this.loop = new PeriodicLoop({
       name: `pool-worker:${deps.provider.name}/${deps.pool.name}`, log: this.log,
@@ -259,6 +259,7 @@ export class PoolWorker {
     if (!needed) return false;
     const used = sumResources((await this.deps.store.listNodes()).filter((n) => n.tenantName === tenant).map((n) => n.resources));
     const over = tenantLimitExceeded(limits, used, needed);
+    if (tenant) this.placement.tenantChecked(tenant, over);
     if (!over) {
       this.deferred.delete(handler.id);
       return false;
@@ -325,13 +326,19 @@ export class PoolWorker {
   private async take(handler: NodeRequestHandler): Promise<boolean> {
     const { store } = this.deps;
     const sessionId = handler.session;
-    if (!await lockIfFree(store, requestLock(handler.id), sessionId)) return false;
+    if (!await lockIfFree(store, requestLock(handler.id), sessionId)) {
+      await this.placement.launchNotStarted(handler.id);
+      return false;
+    }
     if (!this.running || this.paused) {
       await store.unlock(requestLock(handler.id), sessionId);
+      await this.placement.launchNotStarted(handler.id);
       return false;
     }
     await handler.run();
     if (!handler.paused && !handler.done) await handler.poll();
+    // A launch that began is in flight, or has ended and told the breaker; none began: say so (a probe's request).
+    if (handler.aliveCount === 0) await this.placement.launchNotStarted(handler.id);
     if (!handler.done) this.handlers.push(handler);
     if (handler.paused) this.paused ??= handler;
     return true;

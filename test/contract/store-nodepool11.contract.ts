@@ -122,6 +122,7 @@ export function nodepool11StoreContract(h: StoreHarness): void {
       const standing = {
         headroom: 0.2, full: { by: 'max-servers' as const, detail: '8 of 10 nodes' },
         breaker: { state: 'open' as const, failures: 3, since: 1_700_000_000_000, until: 1_700_000_060_000, backoffMs: 60_000 },
+        noReadyImage: ['big'], tenantLimited: [{ tenant: 'acme', detail: 'cores: 8 of 8 used, the request needs 2' }],
       };
       const updated = await h.store.updateLauncher('L1', { standing });
       assert.deepEqual(updated?.standing, standing);
@@ -133,6 +134,7 @@ export function nodepool11StoreContract(h: StoreHarness): void {
       assert.deepEqual((await h.store.listLaunchers())[0]?.standing, closed);
       await storeError(h.store.updateLauncher('L1', { standing: { headroom: 2, breaker: { state: 'closed', failures: 0 } } }));
       await storeError(h.store.updateLauncher('L1', { standing: { headroom: 0.5, breaker: { state: 'open', failures: 1 } } as never }));
+      await storeError(h.store.updateLauncher('L1', { standing: { ...closed, tenantLimited: [{ tenant: 'acme' }] } as never }));
       assert.deepEqual((await h.store.listLaunchers())[0]?.standing, closed, 'a refused standing changes nothing');
     });
 

@@ -29,7 +29,7 @@ export interface LauncherConfigParts {
   /** Other top-level keys (clouds-file, diskimages, max-hold-age, …). */
   extra?: Record<string, unknown>;
   /** Overrides of the fast test `launcher` section. */
-  launcher?: Record<string, number>;
+  launcher?: Record<string, unknown>;
 }
 
 export class LauncherSystem {

@@ -11,11 +11,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { rendezvousOwners } from '../../../lib/fleet/rendezvous.js';
 import { waitFor } from '../../../lib/lifecycle.js';
 import type { NodepoolClient } from '../../../lib/client/nodepool-client.js';
-import { FLEET_SESSION_OWNER } from '../../../server/fleet/fleet-ownership.js';
 import { recordFault } from '../../support/fault-report.js';
+import { FleetWatch } from '../../support/fleet-watch.js';
 import { LauncherSystem } from '../../support/launcher-system.js';
 import { freePort, stopAllProcesses, type TrackedProcess } from '../../support/processes.js';
 import { startSshd, type SshdHandle } from '../../support/sshd.js';
@@ -29,36 +28,10 @@ describe('launcher fleet on ZooKeeper: ownership, kill -9 takeover, rebalance', 
   let zk: ZooKeeperHandle;
   let sshd: SshdHandle;
   let sys: LauncherSystem;
+  let watch: FleetWatch;
   let client: NodepoolClient;
   const procs = new Map<string, TrackedProcess>();
-  let watching = true;
-  let watcher: Promise<void> | undefined;
-  const doubles: string[] = [];
 
-  /** Pool key → the hostname of the server whose pool worker registers it (live registrations). */
-  async function registrations(): Promise<Map<string, string[]>> {
-    const byPool = new Map<string, string[]>();
-    const sessions = new Map((await sys.store.listSessions()).map((s) => [s.id, s.hostname]));
-    for (const l of await sys.store.listLaunchers()) {
-      const key = `${l.provider}/${l.pool}`;
-      byPool.set(key, [...(byPool.get(key) ?? []), sessions.get(l.sessionId) ?? l.sessionId]);
-    }
-    return byPool;
-  }
-
-  /** The expected owner (hostname) of each pool: rendezvous over the live fleet sessions. */
-  async function expectedOwners(): Promise<Map<string, string>> {
-    const members = (await sys.store.listSessions()).filter((s) => s.owner === FLEET_SESSION_OWNER);
-    const byId = new Map(members.map((s) => [s.id, s.hostname]));
-    return new Map([...rendezvousOwners(POOLS.map((p) => p.key), [...byId.keys()])].map(([k, id]) => [k, byId.get(id) ?? id]));
-  }
-
-  const settled = async (): Promise<Map<string, string> | undefined> => {
-    const [regs, expected] = await Promise.all([registrations(), expectedOwners()]);
-    if (expected.size !== POOLS.length) return undefined;
-    for (const p of POOLS) if (regs.get(p.key)?.length !== 1 || regs.get(p.key)?.[0] !== expected.get(p.key)) return undefined;
-    return expected;
-  };
 
   const start = (name: string): void => {
     procs.set(name, sys.startServerProcess(name));
@@ -80,20 +53,14 @@ describe('launcher fleet on ZooKeeper: ownership, kill -9 takeover, rebalance', 
       extra: { 'zookeeper-servers': [{ host: zk.host, port: zk.port, chroot: `/fleet-${randomUUID().slice(0, 8)}` }], 'zookeeper-timeout': 4 },
       launcher: { 'session-ttl': 30, 'takeover-timeout': TAKEOVER_S },
     });
+    watch = new FleetWatch(sys.store, POOLS.map((p) => p.key), SERVERS.length);
     for (const name of SERVERS) start(name);
     client = await sys.client();
-    watcher = (async () => {
-      while (watching) {
-        const regs = await registrations().catch(() => new Map<string, string[]>());
-        for (const [pool, hosts] of regs) if (hosts.length > 1) doubles.push(`${pool}: ${hosts.join(', ')}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
+    watch.watch();
   });
 
   after(async () => {
-    watching = false;
-    await watcher;
+    await watch?.stop();
     await sys?.stop();
     await stopAllProcesses();
     await sshd?.stop();
@@ -101,15 +68,15 @@ describe('launcher fleet on ZooKeeper: ownership, kill -9 takeover, rebalance', 
   });
 
   it('runs each pool on exactly one server: the rendezvous owner among the live members', async () => {
-    const owners = await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: 'every pool registered once, by its rendezvous owner' });
+    const owners = await waitFor(() => watch.settled(), { timeoutMs: 120_000, intervalMs: 250, what: 'every pool registered once, by its rendezvous owner' });
     console.log(`# owners: ${[...owners].map(([k, v]) => `${k}→${v}`).join(' ')}`);
-    assert.deepEqual(doubles, []);
+    assert.deepEqual([...watch.seen], []);
   });
 
   it('kill -9 five times: pools move within takeover-timeout, requests wait and are served, the restart rebalances', async () => {
     const takeovers: number[] = [];
     for (let round = 1; round <= 5; round++) {
-      const owners = await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: `ownership settled before round ${round}` });
+      const owners = await waitFor(() => watch.settled(), { timeoutMs: 120_000, intervalMs: 250, what: `ownership settled before round ${round}` });
       const count = new Map<string, number>();
       for (const host of owners.values()) count.set(host, (count.get(host) ?? 0) + 1);
       const victim = [...count].sort((a, b) => b[1] - a[1])[0]?.[0] as string;
@@ -117,11 +84,7 @@ describe('launcher fleet on ZooKeeper: ownership, kill -9 takeover, rebalance', 
       const request = await client.request([lost[0]?.label as string], { ephemeral: false });
       const killed = Date.now();
       await procs.get(victim)?.kill();
-      await waitFor(async () => {
-        const regs = await registrations();
-        return lost.every((p) => regs.get(p.key)?.length === 1 && regs.get(p.key)?.[0] !== victim) ? true : undefined;
-      }, { timeoutMs: 120_000, intervalMs: 100, what: `round ${round}: ${victim}'s pools run elsewhere` });
-      const tookMs = Date.now() - killed;
+      const tookMs = await watch.movedFrom(victim, lost.map((p) => p.key), killed, `round ${round}: ${victim}'s pools run elsewhere`);
       takeovers.push(tookMs);
       console.log(`# round ${round}: killed ${victim} (${lost.map((p) => p.key).join(', ')}); its pools ran elsewhere after ${(tookMs / 1000).toFixed(1)} s`);
       const done = await sys.waitForRequest(request.id, ['fulfilled', 'failed'], 120_000);
@@ -129,8 +92,8 @@ describe('launcher fleet on ZooKeeper: ownership, kill -9 takeover, rebalance', 
       for (const node of await client.accept(done)) await client.release(node.id);
       start(victim);
     }
-    await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: 'ownership settled after the last restart' });
-    assert.deepEqual(doubles, [], 'no pool was ever registered by two servers');
+    await waitFor(() => watch.settled(), { timeoutMs: 120_000, intervalMs: 250, what: 'ownership settled after the last restart' });
+    assert.deepEqual([...watch.seen], [], 'no pool was ever registered by two servers');
     const sorted = [...takeovers].sort((a, b) => a - b);
     const p50 = sorted[Math.floor(sorted.length / 2)] as number;
     const max = sorted[sorted.length - 1] as number;

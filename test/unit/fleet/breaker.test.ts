@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { afterOutcome, breakerVerdict, CLOSED, settleBreaker, startProbe, type BreakerSettings, type BreakerState } from '../../../lib/fleet/breaker.js';
+import { abandonProbe, afterOutcome, breakerVerdict, CLOSED, settleBreaker, startProbe, type BreakerSettings, type BreakerState } from '../../../lib/fleet/breaker.js';
 
 const S: BreakerSettings = { failures: 3, backoffMs: 10_000, maxBackoffMs: 35_000, probeTimeoutMs: 5_000 };
 const fail = (state: BreakerState, at: number): BreakerState => afterOutcome(state, 'failure', at, S);
@@ -60,5 +60,16 @@ describe('circuit breaker', () => {
     assert.equal(startProbe(CLOSED, 0, S), CLOSED);
     const b = fail(fail(fail(CLOSED, 0), 0), 0);
     assert.equal(startProbe(b, 9_999, S), b);
+  });
+
+  it('a probe whose request started no launch gives way at once: open, its backoff over, the next request probes', () => {
+    const probing = startProbe(fail(fail(fail(CLOSED, 0), 0), 0), 10_000, S);
+    assert.equal(probing.state, 'probing');
+    const back = abandonProbe(probing, 12_000);
+    assert.deepEqual(back, { state: 'open', failures: 3, since: 0, until: 12_000, backoffMs: 10_000 });
+    assert.equal(breakerVerdict(back, 12_000, S), 'probe');
+    assert.equal(abandonProbe(CLOSED, 1), CLOSED);
+    const open = fail(fail(fail(CLOSED, 0), 0), 0);
+    assert.equal(abandonProbe(open, 1), open, 'only a probing breaker');
   });
 });

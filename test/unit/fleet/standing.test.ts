@@ -86,6 +86,23 @@ describe('pool standing', () => {
     assert.equal(waitReasons(request({ state: 'pending' }), [full], T0, S)[0]?.reason, 'at-quota', 'a pending request paused at quota waits too');
   });
 
+  it('a pool with nothing to boot for a label, or deferring the request\'s tenant, leaves it to one that can serve now, and says why', () => {
+    const closed = { state: 'closed', failures: 0 } as const;
+    const noImage = launcher('a', { standing: standingOf({ headroom: 1, breaker: closed, noReadyImage: ['small', 'small'] }) });
+    const limited = launcher('b', { standing: standingOf({ headroom: 1, breaker: closed, tenantLimited: [{ tenant: 'acme', detail: 'cores: 8 of 8 used, the request needs 2' }] }) });
+    const low = launcher('c', { standing: standingOf({ headroom: 0.1, breaker: closed }) });
+    assert.deepEqual(noImage.standing?.noReadyImage, ['small'], 'each label once');
+    assert.equal(placeAmong(request(), [noImage, low], T0, S).take, 'cloud/c', 'the pool with an image, though with less room');
+    assert.equal(placeAmong(request({ tenantName: 'acme' }), [limited, low], T0, S).take, 'cloud/c');
+    assert.equal(placeAmong(request({ tenantName: 'other' }), [limited, low], T0, S).take, 'cloud/b', 'another tenant is not deferred there');
+    assert.equal(placeAmong(request(), [limited, low], T0, S).take, 'cloud/b', 'nor a request of no tenant');
+    const reasons = waitReasons(request({ tenantName: 'acme' }), [noImage, limited], T0, S);
+    assert.deepEqual(reasons.map((r) => [r.pool, r.reason, r.detail]), [
+      ['a', 'no-ready-image', 'no ready image for small'], ['b', 'tenant-limit', 'tenant acme: cores: 8 of 8 used, the request needs 2'],
+    ]);
+    assert.equal(placeAmong(request({ tenantName: 'acme' }), [noImage, limited], T0, S).now, false, 'it waits');
+  });
+
   it('a standing is written only when it changed', () => {
     const s = standingOf({ headroom: 0.5, breaker: { state: 'closed', failures: 1 } });
     assert.equal(standingChanged(undefined, s), true);
@@ -100,6 +117,13 @@ describe('pool standing', () => {
     for (const bad of [null, 'x', { ...whole, headroom: 1.5 }, { ...whole, headroom: '1' }, { ...whole, breaker: { state: 'open', failures: 1 } },
       { ...whole, breaker: { state: 'weird', failures: 1 } }, { ...whole, full: { by: 'disk', detail: '' } }, { ...whole, breaker: { state: 'closed', failures: -1 } }]) {
       assert.equal(standingFrom(bad), undefined, JSON.stringify(bad));
+    }
+    const told = { headroom: 1, breaker: { state: 'closed', failures: 0 }, noReadyImage: ['small'], tenantLimited: [{ tenant: 'acme', detail: 'd' }] };
+    assert.deepEqual(standingFrom(told), told);
+    assert.deepEqual(standingFrom({ ...told, noReadyImage: [], tenantLimited: null }), { headroom: 1, breaker: told.breaker }, 'empty lists are none');
+    for (const bad of [{ ...told, noReadyImage: 'small' }, { ...told, noReadyImage: [1] }, { ...told, tenantLimited: [{ tenant: 'acme' }] },
+      { ...told, tenantLimited: { acme: 'd' } }, { ...told, noReadyImage: new Array(10_001).fill('x') }]) {
+      assert.equal(standingFrom(bad), undefined, JSON.stringify(bad).slice(0, 120));
     }
   });
 });

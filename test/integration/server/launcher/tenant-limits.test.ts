@@ -9,7 +9,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../../../lib/config/load.js';
 import { waitFor } from '../../../../lib/lifecycle.js';
+import { requestListView } from '../../../../lib/status/list-views.js';
 import { requestLock } from '../../../../lib/store/lock-names.js';
 import type { NodepoolServer } from '../../../../server/main.js';
 import { LauncherSystem } from '../../../support/launcher-system.js';
@@ -66,6 +68,14 @@ void describe(`launcher: tenant-resource-limits (${backend} store)`, () => {
     const deferred = await sys.store.getRequest(forA.id);
     assert.deepEqual([deferred?.state, deferred?.declinedBy, deferred?.nodes], ['requested', [], []], 'deferred, not declined');
     assert.equal(await sys.store.getLock(requestLock(forA.id)), undefined, 'and not locked');
+    // request-list (the CLI's and the web's view) says why it waits: the pool defers tenant a at its limit.
+    const config = loadConfig(sys.configPath);
+    const waitingFor = async (id: string): Promise<Array<{ reason: string; detail: string }>> => {
+      const json = (await requestListView({ store: sys.store, config: () => config, clock: Date.now })).json as Array<{ id: string; waitReasons?: Array<{ reason: string; detail: string }> }>;
+      return json.find((r) => r.id === id)?.waitReasons ?? [];
+    };
+    await waitFor(async () => (await waitingFor(forA.id)).some((r) => r.reason === 'tenant-limit'), { timeoutMs: 20_000, what: 'request-list naming the tenant limit', intervalMs: 100 });
+    assert.match((await waitingFor(forA.id))[0]?.detail ?? '', /^tenant a: instances: 2 of 2 used, the request needs 1$/);
 
     const forB = await sys.store.createRequest({ labels: ['small'], requestor: 'zuul-scheduler', tenantName: 'b' });
     const servedB = await sys.waitForRequest(forB.id, ['fulfilled'], 20_000);
@@ -77,6 +87,7 @@ void describe(`launcher: tenant-resource-limits (${backend} store)`, () => {
     const servedA = await sys.waitForRequest(forA.id, ['fulfilled'], 20_000);
     const nodeA = await sys.store.getNode(servedA.nodes[0] ?? '');
     assert.deepEqual([nodeA?.tenantName, nodeA?.resources], ['a', null], 'served once the tenant has room; a static node takes no resources');
+    await waitFor(async () => (await sys.store.listLaunchers()).every((l) => !l.standing?.tenantLimited), { timeoutMs: 20_000, what: 'the tenant gone from the pool\'s standing', intervalMs: 100 });
   });
 });
 }
