@@ -113,19 +113,15 @@ function localImports(file: string, seen = new Set<string>()): Set<string> {
 const RUN_ALONE = ['test/faults/metrics-scrape-storm.test.ts', 'test/faults/api-read-storm.test.ts'];
 const runsAlone = (f: string): boolean => RUN_ALONE.some((a) => path.resolve(f) === path.resolve(a));
 
-/**
- * How many Nova files run at once. Two, beside the other lanes on this 2-core machine, kept it
- * at load 10-12: a boot took 50 s to over 120 s, and files failed their launch timeouts.
- */
-const NOVA_CONCURRENCY = 1;
 
 /**
  * Files that boot Nova servers and change what every file on the shared Nova sees: the `demo`
  * project's compute quota (nova-cloud, openstack-provider-quota) or every unattached floating IP
  * in it (clean-floating-ips, and the Nova 11 corpus whose fixture cleans them every second).
- * They run one at a time with no other Nova file. The other Nova files could run two at a time
+ * They run one at a time with no other Nova file. The other Nova files can run two at a time
  * (each boots in its own provider's name and cleans up only its own servers and images), but
- * run one at a time too (NOVA_CONCURRENCY).
+ * do only once the VM lane is done: two at once beside the other lanes (load 10-12) made a boot
+ * take 50 s to over 120 s, and files failed their launch timeouts.
  */
 const NOVA_ALONE = [
   'test/integration/openstack/nova-cloud.test.ts', 'test/integration/drivers/openstack/openstack-provider-quota.test.ts',
@@ -335,8 +331,8 @@ function notRun(group: string[], err: Error): number {
  * start), then those that use Keystone + Glance (two at a time, and a file at a time more
  * from each other lane once it is done: SharedGroup). The tests that boot servers on
  * the one shared Nova: those that change its shared state alone (NOVA_ALONE), then the others
- * (NOVA_CONCURRENCY at a time). The tests that boot QEMU guests, a file at a time once the saved
- * guest is ready (vmLane). A cloud that fails to start fails only the files that use it.
+ * a file at a time, and two at a time once the VM lane is done (SharedGroup). The tests that
+ * boot QEMU guests, a file at a time once the saved guest is ready (vmLane). A cloud that fails to start fails only the files that use it.
  */
 async function main(): Promise<number> {
   // Before the clouds start (seconds on a quiet machine; during the clouds' start, the
@@ -391,24 +387,31 @@ async function main(): Promise<number> {
   // each other lane joins when it has run its own files (their cores would idle otherwise).
   const cloudGroup = new SharedGroup('the files that use Keystone + Glance', withCloud);
   const help = async (who: string): Promise<number> => ((await keystoneUp) ? 0 : cloudGroup.work(who));
+  const novaUp = Promise.all([keystone, nova]).then(() => undefined, (err: Error) => err);
+  const aloneNova = novaUp.then((failed) => (failed ? 0 : runTests('the Nova files that change shared state, alone', aloneServers, 1)));
+  const novaGroup = new SharedGroup('the files that boot Nova servers', pairedServers);
+  /** A lane done with its own files takes Nova files too, never beside those that change shared state. */
+  const helpNova = async (who: string): Promise<number> => {
+    if (await novaUp) return 0;
+    await aloneNova;
+    return novaGroup.work(who);
+  };
   const codes = await Promise.all([
     runTests('the files that need no cloud', plain, 2).then(async (code) => {
       const failed = await keystoneUp;
       if (failed) return Math.max(code, notRun(withCloud, failed));
       return Math.max(code, ...await Promise.all([cloudGroup.work('the no-cloud lane'), cloudGroup.work('the no-cloud lane')]));
     }),
-    // The files that boot only servers start once the clouds are up.
-    Promise.all([keystone, nova]).then(
-      async () => Math.max(
-        await runTests('the Nova files that change shared state, alone', aloneServers, 1),
-        await runTests('the files that boot Nova servers', pairedServers, NOVA_CONCURRENCY),
-        await help('the Nova lane'),
-      ),
-      async (err: Error) => Math.max(notRun(serialServers, err), await help('the Nova lane')),
-    ),
+    // The files that boot only servers start once the clouds are up: those that change shared
+    // state alone, then the others a file at a time, by the Nova lane and, once its own files and
+    // the Keystone + Glance queue are done, the VM lane (two Nova files at once only then).
+    novaUp.then(async (failed) => {
+      if (failed) return Math.max(notRun(serialServers, failed), await help('the Nova lane'));
+      return Math.max(await aloneNova, await novaGroup.work('the Nova lane'), await help('the Nova lane'));
+    }),
     // One VM file at a time: two guests booting under TCG beside the other lanes (load 8) took
     // one boot to 371 s, past the mid-validation outage's bound.
-    vmLane().then(async (code) => Math.max(code, await help('the VM lane'))),
+    vmLane().then(async (code) => Math.max(code, await help('the VM lane'), await helpNova('the VM lane'))),
   ]);
   // Load tests time latencies: they run alone, after every other file (the clouds idle by then).
   return Math.max(...codes, await runTests('the load tests, alone', alone, 1));
