@@ -225,6 +225,27 @@ const sinceStart = (t = Date.now()): string => ((t - runStarted) / 1000).toFixed
 const timeline: string[] = [];
 /** The machine's CPU use, so the timeline says which groups waited on the CPU and which on timers or I/O. */
 const cpu = new CpuMeter();
+
+/**
+ * `make test` builds better-sqlite3's native module (about 90 s of one core compiling SQLite)
+ * while the runner starts the clouds: NODEPOOL_TEST_NATIVE_RC names the file its exit code lands
+ * in, and no test file starts before it does. Resolves with why the tests cannot run, or
+ * undefined (at once when the variable is unset: the module is built already).
+ */
+const nativeBuilt: Promise<string | undefined> = (async () => {
+  const rcFile = process.env.NODEPOOL_TEST_NATIVE_RC;
+  if (!rcFile) return undefined;
+  const started = Date.now();
+  try {
+    const rc = await waitFor(() => readFileSync(rcFile, 'utf8').trim(), { timeoutMs: 1_800_000, intervalMs: 250, what: `better-sqlite3's native build (${rcFile})` });
+    if (rc !== '0') return `better-sqlite3's native build failed (exit ${rc}; its output follows the tests)`;
+    timeline.push(`#   ${sinceStart(runStarted)} s to ${sinceStart()} s  better-sqlite3's native build, beside the clouds' start (the first test file waited for it)`);
+    console.log(`# better-sqlite3's native module built (the tests waited ${((Date.now() - started) / 1000).toFixed(0)} s for it)`);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+})();
 cpu.start();
 
 /** The reporter's records of every `node --test` run so far (test/support/duration-reporter.mjs). */
@@ -256,6 +277,11 @@ function failingTests(records: readonly Reported[]): string[] {
  */
 async function runTests(what: string, group: string[], concurrency: number, opts: { record?: boolean } = {}): Promise<number> {
   if (group.length === 0) return 0;
+  const native = await nativeBuilt;
+  if (native) {
+    console.error(`# not run, ${native}:\n${group.map((f) => `#   ${f}`).join('\n')}`);
+    return 1;
+  }
   const from = sinceStart();
   const fromMs = Date.now();
   cpu.sample();
