@@ -136,9 +136,24 @@ export function startProcess(name: string, cmd: string, args: string[], opts: St
   const child = spawn(cmd, args, { stdio: ['ignore', logFile ? 'pipe' : 'ignore', logFile ? 'pipe' : 'ignore'], ...spawnOpts });
   if (logFile) {
     const out = createWriteStream(logFile, { flags: 'a' });
-    child.stdout?.pipe(out, { end: false });
-    child.stderr?.pipe(out, { end: false });
-    child.once('exit', () => setTimeout(() => out.end(), 50));
+    const streams = [child.stdout, child.stderr].filter((s) => s !== null);
+    for (const s of streams) s.pipe(out, { end: false });
+    // The log ends once the child's pipes have closed. A process the child started may hold them
+    // past its exit (sshd's per-connection processes write to its stderr): 2 s after the exit, what
+    // still comes is read and dropped, not written to the ended log (ci36: 'write after end'
+    // when the log ended 50 ms after the exit).
+    let ended = false;
+    const endLog = (): void => {
+      if (ended) return;
+      ended = true;
+      for (const s of streams) {
+        s.unpipe(out);
+        s.resume();
+      }
+      out.end();
+    };
+    child.once('close', endLog);
+    child.once('exit', () => setTimeout(endLog, 2_000).unref());
   }
   if (child.pid === undefined) throw new Error(`could not start ${name} (${cmd})`);
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
