@@ -62,12 +62,13 @@ test:
 # failing fails `make test`. Beside them from the start, in the background, the VM files'
 # bootable image and saved guest (test/support/prepare-vm-image.ts; the runner waits for them
 # or makes them itself).
+# $(call in_session,NICE,NAME) command...: runs the command in a session of its own whose autogroup nice is NICE.
+in_session = setsid -w sh -c 'echo $(1) > /proc/self/autogroup 2>/dev/null; exec "$$@"' $(2)
 test-steps: apt-deps npm-packages
 	@mkdir -p .run && rm -f .run/native.rc .run/checks.rc
 	@(node --import tsx test/support/prepare-vm-image.ts > .run/prepare-vm-image.log 2>&1 &)
-	@(setsid -w sh -c 'echo -10 > /proc/self/autogroup 2>/dev/null; exec "$$@"' ahead \
-	  $(MAKE) --no-print-directory $(SQLITE_NATIVE) > .run/native.log 2>&1; echo $$? > .run/native.rc) &
-	@(setsid -w sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec "$$@"' behind \
+	@($(call in_session,-10,ahead) $(MAKE) --no-print-directory $(SQLITE_NATIVE) > .run/native.log 2>&1; echo $$? > .run/native.rc) &
+	@($(call in_session,19,behind) \
 	  $(MAKE) --no-print-directory -j2 --output-sync=target typecheck lint > .run/checks.log 2>&1; echo $$? > .run/checks.rc) &
 	@NODEPOOL_TEST_NATIVE_RC=.run/native.rc $(NODE_TEST); rc=$$?; \
 	  sed 's/^/# head start: /' .run/prepare-vm-image.log; \
