@@ -9,6 +9,7 @@
  * raised so parallel key scans are not dropped.
  */
 import { execFileSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -60,7 +61,7 @@ export interface SshdHandle {
   /** True while every sshd process runs. */
   readonly running: boolean;
   logFile: string;
-  /** Stops sshd (TERM, then KILL); keeps config and keys for restart(). Idempotent. */
+  /** Stops sshd (TERM, then KILL) and returns once its addresses refuse connects; keeps config and keys for restart(). Idempotent. */
   pause(): Promise<void>;
   /** Starts sshd again on the same addresses with the same keys (stops it first if running). */
   restart(): Promise<void>;
@@ -147,6 +148,18 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<SshdHandle
     }, { timeoutMs: opts.timeoutMs ?? 15_000, what: `sshd listening on ${addresses.length} address(es), first ${addresses[0]?.host}:${addresses[0]?.port}`, intervalMs: 25 })]);
   };
   const stopAll = async (): Promise<void> => { await Promise.all(procs.map((p) => p.stop(5_000))); };
+  /**
+   * Stops sshd and returns once every address refuses connects. A child sshd forked for a
+   * connect just before the stop holds a copy of the listen socket until it first runs and
+   * closes it; until then connects still succeed into the backlog (seen under load: a liveness
+   * check 241 ms into a case answered after the pause).
+   */
+  const stopUntilRefused = async (): Promise<void> => {
+    await stopAll();
+    for (const a of addresses) {
+      await waitFor(() => refused(a), { timeoutMs: 15_000, intervalMs: 25, what: `sshd's listen socket on ${a.host}:${a.port} to close after its stop` });
+    }
+  };
   // A free port can be taken between freePort() and sshd's bind: pick another (own ports only).
   for (let attempt = 0; ; attempt++) {
     try {
@@ -178,10 +191,10 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<SshdHandle
     get pids() { return procs.map((p) => p.pid); },
     get running() { return procs.length > 0 && procs.every((p) => p.alive()); },
     logFile,
-    pause: stopAll,
+    pause: stopUntilRefused,
     async restart() {
       if (stopped) throw new Error('sshd fixture already stopped');
-      await stopAll();
+      await stopUntilRefused();
       await launch();
     },
     stop() {
@@ -195,4 +208,15 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<SshdHandle
     readLog: () => readFileSync(logFile, 'utf8'),
   };
   return handle;
+}
+
+/** Whether a TCP connect to the address is refused (anything else, an answer or a stall, is not). */
+function refused(a: SshdAddress): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: a.host, port: a.port });
+    const finish = (result: boolean): void => { clearTimeout(timer); socket.destroy(); resolve(result); };
+    const timer = setTimeout(() => finish(false), 2_000);
+    socket.once('connect', () => finish(false));
+    socket.once('error', (err: NodeJS.ErrnoException) => finish(err.code === 'ECONNREFUSED'));
+  });
 }
