@@ -9,12 +9,12 @@
  * raised so parallel key scans are not dropped.
  */
 import { execFileSync } from 'node:child_process';
-import { connect } from 'node:net';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../../lib/lifecycle.js';
+import { tcpProbe } from '../../lib/ssh/tcp-probe.js';
 import { freePort, startProcess, type TrackedProcess } from './processes.js';
 
 /** Key types ssh-keygen makes for the fixture (rsa is slower to generate). */
@@ -210,13 +210,8 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<SshdHandle
   return handle;
 }
 
-/** Whether a TCP connect to the address is refused (anything else, an answer or a stall, is not). */
-function refused(a: SshdAddress): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: a.host, port: a.port });
-    const finish = (result: boolean): void => { clearTimeout(timer); socket.destroy(); resolve(result); };
-    const timer = setTimeout(() => finish(false), 2_000);
-    socket.once('connect', () => finish(false));
-    socket.once('error', (err: NodeJS.ErrnoException) => finish(err.code === 'ECONNREFUSED'));
-  });
+/** Whether a TCP connect to the address is refused (an answer or a stall is not). */
+async function refused(a: SshdAddress): Promise<boolean> {
+  const probe = await tcpProbe(a.host, a.port, 2_000);
+  return !probe.ok && probe.reason === 'connection refused';
 }
