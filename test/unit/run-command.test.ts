@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { CommandFailedError } from '../../lib/errors.js';
+import { pollUntil } from '../../lib/lifecycle.js';
 import { runCommand } from '../../lib/run-command.js';
 
 /** Whether a process with this pid still runs (a zombie nobody reaped yet does not). */
@@ -11,19 +12,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * Whether the process is gone within `ms`: a killed process closes its pipes before the kernel
- * marks it a zombie, so right after the group's last pipe closed it can still read as running.
- */
-async function goneWithin(pid: number, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (alive(pid)) {
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return true;
 }
 
 describe('runCommand', () => {
@@ -75,8 +63,11 @@ describe('runCommand', () => {
     assert.equal(r.aborted, true);
     assert.equal(r.signal, 'SIGTERM');
     assert.ok(grandchild > 0);
-    // Well before the sleep's own 30 s: it went with its group, not at its end.
-    assert.equal(await goneWithin(grandchild, 10_000), true, 'the background sleep went with its group');
+    // Within 10 s, well before the sleep's own 30 s: it went with its group, not at its end. Not
+    // at once: a killed process closes its pipes before the kernel marks it a zombie, so right
+    // after the group's last pipe closed it can still read as running.
+    const gone = await pollUntil(() => (alive(grandchild) ? undefined : true), { timeoutMs: 10_000, intervalMs: 20 });
+    assert.equal(gone, true, 'the background sleep went with its group');
   });
 
   it('with check, an abort rejects with the signal\'s reason', async () => {
