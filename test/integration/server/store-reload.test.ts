@@ -52,7 +52,12 @@ describe('nodepool-server on ZooKeeper: a store change on reload', () => {
   });
 
   it('names its store in the start line, and a changed webapp address by what it serves and what is configured', async () => {
-    assert.match(await logText(), new RegExp(`nodepool-server started.*store=zookeeper 127\\.0\\.0\\.1:${zk.port}/site-a`));
+    // The heartbeat can be in the store before the test's copy of the server's output reaches
+    // its log file (seen under load: the file still empty), so the start line is waited for.
+    const started = await waitFor(async () => (await logText()).split('\n').find((l) => l.includes('nodepool-server started')), {
+      timeoutMs: 10_000, what: 'the start line in the server\'s log',
+    });
+    assert.match(started, new RegExp(`nodepool-server started.*store=zookeeper 127\\.0\\.0\\.1:${zk.port}/site-a`));
     const port = await freePort();
     await sys.rewrite((parts) => ({ ...parts, extra: { ...zkAt('/site-a'), webapp: { port } } }));
     const line = await waitFor(async () => (await logText()).split('\n').find((l) => l.includes('webapp address changed')), {
